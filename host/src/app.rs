@@ -1,0 +1,117 @@
+//! The assembled host: configuration, gate and sandbox, with one entry point
+//! for tool calls that the MCP server, `pve-mcp call` and the demo share.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::component::{CacheDir, LoadedFrom};
+use crate::config::{Cluster, SandboxLimits};
+use crate::egress::{Gate, GateEndpoint};
+use crate::sandbox::{CallReport, CallRequest, Sandbox};
+use crate::secret::Redactor;
+use crate::tools::{CallOutcome, ToolInfo};
+use crate::upstream::Upstream;
+
+/// Which component to run.
+#[derive(Debug, Clone)]
+pub enum ComponentSource {
+    /// The one built from `guest/` and embedded in this binary.
+    Embedded,
+    /// Another build of a component implementing the same world.
+    File(PathBuf),
+}
+
+/// A running host.
+pub struct App {
+    sandbox: Sandbox,
+    next_id: AtomicU64,
+}
+
+impl App {
+    /// Builds the gate for these clusters and loads the component. With no
+    /// clusters the tools can be listed but every request is denied.
+    pub async fn start(
+        clusters: &[Cluster],
+        limits: &SandboxLimits,
+        component: &ComponentSource,
+        cache: &CacheDir,
+    ) -> anyhow::Result<App> {
+        let started = Instant::now();
+        let mut endpoints = Vec::with_capacity(clusters.len());
+        let mut secrets = Vec::new();
+        for cluster in clusters {
+            endpoints.push(GateEndpoint {
+                cluster: cluster.name.clone(),
+                endpoint: cluster.endpoint.clone(),
+                upstream: Upstream::new(cluster).with_context(|| format!("setting up the connection to cluster {}", cluster.name))?,
+            });
+            secrets.extend(cluster.auth.secrets());
+        }
+        let wasm = match component {
+            ComponentSource::Embedded => std::borrow::Cow::Borrowed(crate::GUEST_WASM),
+            ComponentSource::File(path) => std::borrow::Cow::Owned(
+                std::fs::read(path).with_context(|| format!("reading the component {}", path.display()))?,
+            ),
+        };
+        let sandbox = Sandbox::new(&wasm, Gate::new(endpoints), limits.clone(), Redactor::new(secrets), cache)
+            .await
+            .with_context(|| match component {
+                ComponentSource::Embedded => "loading the embedded tool component".to_string(),
+                ComponentSource::File(p) => format!("loading the component {}", p.display()),
+            })?;
+        tracing::info!(
+            tools = sandbox.tools().len(),
+            compiled = matches!(sandbox.loaded_from(), LoadedFrom::Compiled),
+            ms = started.elapsed().as_millis() as u64,
+            "component ready"
+        );
+        Ok(App {
+            sandbox,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The component's tools.
+    pub fn tools(&self) -> &[ToolInfo] {
+        self.sandbox.tools()
+    }
+
+    /// Whether the tool exists.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tools().iter().any(|t| t.name == name)
+    }
+
+    /// Runs one tool call and logs it.
+    pub async fn call(&self, tool: &str, arguments: &serde_json::Map<String, serde_json::Value>) -> CallReport {
+        let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+        let started = Instant::now();
+        let report = self
+            .sandbox
+            .call(CallRequest {
+                tool,
+                arguments: &arguments,
+                request_id: &id,
+            })
+            .await;
+        let outcome = match &report.outcome {
+            CallOutcome::Output { is_error: false, .. } => "ok",
+            CallOutcome::Output { is_error: true, .. } => "tool-error",
+            CallOutcome::UnknownTool(_) => "unknown-tool",
+            CallOutcome::Failed { kind, .. } => kind.as_str(),
+        };
+        tracing::info!(
+            id,
+            tool,
+            outcome,
+            upstream_requests = report.egress.len(),
+            denied = report.egress.iter().filter(|r| r.denied.is_some()).count(),
+            ms = started.elapsed().as_millis() as u64,
+            "tool call"
+        );
+        report
+    }
+}

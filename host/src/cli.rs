@@ -1,0 +1,252 @@
+//! The command line: what each command does, written for people.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::app::{App, ComponentSource};
+use crate::component::CacheDir;
+use crate::config::{Config, ConfigError, SandboxLimits};
+use crate::mcp::{McpServer, to_call_result};
+use crate::tools::{CallOutcome, ToolInfo};
+
+/// A sandboxed MCP server for Proxmox VE.
+///
+/// Every tool runs inside a WebAssembly component that can reach nothing but
+/// your Proxmox API, only with the methods pve-mcp allows, and never sees
+/// the API token.
+#[derive(Debug, Parser)]
+#[command(name = "pve-mcp", version, propagate_version = true, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// TOML configuration file; environment variables override its keys.
+    #[arg(long, global = true, env = "PVE_MCP_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Run this component instead of the embedded one (it must implement
+    /// the pve-mcp:guest/pve-tools world in wit/).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub component: Option<PathBuf>,
+
+    /// Compile the component at every start instead of caching it.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+
+    /// More logging on stderr (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio for a client that spawns pve-mcp.
+    ///
+    /// Needs PVE_BASE_URL and an API token (PVE_API_TOKEN_ID,
+    /// PVE_API_TOKEN_SECRET), from the environment or --config.
+    Serve,
+    /// Try pve-mcp on an embedded, simulated Proxmox cluster.
+    ///
+    /// In a terminal it shows the tools, runs two sample calls and prints a
+    /// client configuration. Spawned by an MCP client, it serves MCP over
+    /// stdio on the simulated cluster.
+    Demo,
+    /// List the tools.
+    Tools {
+        /// Print the MCP tool definitions as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call through the same sandbox and gates, and print the
+    /// result.
+    Call {
+        /// The tool, e.g. pve_list_vms.
+        tool: String,
+        /// Arguments as a JSON object, e.g. '{"vmid": 100}'.
+        #[arg(long, default_value = "{}", value_name = "JSON")]
+        args: String,
+        /// Call the embedded simulated cluster instead of a real one.
+        #[arg(long)]
+        demo: bool,
+    },
+}
+
+impl Global {
+    /// The component to run.
+    pub fn component(&self) -> ComponentSource {
+        match &self.component {
+            Some(path) => ComponentSource::File(path.clone()),
+            None => ComponentSource::Embedded,
+        }
+    }
+
+    /// Where compiled components are cached.
+    pub fn cache(&self) -> CacheDir {
+        if self.no_cache { CacheDir::Disabled } else { CacheDir::Default }
+    }
+
+    /// Loads the configuration from --config and the environment.
+    pub fn load_config(&self) -> Result<Config, ConfigError> {
+        Config::load(self.config.as_deref(), &|key| std::env::var(key).ok())
+    }
+}
+
+/// Prints a configuration error the way every command does, and gives the
+/// exit code for it.
+pub fn config_failure(error: &ConfigError) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(2)
+}
+
+/// Prints any other startup failure with its causes.
+pub fn failure(error: &anyhow::Error) -> ExitCode {
+    eprintln!("error: {error:#}");
+    ExitCode::from(1)
+}
+
+/// `pve-mcp serve`.
+pub async fn serve(global: &Global) -> ExitCode {
+    if let Some(code) = check_transport() {
+        return code;
+    }
+    let config = match global.load_config() {
+        Ok(c) => c,
+        Err(e) => return config_failure(&e),
+    };
+    let app = match App::start(&config.clusters, &config.sandbox, &global.component(), &global.cache()).await {
+        Ok(app) => Arc::new(app),
+        Err(e) => return failure(&e),
+    };
+    tracing::info!(endpoint = %config.default_cluster().endpoint.base_url(), "serving MCP on stdio");
+    match McpServer::new(app).serve_stdio().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failure(&e),
+    }
+}
+
+/// The reference server's `MCP_TRANSPORT` is honoured; only stdio exists so
+/// far, so anything else is refused rather than silently ignored.
+fn check_transport() -> Option<ExitCode> {
+    let transport = std::env::var("MCP_TRANSPORT").ok()?;
+    match transport.trim().to_ascii_lowercase().as_str() {
+        "" | "stdio" => None,
+        other => Some(config_failure(&ConfigError {
+            key: "MCP_TRANSPORT".into(),
+            problem: format!("{other:?} is not available in this version; only stdio is"),
+            fix: "unset MCP_TRANSPORT or set it to stdio, and let your MCP client spawn `pve-mcp serve`".into(),
+        })),
+    }
+}
+
+/// `pve-mcp tools`.
+pub async fn tools(global: &Global, json: bool) -> ExitCode {
+    let app = match App::start(&[], &SandboxLimits::default(), &global.component(), &global.cache()).await {
+        Ok(app) => app,
+        Err(e) => return failure(&e),
+    };
+    if json {
+        let tools: Vec<_> = app.tools().iter().map(crate::mcp::to_mcp_tool).collect();
+        println!("{}", serde_json::to_string_pretty(&tools).unwrap_or_default());
+    } else {
+        print!("{}", tool_table(app.tools()));
+    }
+    ExitCode::SUCCESS
+}
+
+/// A plain-text table of the tools.
+pub fn tool_table(tools: &[ToolInfo]) -> String {
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let mut out = format!("{:width$}  {:4}  {}\n", "TOOL", "MODE", "WHAT IT DOES");
+    for tool in tools {
+        let mode = if tool.annotations.read_only { "read" } else { "WRITE" };
+        let first_sentence = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
+        out.push_str(&format!("{:width$}  {mode:4}  {first_sentence}\n", tool.name));
+    }
+    out
+}
+
+/// Parses `--args`, with an error that says how to write it.
+pub fn parse_args(raw: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(format!("--args must be a JSON object, e.g. '{{\"vmid\": 100}}'; got {raw}")),
+        Err(e) => Err(format!("--args is not valid JSON ({e}); write it as a JSON object, e.g. '{{\"vmid\": 100}}'")),
+    }
+}
+
+/// `pve-mcp call` against a configured cluster.
+pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
+    let args = match parse_args(raw_args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = match global.load_config() {
+        Ok(c) => c,
+        Err(e) => return config_failure(&e),
+    };
+    let app = match App::start(&config.clusters, &config.sandbox, &global.component(), &global.cache()).await {
+        Ok(app) => app,
+        Err(e) => return failure(&e),
+    };
+    print_call(&app, tool, &args).await
+}
+
+/// Runs a call and prints its result: the MCP `CallToolResult` as JSON on
+/// stdout. Exit code 1 when the call failed.
+pub async fn print_call(app: &App, tool: &str, args: &serde_json::Map<String, serde_json::Value>) -> ExitCode {
+    if !app.has_tool(tool) {
+        let names: Vec<&str> = app.tools().iter().map(|t| t.name.as_str()).collect();
+        eprintln!("error: no tool named {tool:?}; the tools are: {}", names.join(", "));
+        return ExitCode::from(2);
+    }
+    let report = app.call(tool, args).await;
+    let failed = report.outcome.is_error();
+    match to_call_result(report.outcome) {
+        Some(result) => println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default()),
+        None => {
+            eprintln!("error: the component does not know tool {tool:?}");
+            return ExitCode::from(2);
+        }
+    }
+    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// The message an outcome shows a person.
+pub fn outcome_text(outcome: &CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Output { summary, .. } => summary.clone(),
+        CallOutcome::UnknownTool(name) => format!("unknown tool {name}"),
+        CallOutcome::Failed { message, .. } => message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn args_errors_show_an_example() {
+        assert!(parse_args("[1]").unwrap_err().contains("JSON object"));
+        assert!(parse_args("{vmid: 1}").unwrap_err().contains("not valid JSON"));
+        assert_eq!(parse_args(r#"{"vmid": 100}"#).unwrap()["vmid"], 100);
+    }
+}

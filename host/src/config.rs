@@ -1,0 +1,619 @@
+//! Configuration: a TOML file, overridden key by key by the environment.
+//!
+//! The reference server's variables (`PVE_BASE_URL`, `PVE_API_TOKEN_ID`,
+//! `PVE_API_TOKEN_SECRET`, `PVE_VERIFY_SSL`, `PVE_TIMEOUT`,
+//! `PVE_ALLOW_INSECURE_HTTP`) work unchanged. Every problem is reported as a
+//! [`ConfigError`] naming the key and the fix.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::endpoint::{Endpoint, EndpointError};
+use crate::secret::Secret;
+use crate::tls::{Fingerprint, TlsMode};
+
+/// Everything the host needs to serve.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The Proxmox clusters tools may reach; the first is the default.
+    pub clusters: Vec<Cluster>,
+    /// Limits for every guest call.
+    pub sandbox: SandboxLimits,
+}
+
+/// One Proxmox VE cluster (or single node) and how to reach it.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// The name tools and logs use for it.
+    pub name: String,
+    /// Where its API lives.
+    pub endpoint: Endpoint,
+    /// How the host authenticates; the guest never sees this.
+    pub auth: Auth,
+    /// How the host verifies the cluster's certificate.
+    pub tls: TlsMode,
+    /// How long one upstream request may take.
+    pub timeout: Duration,
+}
+
+/// Proxmox credentials.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// An API token, sent as `Authorization: PVEAPIToken=ID=SECRET`.
+    Token {
+        /// `user@realm!tokenname`.
+        id: String,
+        /// The token's UUID secret.
+        secret: Secret,
+    },
+}
+
+impl Auth {
+    /// The secrets to scrub from any text that leaves the host.
+    pub fn secrets(&self) -> Vec<Secret> {
+        match self {
+            Auth::Token { secret, .. } => vec![secret.clone()],
+        }
+    }
+}
+
+/// Limits applied to every tool call's sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxLimits {
+    /// Linear memory cap for the guest.
+    pub memory_bytes: usize,
+    /// Deadline for a whole call: guest CPU time and upstream waits.
+    pub timeout: Duration,
+    /// Cap on one upstream response body.
+    pub max_response_bytes: usize,
+    /// Cap on a tool's structured output.
+    pub max_output_bytes: usize,
+    /// Cap on what the guest may write to stderr per call.
+    pub max_log_bytes: usize,
+    /// Calls that may run at once; more wait for a slot.
+    pub max_concurrent_calls: usize,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 64 << 20,
+            timeout: Duration::from_secs(30),
+            max_response_bytes: 16 << 20,
+            max_output_bytes: 4 << 20,
+            max_log_bytes: 64 << 10,
+            max_concurrent_calls: 32,
+        }
+    }
+}
+
+/// A bad or missing setting: which key, what is wrong, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The environment variable or `section.key` (with its file) at fault.
+    pub key: String,
+    /// What is wrong.
+    pub problem: String,
+    /// What to do about it.
+    pub fix: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}\n  fix: {}", self.key, self.problem, self.fix)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    fn new(key: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// The file format. Unknown keys are errors, so a typo never silently
+/// falls back to a default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    pve: FilePve,
+    #[serde(default)]
+    sandbox: FileSandbox,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePve {
+    base_url: Option<String>,
+    token_id: Option<String>,
+    token_secret: Option<String>,
+    token_secret_file: Option<PathBuf>,
+    verify_ssl: Option<bool>,
+    ca_file: Option<PathBuf>,
+    fingerprint: Option<String>,
+    timeout_secs: Option<u64>,
+    allow_insecure_http: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSandbox {
+    memory_mib: Option<u64>,
+    timeout_secs: Option<u64>,
+    max_response_mib: Option<u64>,
+    max_output_mib: Option<u64>,
+    max_concurrent_calls: Option<u64>,
+}
+
+/// A value and the name of the place it came from, for error messages.
+struct Sourced<T> {
+    value: T,
+    key: String,
+}
+
+/// Reads settings: the environment first, then the file.
+struct Sources<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    file: FileConfig,
+    file_name: String,
+}
+
+impl Sources<'_> {
+    fn string(&self, env_key: &str, file_key: &str, file_value: &Option<String>) -> Option<Sourced<String>> {
+        if let Some(v) = (self.env)(env_key).filter(|v| !v.is_empty()) {
+            return Some(Sourced { value: v, key: env_key.to_string() });
+        }
+        file_value.as_ref().map(|v| Sourced {
+            value: v.clone(),
+            key: format!("{file_key} (in {})", self.file_name),
+        })
+    }
+
+    fn path(&self, env_key: &str, file_key: &str, file_value: &Option<PathBuf>) -> Option<Sourced<PathBuf>> {
+        let as_string = file_value.as_ref().map(|p| p.to_string_lossy().into_owned());
+        self.string(env_key, file_key, &as_string).map(|s| Sourced {
+            value: PathBuf::from(s.value),
+            key: s.key,
+        })
+    }
+
+    fn boolean(&self, env_key: &str, file_key: &str, file_value: Option<bool>) -> Result<Option<Sourced<bool>>, ConfigError> {
+        if let Some(raw) = (self.env)(env_key).filter(|v| !v.is_empty()) {
+            let value = parse_bool(&raw).ok_or_else(|| {
+                ConfigError::new(
+                    env_key,
+                    format!("{raw:?} is not a boolean"),
+                    format!("set {env_key} to true or false"),
+                )
+            })?;
+            return Ok(Some(Sourced { value, key: env_key.to_string() }));
+        }
+        Ok(file_value.map(|value| Sourced {
+            value,
+            key: format!("{file_key} (in {})", self.file_name),
+        }))
+    }
+
+    fn seconds(&self, env_key: Option<&str>, file_key: &str, file_value: Option<u64>, max: u64) -> Result<Option<Duration>, ConfigError> {
+        let (raw, key) = match env_key.and_then(|k| (self.env)(k).filter(|v| !v.is_empty()).map(|v| (v, k))) {
+            Some((v, k)) => (v, k.to_string()),
+            None => match file_value {
+                Some(v) => (v.to_string(), format!("{file_key} (in {})", self.file_name)),
+                None => return Ok(None),
+            },
+        };
+        // The reference server accepts fractional seconds ("2.5").
+        let secs: f64 = raw.trim().parse().map_err(|_| {
+            ConfigError::new(&key, format!("{raw:?} is not a number of seconds"), "use a whole number of seconds, e.g. 30")
+        })?;
+        if !(secs > 0.0 && secs <= max as f64) {
+            return Err(ConfigError::new(&key, format!("{raw} is out of range"), format!("use between 1 and {max} seconds")));
+        }
+        Ok(Some(Duration::from_secs_f64(secs)))
+    }
+}
+
+fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+fn mib(key: &str, file_name: &str, value: Option<u64>, default: usize, range: (u64, u64)) -> Result<usize, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(v) if (range.0..=range.1).contains(&v) => Ok((v as usize) << 20),
+        Some(v) => Err(ConfigError::new(
+            format!("{key} (in {file_name})"),
+            format!("{v} is out of range"),
+            format!("use between {} and {}", range.0, range.1),
+        )),
+    }
+}
+
+impl Config {
+    /// Loads the file (if any) and applies the environment over it.
+    pub fn load(file: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let (file_config, file_name) = match file {
+            Some(path) => (read_file(path)?, path.display().to_string()),
+            None => (FileConfig::default(), "config file".to_string()),
+        };
+        let src = Sources { env, file: file_config, file_name };
+        let cluster = load_cluster(&src)?;
+        let sandbox = load_sandbox(&src)?;
+        Ok(Config { clusters: vec![cluster], sandbox })
+    }
+
+    /// The default cluster.
+    pub fn default_cluster(&self) -> &Cluster {
+        &self.clusters[0]
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let key = format!("--config {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::new(&key, format!("cannot read the file: {e}"), "check the path and its permissions")
+    })?;
+    toml::from_str(&text).map_err(|e| {
+        let problem = e.message().to_string();
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+            .map(|l| format!(" (line {l})"))
+            .unwrap_or_default();
+        ConfigError::new(
+            format!("{key}{line}"),
+            problem,
+            "valid sections are [pve] (base_url, token_id, token_secret, token_secret_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls)",
+        )
+    })
+}
+
+fn load_cluster(src: &Sources<'_>) -> Result<Cluster, ConfigError> {
+    let pve = &src.file.pve;
+    let base = src.string("PVE_BASE_URL", "pve.base_url", &pve.base_url).ok_or_else(|| {
+        ConfigError::new(
+            "PVE_BASE_URL",
+            "not set: pve-mcp needs to know where your Proxmox VE API is",
+            "set PVE_BASE_URL=https://your-pve-host:8006 (or base_url in the [pve] section of --config); to try pve-mcp without Proxmox, run `pve-mcp demo`",
+        )
+    })?;
+    let allow_http = src
+        .boolean("PVE_ALLOW_INSECURE_HTTP", "pve.allow_insecure_http", pve.allow_insecure_http)?
+        .is_some_and(|s| s.value);
+    let endpoint = Endpoint::parse(&base.value, allow_http).map_err(|e| endpoint_error(&base.key, &base.value, e))?;
+
+    let auth = load_auth(src)?;
+    let tls = load_tls(src)?;
+    let timeout = src
+        .seconds(Some("PVE_TIMEOUT"), "pve.timeout_secs", pve.timeout_secs, 3600)?
+        .unwrap_or(Duration::from_secs(30));
+    Ok(Cluster {
+        name: "default".into(),
+        endpoint,
+        auth,
+        tls,
+        timeout,
+    })
+}
+
+fn endpoint_error(key: &str, value: &str, e: EndpointError) -> ConfigError {
+    let fix = match e {
+        EndpointError::InsecureHttp => {
+            "use https:// (Proxmox serves HTTPS on port 8006); if you really need plain HTTP, also set PVE_ALLOW_INSECURE_HTTP=true"
+        }
+        _ => "use the form https://HOST:8006 (a trailing /api2/json is fine; nothing else after the port)",
+    };
+    ConfigError::new(key, format!("{value:?}: {e}"), fix)
+}
+
+fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
+    let pve = &src.file.pve;
+    let id = src.string("PVE_API_TOKEN_ID", "pve.token_id", &pve.token_id);
+    let secret = src.string("PVE_API_TOKEN_SECRET", "pve.token_secret", &pve.token_secret);
+    let secret_file = src.path("PVE_API_TOKEN_SECRET_FILE", "pve.token_secret_file", &pve.token_secret_file);
+
+    let Some(id) = id else {
+        if (src.env)("PVE_USERNAME").is_some() || (src.env)("PVE_PASSWORD").is_some() {
+            return Err(ConfigError::new(
+                "PVE_USERNAME",
+                "password (ticket) login is not supported yet",
+                "create an API token (Datacenter > Permissions > API Tokens, or `pveum user token add USER@REALM NAME`) and set PVE_API_TOKEN_ID and PVE_API_TOKEN_SECRET",
+            ));
+        }
+        return Err(ConfigError::new(
+            "PVE_API_TOKEN_ID",
+            "not set: pve-mcp authenticates to Proxmox with an API token",
+            "set PVE_API_TOKEN_ID=user@realm!tokenname and PVE_API_TOKEN_SECRET (or token_id / token_secret_file in [pve])",
+        ));
+    };
+    validate_token_id(&id.value).map_err(|problem| {
+        ConfigError::new(&id.key, problem, "use the full token id as Proxmox shows it, e.g. root@pam!mcp or monitor@pve!readonly")
+    })?;
+
+    // The environment overrides the file; within one source, two ways of
+    // giving the secret are ambiguous.
+    let secret_from_env = secret.as_ref().is_some_and(|s| s.key.starts_with("PVE_"));
+    let file_from_env = secret_file.as_ref().is_some_and(|s| s.key.starts_with("PVE_"));
+    let (secret, secret_file) = match (secret_from_env, file_from_env) {
+        (true, false) => (secret, None),
+        (false, true) => (None, secret_file),
+        _ => (secret, secret_file),
+    };
+    let secret = match (secret, secret_file) {
+        (Some(_), Some(f)) => {
+            return Err(ConfigError::new(
+                f.key,
+                "both a token secret and a token secret file are set",
+                "keep only one of them (the file is the safer choice)",
+            ));
+        }
+        (Some(s), None) => s,
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(&f.value).map_err(|e| {
+                ConfigError::new(&f.key, format!("cannot read {}: {e}", f.value.display()), "point it at a readable file holding only the token secret")
+            })?;
+            Sourced { value: text.trim().to_string(), key: f.key }
+        }
+        (None, None) => {
+            return Err(ConfigError::new(
+                "PVE_API_TOKEN_SECRET",
+                "not set: the token id is there but its secret is not",
+                "set PVE_API_TOKEN_SECRET (the UUID Proxmox showed once when the token was made), or token_secret_file in [pve]",
+            ));
+        }
+    };
+    if secret.value.is_empty() || secret.value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(ConfigError::new(
+            secret.key,
+            "the token secret is empty or contains spaces or control characters",
+            "use the UUID exactly as Proxmox showed it, with no quotes or line breaks",
+        ));
+    }
+    Ok(Auth::Token {
+        id: id.value,
+        secret: Secret::new(secret.value),
+    })
+}
+
+/// PVE's own rule: `user@realm!token`, user without whitespace, `:` or `/`,
+/// realm and token name starting with a letter.
+fn validate_token_id(id: &str) -> Result<(), String> {
+    let name_ok = |s: &str| {
+        s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    };
+    let Some((user_realm, token)) = id.rsplit_once('!') else {
+        return Err(format!("{id:?} has no '!tokenname' part"));
+    };
+    let Some((user, realm)) = user_realm.rsplit_once('@') else {
+        return Err(format!("{id:?} has no '@realm' part"));
+    };
+    if user.is_empty() || user.chars().any(|c| c.is_whitespace() || c == ':' || c == '/') {
+        return Err(format!("{id:?} has an invalid user name"));
+    }
+    if !name_ok(realm) {
+        return Err(format!("{id:?} has an invalid realm {realm:?}"));
+    }
+    if !name_ok(token) {
+        return Err(format!("{id:?} has an invalid token name {token:?}"));
+    }
+    Ok(())
+}
+
+fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
+    let pve = &src.file.pve;
+    let verify = src.boolean("PVE_VERIFY_SSL", "pve.verify_ssl", pve.verify_ssl)?;
+    let ca = src.path("PVE_CA_FILE", "pve.ca_file", &pve.ca_file);
+    let pin = src.string("PVE_TLS_FINGERPRINT", "pve.fingerprint", &pve.fingerprint);
+
+    if let Some(pin) = pin {
+        let fp = Fingerprint::parse(&pin.value).map_err(|problem| {
+            ConfigError::new(
+                &pin.key,
+                problem,
+                "use the SHA-256 fingerprint as Proxmox shows it (Node > System > Certificates, or `pvenode cert info`): 32 hex pairs separated by ':'",
+            )
+        })?;
+        return Ok(TlsMode::Fingerprint(fp));
+    }
+    if let Some(ca) = ca {
+        let pem = std::fs::read(&ca.value).map_err(|e| {
+            ConfigError::new(&ca.key, format!("cannot read {}: {e}", ca.value.display()), "copy the cluster CA from /etc/pve/pve-root-ca.pem on any node and point to it")
+        })?;
+        crate::tls::parse_ca_pem(&pem).map_err(|problem| {
+            ConfigError::new(&ca.key, format!("{}: {problem}", ca.value.display()), "use the PEM file /etc/pve/pve-root-ca.pem from a cluster node")
+        })?;
+        return Ok(TlsMode::CaPem(pem));
+    }
+    if verify.as_ref().is_some_and(|v| !v.value) {
+        return Ok(TlsMode::Insecure);
+    }
+    Ok(TlsMode::WebPki)
+}
+
+fn load_sandbox(src: &Sources<'_>) -> Result<SandboxLimits, ConfigError> {
+    let s = &src.file.sandbox;
+    let d = SandboxLimits::default();
+    let f = &src.file_name;
+    Ok(SandboxLimits {
+        memory_bytes: mib("sandbox.memory_mib", f, s.memory_mib, d.memory_bytes, (8, 4096))?,
+        timeout: src
+            .seconds(None, "sandbox.timeout_secs", s.timeout_secs, 3600)?
+            .unwrap_or(d.timeout),
+        max_response_bytes: mib("sandbox.max_response_mib", f, s.max_response_mib, d.max_response_bytes, (1, 1024))?,
+        max_output_bytes: mib("sandbox.max_output_mib", f, s.max_output_mib, d.max_output_bytes, (1, 256))?,
+        max_log_bytes: d.max_log_bytes,
+        max_concurrent_calls: match s.max_concurrent_calls {
+            None => d.max_concurrent_calls,
+            Some(n @ 1..=1024) => n as usize,
+            Some(n) => {
+                return Err(ConfigError::new(
+                    format!("sandbox.max_concurrent_calls (in {f})"),
+                    format!("{n} is out of range"),
+                    "use between 1 and 1024",
+                ));
+            }
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::io::Write;
+
+    const SECRET: &str = "0b5a5c2e-6f7d-4a1b-9c3d-2e1f0a9b8c7d";
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn base_env() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("PVE_BASE_URL", "https://pve.example:8006"),
+            ("PVE_API_TOKEN_ID", "root@pam!mcp"),
+            ("PVE_API_TOKEN_SECRET", SECRET),
+        ]
+    }
+
+    fn load_env(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::load(None, &env(pairs))
+    }
+
+    #[test]
+    fn reference_server_environment_works_unchanged() {
+        let mut e = base_env();
+        e[0].1 = "https://pve.example:8006/api2/json";
+        e.push(("PVE_VERIFY_SSL", "false"));
+        e.push(("PVE_TIMEOUT", "12"));
+        let c = load_env(&e).unwrap();
+        let cl = c.default_cluster();
+        assert_eq!(cl.endpoint.base_url(), "https://pve.example:8006");
+        assert!(matches!(cl.tls, TlsMode::Insecure));
+        assert_eq!(cl.timeout, Duration::from_secs(12));
+        let Auth::Token { id, secret } = &cl.auth;
+        assert_eq!(id, "root@pam!mcp");
+        assert_eq!(secret.expose(), SECRET);
+    }
+
+    #[test]
+    fn missing_base_url_names_the_key_and_the_demo() {
+        let err = load_env(&[]).unwrap_err();
+        assert_eq!(err.key, "PVE_BASE_URL");
+        assert!(err.fix.contains("pve-mcp demo"), "{err}");
+    }
+
+    #[test]
+    fn http_is_refused_unless_allowed() {
+        let mut e = base_env();
+        e[0].1 = "http://pve.example:8006";
+        let err = load_env(&e).unwrap_err();
+        assert_eq!(err.key, "PVE_BASE_URL");
+        assert!(err.fix.contains("PVE_ALLOW_INSECURE_HTTP"), "{err}");
+        e.push(("PVE_ALLOW_INSECURE_HTTP", "true"));
+        assert_eq!(load_env(&e).unwrap().default_cluster().endpoint.base_url(), "http://pve.example:8006");
+    }
+
+    #[test]
+    fn base_url_with_extra_path_or_query_is_refused() {
+        for bad in ["https://pve:8006/foo", "https://pve:8006/?x=1", "https://user:pw@pve:8006", "pve:8006", "ftp://pve"] {
+            let mut e = base_env();
+            e[0].1 = bad;
+            let err = load_env(&e).unwrap_err();
+            assert_eq!(err.key, "PVE_BASE_URL", "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn token_errors_name_the_key() {
+        let mut e = base_env();
+        e[1].1 = "root@pam";
+        assert_eq!(load_env(&e).unwrap_err().key, "PVE_API_TOKEN_ID");
+        let mut e = base_env();
+        e.remove(2);
+        let err = load_env(&e).unwrap_err();
+        assert_eq!(err.key, "PVE_API_TOKEN_SECRET");
+        let mut e = base_env();
+        e[2].1 = "has space";
+        assert_eq!(load_env(&e).unwrap_err().key, "PVE_API_TOKEN_SECRET");
+        let err = load_env(&[("PVE_BASE_URL", "https://pve:8006"), ("PVE_USERNAME", "root@pam")]).unwrap_err();
+        assert!(err.problem.contains("not supported yet"), "{err}");
+    }
+
+    #[test]
+    fn bad_boolean_and_timeout_are_named() {
+        let mut e = base_env();
+        e.push(("PVE_VERIFY_SSL", "maybe"));
+        assert_eq!(load_env(&e).unwrap_err().key, "PVE_VERIFY_SSL");
+        let mut e = base_env();
+        e.push(("PVE_TIMEOUT", "-3"));
+        assert_eq!(load_env(&e).unwrap_err().key, "PVE_TIMEOUT");
+    }
+
+    #[test]
+    fn fingerprint_is_parsed_and_errors_are_named() {
+        let fp = "80:D4:F2:DF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:77:99:69:F5";
+        let mut e = base_env();
+        e.push(("PVE_TLS_FINGERPRINT", fp));
+        assert!(matches!(load_env(&e).unwrap().default_cluster().tls, TlsMode::Fingerprint(_)));
+        let mut e = base_env();
+        e.push(("PVE_TLS_FINGERPRINT", "80:D4"));
+        assert_eq!(load_env(&e).unwrap_err().key, "PVE_TLS_FINGERPRINT");
+    }
+
+    #[test]
+    fn file_is_read_and_env_overrides_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret_path = dir.path().join("secret");
+        std::fs::write(&secret_path, format!("{SECRET}\n")).unwrap();
+        let path = dir.path().join("c.toml");
+        let mut f = std::fs::File::create(&path).unwrap();
+        writeln!(
+            f,
+            "[pve]\nbase_url = \"https://file.example:8006\"\ntoken_id = \"mcp@pve!ro\"\ntoken_secret_file = \"{}\"\n[sandbox]\nmemory_mib = 32\ntimeout_secs = 5",
+            secret_path.display()
+        )
+        .unwrap();
+        let c = Config::load(Some(&path), &env(&[])).unwrap();
+        assert_eq!(c.default_cluster().endpoint.base_url(), "https://file.example:8006");
+        let Auth::Token { secret, .. } = &c.default_cluster().auth;
+        assert_eq!(secret.expose(), SECRET);
+        assert_eq!(c.sandbox.memory_bytes, 32 << 20);
+        assert_eq!(c.sandbox.timeout, Duration::from_secs(5));
+        let c = Config::load(Some(&path), &env(&[("PVE_BASE_URL", "https://env.example:8006")])).unwrap();
+        assert_eq!(c.default_cluster().endpoint.base_url(), "https://env.example:8006");
+    }
+
+    #[test]
+    fn typo_in_file_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[pve]\nbase_url = \"https://x:8006\"\ntoken_secrte = \"x\"\n").unwrap();
+        let err = Config::load(Some(&path), &env(&[])).unwrap_err();
+        assert!(err.key.contains("line 3"), "{err}");
+        assert!(err.problem.contains("token_secrte"), "{err}");
+    }
+
+    #[test]
+    fn config_error_display_has_key_problem_and_fix() {
+        let err = load_env(&[]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("PVE_BASE_URL: "), "{text}");
+        assert!(text.contains("\n  fix: "), "{text}");
+    }
+}

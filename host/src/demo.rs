@@ -1,0 +1,126 @@
+//! `pve-mcp demo`: the real server, sandbox and gate against the embedded
+//! Proxmox simulator, over real HTTPS with the simulator's own CA.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pve_sim::{SimConfig, Simulator};
+
+use crate::app::App;
+use crate::cli::{self, Global};
+use crate::config::{Auth, Cluster, SandboxLimits};
+use crate::endpoint::Endpoint;
+use crate::mcp::McpServer;
+use crate::secret::Secret;
+use crate::tls::TlsMode;
+
+/// A simulator and the host configured for it.
+pub struct Demo {
+    /// The simulated cluster; stops when dropped.
+    pub simulator: Simulator,
+    /// The host, talking to it.
+    pub app: App,
+}
+
+impl Demo {
+    /// Starts the simulator and a host pointed at it, trusting its CA.
+    pub async fn start(global: &Global) -> anyhow::Result<Demo> {
+        let simulator = Simulator::start(SimConfig::default()).await?;
+        let cluster = demo_cluster(&simulator)?;
+        let limits = match &global.config {
+            Some(_) => global.load_config().map(|c| c.sandbox).unwrap_or_default(),
+            None => SandboxLimits::default(),
+        };
+        let app = App::start(&[cluster], &limits, &global.component(), &global.cache()).await?;
+        Ok(Demo { simulator, app })
+    }
+}
+
+fn demo_cluster(simulator: &Simulator) -> anyhow::Result<Cluster> {
+    Ok(Cluster {
+        name: "demo".into(),
+        endpoint: Endpoint::parse(&simulator.base_url(), false).map_err(|e| anyhow::anyhow!("simulator URL: {e}"))?,
+        auth: Auth::Token {
+            id: pve_sim::tokens::ADMIN_TOKEN_ID.into(),
+            secret: Secret::new(pve_sim::tokens::ADMIN_TOKEN_SECRET),
+        },
+        tls: TlsMode::CaPem(simulator.ca_pem().into_bytes()),
+        timeout: Duration::from_secs(30),
+    })
+}
+
+/// `pve-mcp demo`.
+pub async fn run(global: &Global) -> ExitCode {
+    let demo = match Demo::start(global).await {
+        Ok(d) => d,
+        Err(e) => return cli::failure(&e),
+    };
+    if std::io::stdin().is_terminal() {
+        tour(&demo).await
+    } else {
+        tracing::info!(simulator = %demo.simulator.base_url(), "serving MCP on stdio against the simulated cluster");
+        match McpServer::new(Arc::new(demo.app)).serve_stdio().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => cli::failure(&e),
+        }
+    }
+}
+
+/// `pve-mcp call --demo`.
+pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
+    let args = match cli::parse_args(raw_args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match Demo::start(global).await {
+        Ok(demo) => cli::print_call(&demo.app, tool, &args).await,
+        Err(e) => cli::failure(&e),
+    }
+}
+
+async fn tour(demo: &Demo) -> ExitCode {
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "pve-mcp".into());
+    println!("pve-mcp demo: a simulated Proxmox VE cluster at {}", demo.simulator.base_url());
+    println!("Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only.\n");
+    print!("{}", cli::tool_table(demo.app.tools()));
+
+    let samples: [(&str, serde_json::Value); 2] = [
+        ("pve_list_vms", serde_json::json!({"status": "running"})),
+        ("pve_get_vm_status", serde_json::json!({"vmid": 100})),
+    ];
+    let mut ok = true;
+    for (tool, args) in samples {
+        println!("\n$ pve-mcp call {tool} --args '{args}' --demo");
+        let args = args.as_object().cloned().unwrap_or_default();
+        let report = demo.app.call(tool, &args).await;
+        ok &= !report.outcome.is_error();
+        println!("{}", cli::outcome_text(&report.outcome));
+        if let crate::tools::CallOutcome::Output { structured, .. } = &report.outcome {
+            let pretty = serde_json::to_string_pretty(structured).unwrap_or_default();
+            for line in pretty.lines().take(25) {
+                println!("  {line}");
+            }
+            if pretty.lines().count() > 25 {
+                println!("  ...");
+            }
+        }
+    }
+
+    let config = serde_json::json!({
+        "mcpServers": { "pve-mcp-demo": { "command": exe, "args": ["demo"] } }
+    });
+    println!("\nTo use the demo from Claude Desktop, add this to claude_desktop_config.json:");
+    println!("{}", serde_json::to_string_pretty(&config).unwrap_or_default());
+    println!(
+        "\nFor a real cluster use \"args\": [\"serve\"] and an \"env\" block with PVE_BASE_URL, \
+PVE_API_TOKEN_ID, PVE_API_TOKEN_SECRET and PVE_CA_FILE or PVE_TLS_FINGERPRINT (see the README)."
+    );
+    if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}

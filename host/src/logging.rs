@@ -1,0 +1,18 @@
+//! Logs go to stderr only: on stdio, stdout carries nothing but MCP.
+
+use tracing_subscriber::EnvFilter;
+
+/// Sets up logging. `verbosity` counts `-v` flags; `RUST_LOG` overrides.
+pub fn init(verbosity: u8) {
+    let default = match verbosity {
+        0 => "warn,pve_mcp=info",
+        1 => "info,pve_mcp=debug",
+        _ => "debug,pve_mcp=trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

@@ -1,0 +1,27 @@
+//! The `pve-mcp` binary.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use pve_mcp::cli::{self, Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    pve_mcp::logging::init(cli.global.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async {
+        match &cli.command {
+            Command::Serve => cli::serve(&cli.global).await,
+            Command::Demo => pve_mcp::demo::run(&cli.global).await,
+            Command::Tools { json } => cli::tools(&cli.global, *json).await,
+            Command::Call { tool, args, demo: true } => pve_mcp::demo::call(&cli.global, tool, args).await,
+            Command::Call { tool, args, demo: false } => cli::call(&cli.global, tool, args).await,
+        }
+    })
+}

@@ -1,0 +1,130 @@
+//! MCP over rmcp: the server handler and the mapping from call outcomes to
+//! MCP results.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+
+use crate::app::App;
+use crate::tools::{CallOutcome, ToolInfo};
+
+const INSTRUCTIONS: &str = "Read-only access to a Proxmox VE cluster. Start with pve_list_vms to see guests \
+(filter by node, vm_type, status, name or tag), then pve_get_vm_status for one guest by vmid; node and \
+vm_type are resolved automatically when omitted. Tool errors explain what went wrong and what to try next.";
+
+/// The MCP server: a thin layer over [`App`].
+#[derive(Clone)]
+pub struct McpServer {
+    app: Arc<App>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl McpServer {
+    /// A server for this host.
+    pub fn new(app: Arc<App>) -> Self {
+        let tools = app.tools().iter().map(to_mcp_tool).collect();
+        Self {
+            app,
+            tools: Arc::new(tools),
+        }
+    }
+
+    /// Serves MCP on stdin/stdout until the client closes stdin.
+    pub async fn serve_stdio(self) -> anyhow::Result<()> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+}
+
+/// The MCP form of a tool.
+pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
+    let mut out = Tool::new(tool.name.clone(), tool.description.clone(), Arc::new(tool.input_schema.clone()))
+        .with_title(tool.title.clone())
+        .with_annotations(
+            ToolAnnotations::with_title(tool.title.clone())
+                .read_only(tool.annotations.read_only)
+                .destructive(tool.annotations.destructive)
+                .idempotent(tool.annotations.idempotent)
+                .open_world(tool.annotations.open_world),
+        );
+    if let Some(schema) = &tool.output_schema {
+        out = out.with_raw_output_schema(Arc::new(schema.clone()));
+    }
+    out
+}
+
+/// The MCP result for an outcome; `None` for an unknown tool, which is a
+/// protocol error rather than a result.
+pub fn to_call_result(outcome: CallOutcome) -> Option<CallToolResult> {
+    match outcome {
+        CallOutcome::Output {
+            structured,
+            summary,
+            is_error: false,
+        } => {
+            // The summary reads well in clients that show text only; the JSON
+            // block is what the spec asks for next to structuredContent.
+            let mut result = CallToolResult::structured(structured);
+            result.content.insert(0, ContentBlock::text(summary));
+            Some(result)
+        }
+        CallOutcome::Output { summary, .. } => Some(CallToolResult::error(vec![ContentBlock::text(summary)])),
+        CallOutcome::Failed { kind, message } => {
+            let text = match kind {
+                crate::tools::FailureKind::InvalidArguments => format!("Invalid arguments: {message}"),
+                _ => message,
+            };
+            Some(CallToolResult::error(vec![ContentBlock::text(text)]))
+        }
+        CallOutcome::UnknownTool(_) => None,
+    }
+}
+
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION")).with_title("Proxmox VE (sandboxed)"))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.app.has_tool(&request.name) {
+            return Err(unknown_tool(&request.name));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        // Dropping the call future on cancellation drops its store (so the
+        // instance) and its in-flight upstream request.
+        let report = tokio::select! {
+            report = self.app.call(&request.name, &arguments) => report,
+            _ = context.ct.cancelled() => {
+                tracing::info!(tool = %request.name, "call cancelled by the client");
+                return Err(ErrorData::internal_error("request cancelled", None));
+            }
+        };
+        to_call_result(report.outcome)
+            .map(Into::into)
+            .ok_or_else(|| unknown_tool(&request.name))
+    }
+}

@@ -1,0 +1,436 @@
+//! The sandbox: one engine, the component compiled and pre-instantiated
+//! once, and a fresh store and instance for every call, under a memory cap,
+//! an epoch deadline and a wall-clock timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use http::Method;
+use tokio::sync::Semaphore;
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::component::{self, CacheDir, LoadedFrom};
+use crate::config::SandboxLimits;
+use crate::egress::{CallHooks, EgressLog, EgressRecord, Gate};
+use crate::guest_log::CappedPipe;
+use crate::secret::Redactor;
+use crate::tools::{Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "pve-tools",
+        exports: { default: async },
+        with: {
+            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:cli": wasmtime_wasi::p2::bindings::cli,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            "wasi:filesystem": wasmtime_wasi::p2::bindings::filesystem,
+            "wasi:random": wasmtime_wasi::p2::bindings::random,
+        },
+    });
+}
+
+use bindings::exports::pve_mcp::guest::tools as guest;
+
+/// How often the epoch advances; deadlines are counted in these ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The methods a read-only call may send. Writes arrive with the policy layer.
+const READ_ONLY_METHODS: &[Method] = &[Method::GET];
+
+/// Everything a call's store holds. Dropped with the store at the end of the
+/// call, so nothing survives from one call to the next.
+struct CallState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    hooks: CallHooks,
+    limits: Limits,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.hooks,
+        }
+    }
+}
+
+/// The memory cap, remembering whether the guest hit it, so a trap can be
+/// reported as "memory limit" rather than as a crash.
+struct Limits {
+    memory_bytes: usize,
+    hit_memory: bool,
+}
+
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+const MAX_INSTANCES: usize = 64;
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit_memory = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+}
+
+/// The loaded component and everything needed to run calls in it.
+pub struct Sandbox {
+    engine: Engine,
+    pre: bindings::PveToolsPre<CallState>,
+    tools: Arc<[ToolInfo]>,
+    gate: Arc<Gate>,
+    limits: SandboxLimits,
+    slots: Semaphore,
+    redactor: Redactor,
+    loaded_from: LoadedFrom,
+    _ticker: EpochTicker,
+}
+
+/// What one call asks for.
+pub struct CallRequest<'a> {
+    /// Tool name.
+    pub tool: &'a str,
+    /// Arguments, a JSON object as text.
+    pub arguments: &'a str,
+    /// Correlation id for logs.
+    pub request_id: &'a str,
+}
+
+/// A call's outcome plus what it did on the network.
+pub struct CallReport {
+    /// What the agent sees.
+    pub outcome: CallOutcome,
+    /// Every request the guest tried, allowed or denied.
+    pub egress: Vec<EgressRecord>,
+}
+
+impl Sandbox {
+    /// Builds the engine, compiles (or loads) the component, links it, and
+    /// reads its tool list once.
+    pub async fn new(wasm: &[u8], gate: Gate, limits: SandboxLimits, redactor: Redactor, cache: &CacheDir) -> anyhow::Result<Sandbox> {
+        let engine = build_engine(&limits)?;
+        let (component, loaded_from) = component::load(&engine, wasm, cache)?;
+        let mut linker: Linker<CallState> = Linker::new(&engine);
+        // Full WASI p2 is linked so any component built by Rust's std
+        // instantiates; the WasiCtx below grants no env, args, preopens or
+        // network, so the interfaces are there but open nothing.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(anyhow::Error::from)
+            .context("the component does not fit this host: it needs imports pve-mcp does not provide")?;
+        let pre = bindings::PveToolsPre::new(pre)
+            .map_err(anyhow::Error::from)
+            .context("the component does not implement the pve-mcp:guest/pve-tools world")?;
+        let ticker = EpochTicker::start(engine.clone());
+        let mut sandbox = Sandbox {
+            engine,
+            pre,
+            tools: Arc::from(Vec::new()),
+            gate: Arc::new(gate),
+            slots: Semaphore::new(limits.max_concurrent_calls),
+            limits,
+            redactor,
+            loaded_from,
+            _ticker: ticker,
+        };
+        sandbox.tools = sandbox.read_tools().await?.into();
+        Ok(sandbox)
+    }
+
+    /// The component's tools, as validated at load.
+    pub fn tools(&self) -> &[ToolInfo] {
+        &self.tools
+    }
+
+    /// Whether the compiled component came from the cache.
+    pub fn loaded_from(&self) -> LoadedFrom {
+        self.loaded_from
+    }
+
+    /// The gate, for listing endpoints.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    fn new_store(&self, tool: &str, egress: EgressLog, log: &CappedPipe) -> Store<CallState> {
+        let wasi = WasiCtxBuilder::new()
+            .stdout(log.clone())
+            .stderr(log.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let state = CallState {
+            wasi,
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            hooks: CallHooks::new(self.gate.clone(), tool, READ_ONLY_METHODS.into(), self.limits.max_response_bytes, egress),
+            limits: Limits {
+                memory_bytes: self.limits.memory_bytes,
+                hit_memory: false,
+            },
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limits);
+        let ticks = self.limits.timeout.as_millis() / EPOCH_TICK.as_millis() + 1;
+        store.set_epoch_deadline(ticks as u64);
+        store
+    }
+
+    async fn read_tools(&self) -> anyhow::Result<Vec<ToolInfo>> {
+        let log = CappedPipe::new(self.limits.max_log_bytes);
+        let mut store = self.new_store("list-tools", EgressLog::default(), &log);
+        let instance = self.pre.instantiate_async(&mut store).await?;
+        let descriptors = instance
+            .pve_mcp_guest_tools()
+            .call_list_tools(&mut store)
+            .await
+            .map_err(anyhow::Error::from)
+            .context("the component's list-tools failed")?;
+        let mut tools = Vec::with_capacity(descriptors.len());
+        for d in descriptors {
+            if !valid_tool_name(&d.name) {
+                anyhow::bail!("the component declares a tool with an invalid name {:?} (1-64 of A-Z a-z 0-9 _ - .)", d.name);
+            }
+            if tools.iter().any(|t: &ToolInfo| t.name == d.name) {
+                anyhow::bail!("the component declares tool {} twice", d.name);
+            }
+            tools.push(ToolInfo {
+                input_schema: parse_schema(&d.name, "input schema", &d.input_schema)?,
+                output_schema: d
+                    .output_schema
+                    .as_deref()
+                    .map(|s| parse_schema(&d.name, "output schema", s))
+                    .transpose()?,
+                annotations: Annotations {
+                    read_only: d.annotations.read_only,
+                    destructive: d.annotations.destructive,
+                    idempotent: d.annotations.idempotent,
+                    open_world: d.annotations.open_world,
+                },
+                name: d.name,
+                title: d.title,
+                description: d.description,
+            });
+        }
+        Ok(tools)
+    }
+
+    /// Runs one tool call in a fresh instance. Never panics and never
+    /// returns a Rust error: every failure is a [`CallOutcome`].
+    pub async fn call(&self, request: CallRequest<'_>) -> CallReport {
+        let egress = EgressLog::default();
+        let outcome = match self.slots.acquire().await {
+            Ok(_permit) => self.run(&request, egress.clone()).await,
+            Err(_) => CallOutcome::sandbox("the server is shutting down"),
+        };
+        let outcome = self.redact_outcome(outcome);
+        let egress = egress.lock().map(|r| r.clone()).unwrap_or_default();
+        CallReport { outcome, egress }
+    }
+
+    async fn run(&self, request: &CallRequest<'_>, egress: EgressLog) -> CallOutcome {
+        let log = CappedPipe::new(self.limits.max_log_bytes);
+        let mut store = self.new_store(request.tool, egress, &log);
+        let context = guest::CallContext {
+            endpoints: self
+                .gate
+                .endpoints()
+                .iter()
+                .map(|e| guest::Endpoint {
+                    name: e.cluster.clone(),
+                    base_url: e.endpoint.base_url(),
+                })
+                .collect(),
+            request_id: request.request_id.to_string(),
+        };
+        let run = async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            instance
+                .pve_mcp_guest_tools()
+                .call_call_tool(&mut store, &context, request.tool, request.arguments)
+                .await
+        };
+        // The epoch deadline stops a guest burning CPU; this timeout stops
+        // one waiting on the network, and dropping the future cancels the
+        // upstream request.
+        let result = tokio::time::timeout(self.limits.timeout, run).await;
+        let hit_memory = store.data().limits.hit_memory;
+        drop(store);
+        let guest_log = log.contents();
+        if !guest_log.is_empty() {
+            tracing::debug!(tool = request.tool, "guest stderr: {}", self.redactor.redact(&guest_log));
+        }
+        match result {
+            Err(_) => CallOutcome::sandbox(format!(
+                "the call did not finish within the {} s limit and was stopped; Proxmox may be slow or unreachable. Retry later, or narrow the request",
+                self.limits.timeout.as_secs()
+            )),
+            Ok(Err(trap)) => self.describe_trap(request.tool, &trap, hit_memory, &guest_log),
+            Ok(Ok(Err(error))) => from_tool_error(error),
+            Ok(Ok(Ok(output))) => self.check_output(request.tool, output),
+        }
+    }
+
+    fn describe_trap(&self, tool: &str, trap: &wasmtime::Error, hit_memory: bool, guest_log: &str) -> CallOutcome {
+        let message = if hit_memory {
+            format!(
+                "the tool component exceeded its memory limit of {} MiB and was stopped",
+                self.limits.memory_bytes >> 20
+            )
+        } else if matches!(trap.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            format!(
+                "the tool component ran past its {} s deadline and was stopped",
+                self.limits.timeout.as_secs()
+            )
+        } else if let Some(panic) = guest_log.lines().find(|l| l.contains("panicked at")) {
+            format!("the tool component crashed ({}); this is a bug in the component", panic.trim())
+        } else {
+            format!("the tool component crashed: {}", trap.root_cause())
+        };
+        tracing::warn!(tool, "sandbox stopped a call: {message} ({trap:#})");
+        CallOutcome::sandbox(message)
+    }
+
+    fn check_output(&self, tool: &str, output: guest::ToolOutput) -> CallOutcome {
+        if output.structured.len() > self.limits.max_output_bytes {
+            return CallOutcome::sandbox(format!(
+                "the tool's result is {} MiB, over the {} MiB limit; narrow the request (filters, a lower limit)",
+                output.structured.len() >> 20,
+                self.limits.max_output_bytes >> 20
+            ));
+        }
+        match serde_json::from_str::<serde_json::Value>(&output.structured) {
+            Ok(structured @ serde_json::Value::Object(_)) => CallOutcome::Output {
+                structured,
+                summary: output.summary,
+                is_error: output.is_error,
+            },
+            _ => {
+                tracing::warn!(tool, "the component returned a structured result that is not a JSON object");
+                CallOutcome::Failed {
+                    kind: FailureKind::Internal,
+                    message: "the tool component returned a malformed result; this is a bug in the component".into(),
+                }
+            }
+        }
+    }
+
+    fn redact_outcome(&self, outcome: CallOutcome) -> CallOutcome {
+        match outcome {
+            CallOutcome::Output { structured, summary, is_error } => {
+                let text = structured.to_string();
+                let structured = match self.redactor.redact(&text) {
+                    std::borrow::Cow::Borrowed(_) => structured,
+                    std::borrow::Cow::Owned(clean) => serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null),
+                };
+                CallOutcome::Output {
+                    structured,
+                    summary: self.redactor.redact(&summary).into_owned(),
+                    is_error,
+                }
+            }
+            CallOutcome::Failed { kind, message } => CallOutcome::Failed {
+                kind,
+                message: self.redactor.redact(&message).into_owned(),
+            },
+            other => other,
+        }
+    }
+}
+
+fn from_tool_error(error: guest::ToolError) -> CallOutcome {
+    let (kind, message) = match error {
+        guest::ToolError::UnknownTool(name) => return CallOutcome::UnknownTool(name),
+        guest::ToolError::InvalidArguments(m) => (FailureKind::InvalidArguments, m),
+        guest::ToolError::Upstream(m) => (FailureKind::Upstream, m),
+        guest::ToolError::Internal(m) => (FailureKind::Internal, m),
+    };
+    CallOutcome::Failed { kind, message }
+}
+
+fn build_engine(limits: &SandboxLimits) -> anyhow::Result<Engine> {
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    config.memory_init_cow(true);
+    config.max_wasm_stack(1 << 20);
+    // Slots for every concurrent call, plus one for the tool listing.
+    let slots = limits.max_concurrent_calls as u32 + 1;
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(slots)
+        .total_core_instances(slots * 8)
+        .total_memories(slots * 2)
+        .total_tables(slots * 4)
+        .max_memory_size(limits.memory_bytes)
+        .max_component_instance_size(1 << 20);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    match Engine::new(&config) {
+        Ok(engine) => Ok(engine),
+        Err(e) => {
+            // The pool reserves address space up front; where that is not
+            // allowed (a tight `ulimit -v`), instantiating on demand still works.
+            tracing::warn!("pooling allocator unavailable ({e}); allocating instances on demand");
+            config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+            Ok(Engine::new(&config)?)
+        }
+    }
+}
+
+/// Advances the engine's epoch on a background thread until dropped.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine) -> EpochTicker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("pve-mcp-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch thread");
+        EpochTicker { stop }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,101 @@
+//! Secrets held by the host, and scrubbing them out of any text that leaves it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+/// A credential. It prints as `[REDACTED]` in `Debug` and `Display`, so a
+/// stray `{:?}` in a log line cannot leak it; [`Secret::expose`] is the one
+/// way to read it, and is only called where a header is built.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Arc<str>);
+
+impl Secret {
+    /// Wraps a credential.
+    pub fn new(value: impl Into<Arc<str>>) -> Self {
+        Self(value.into())
+    }
+
+    /// The credential itself, for building the request header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[REDACTED]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[REDACTED]")
+    }
+}
+
+/// Replaces every known secret in a text with `[REDACTED]`.
+///
+/// Defence in depth: the host never formats a secret on purpose, but text
+/// from outside (a Proxmox error, the guest's stderr, a tool's output) could
+/// still echo one back.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    secrets: Arc<[Secret]>,
+}
+
+/// Shorter values would redact ordinary words; real token secrets are UUIDs.
+const MIN_REDACTED_LEN: usize = 6;
+
+impl Redactor {
+    /// A redactor for these secrets.
+    pub fn new(secrets: impl IntoIterator<Item = Secret>) -> Self {
+        let secrets: Vec<Secret> = secrets
+            .into_iter()
+            .filter(|s| s.expose().len() >= MIN_REDACTED_LEN)
+            .collect();
+        Self {
+            secrets: secrets.into(),
+        }
+    }
+
+    /// The text with every secret replaced.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in self.secrets.iter() {
+            if out.contains(secret.expose()) {
+                out = Cow::Owned(out.replace(secret.expose(), "[REDACTED]"));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_never_formats() {
+        let s = Secret::new("5f0c1e1a-0000-4000-8000-123456789abc");
+        assert_eq!(format!("{s}"), "[REDACTED]");
+        assert_eq!(format!("{s:?}"), "[REDACTED]");
+        assert_eq!(format!("{:?}", Some(s.clone())), "Some([REDACTED])");
+    }
+
+    #[test]
+    fn redactor_scrubs_every_occurrence() {
+        let r = Redactor::new([Secret::new("abcdef-123"), Secret::new("zzzzzz")]);
+        assert_eq!(
+            r.redact("x abcdef-123 y abcdef-123 zzzzzz"),
+            "x [REDACTED] y [REDACTED] [REDACTED]"
+        );
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn redactor_ignores_trivially_short_values() {
+        let r = Redactor::new([Secret::new("a")]);
+        assert_eq!(r.redact("a banana"), "a banana");
+    }
+}

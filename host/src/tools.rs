@@ -1,0 +1,144 @@
+//! Tools as the host sees them: what the component declared, checked once
+//! at load, and what one call produced.
+
+use serde_json::{Map, Value};
+
+/// A JSON object.
+pub type JsonObject = Map<String, Value>;
+
+/// Behaviour hints, as declared by the component (never trusted for
+/// security decisions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    /// MCP `readOnlyHint`.
+    pub read_only: bool,
+    /// MCP `destructiveHint`.
+    pub destructive: bool,
+    /// MCP `idempotentHint`.
+    pub idempotent: bool,
+    /// MCP `openWorldHint`.
+    pub open_world: bool,
+}
+
+/// One tool, validated.
+#[derive(Debug, Clone)]
+pub struct ToolInfo {
+    /// Unique name.
+    pub name: String,
+    /// Human-readable title.
+    pub title: String,
+    /// When and why to use it.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: JsonObject,
+    /// JSON Schema of the structured result.
+    pub output_schema: Option<JsonObject>,
+    /// Behaviour hints.
+    pub annotations: Annotations,
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The tool ran; `is_error` says whether the operation failed.
+    Output {
+        /// Structured result (a JSON object).
+        structured: Value,
+        /// Short human summary.
+        summary: String,
+        /// MCP `isError`.
+        is_error: bool,
+    },
+    /// No tool of that name: a protocol error, not a tool result.
+    UnknownTool(String),
+    /// The tool could not produce a result; the text says why and what to
+    /// do. Shown to the agent as `isError: true`.
+    Failed {
+        /// `invalid-arguments`, `upstream`, `internal` or `sandbox`.
+        kind: FailureKind,
+        /// The message for the agent.
+        message: String,
+    },
+}
+
+/// The kinds of [`CallOutcome::Failed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The arguments were rejected.
+    InvalidArguments,
+    /// Proxmox or the way to it failed.
+    Upstream,
+    /// A bug in the component.
+    Internal,
+    /// The sandbox stopped the call: deadline, memory cap, crash, oversize
+    /// output, or no free slot.
+    Sandbox,
+}
+
+impl FailureKind {
+    /// A stable name for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::InvalidArguments => "invalid-arguments",
+            FailureKind::Upstream => "upstream",
+            FailureKind::Internal => "internal",
+            FailureKind::Sandbox => "sandbox",
+        }
+    }
+}
+
+impl CallOutcome {
+    /// A sandbox failure with this message.
+    pub fn sandbox(message: impl Into<String>) -> Self {
+        CallOutcome::Failed {
+            kind: FailureKind::Sandbox,
+            message: message.into(),
+        }
+    }
+
+    /// Whether the agent should see this as a failed call.
+    pub fn is_error(&self) -> bool {
+        match self {
+            CallOutcome::Output { is_error, .. } => *is_error,
+            _ => true,
+        }
+    }
+}
+
+/// MCP (and the conformance suite) allow 1-64 of these characters.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Parses a schema the component declared; it must be a JSON object.
+pub fn parse_schema(tool: &str, which: &str, text: &str) -> anyhow::Result<JsonObject> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => anyhow::bail!("tool {tool}: its {which} is not a JSON object"),
+        Err(e) => anyhow::bail!("tool {tool}: its {which} is not valid JSON: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_mcp_rules() {
+        assert!(valid_tool_name("pve_list_vms"));
+        assert!(valid_tool_name("a.b-c_D9"));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("has space"));
+        assert!(!valid_tool_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn schemas_must_be_objects() {
+        assert!(parse_schema("t", "input schema", r#"{"type":"object"}"#).is_ok());
+        assert!(parse_schema("t", "input schema", "[]").is_err());
+        assert!(parse_schema("t", "input schema", "{").is_err());
+    }
+}

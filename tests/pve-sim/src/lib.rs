@@ -1,0 +1,340 @@
+//! A Proxmox VE API simulator.
+//!
+//! It serves `https://127.0.0.1:PORT/api2/json/...` with a deterministic,
+//! seeded cluster and mimics what real PVE puts on the wire: reason phrases
+//! that carry error messages, Perl-typed JSON (0/1 booleans, absent "false"
+//! keys), API-token and ticket authentication, ACL checks before handlers,
+//! list filtering, proxy errors for an offline node, and optional request
+//! validation against the official `apidata.json` schema.
+//!
+//! pve-mcp's end-to-end tests drive it, and `pve-mcp demo` embeds it, so it
+//! is built to start fast and to answer every input without panicking.
+//!
+//! # The standard cluster
+//!
+//! Standard seed (`demo-cluster`; `pve1` answers, `pve2` online, `pve3`
+//! offline):
+//!
+//! | vmid | type | name                  | node | state   | notable |
+//! |------|------|-----------------------|------|---------|---------|
+//! | 100  | qemu | web-frontend-01       | pve1 | running | tags `prod;web`, pool `production`, HA (group `prod-ha`), agent |
+//! | 101  | qemu | db-primary            | pve1 | running | tags `db;prod`, pool `production`, no agent, no HA |
+//! | 102  | qemu | win-build-agent       | pve2 | paused  | qmpstatus `paused`, agent |
+//! | 103  | qemu | mail-gateway          | pve2 | running | lock `backup`, HA (group `prod-ha`), agent |
+//! | 104  | qemu | dev-sandbox           | pve1 | stopped | tags `dev` |
+//! | 105  | qemu | legacy-erp            | pve3 | unknown | node offline |
+//! | 106  | lxc  | dns-resolver-01       | pve1 | running | tags `infra`, HA without group |
+//! | 107  | lxc  | reverse-proxy         | pve2 | running | tags `prod;web` |
+//! | 108  | lxc  | ci-runner             | pve1 | stopped | |
+//! | 109  | lxc  | monitoring            | pve3 | unknown | node offline |
+//! | 110  | qemu | (none → `VM 110`)     | pve2 | stopped | no name in config |
+//! | 200  | lxc  | debian-12-template    | pve1 | stopped | template |
+//! | 900  | qemu | ubuntu-2404-cloudinit | pve1 | stopped | template, agent |
+//!
+//! [`AUDITOR_VISIBLE_VMIDS`] lists what the auditor token may see. The
+//! large scenario adds guests `1000..` named `load-vm-NNNNN` /
+//! `load-ct-NNNNN` round-robin over the three nodes.
+//!
+//! # Deviations from real PVE
+//!
+//! - Ticket signatures are HMAC-SHA256 with a per-run key, not RSA; keys are
+//!   ECDSA P-256 rather than RSA.
+//! - Every node reports the one served certificate's fingerprint.
+//! - No gzip, no 3-second delay on 401, 431 instead of a silent drop for
+//!   oversized headers, only the `json` format under `/api2`.
+//! - Counters are static: uptimes and traffic do not advance.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let sim = pve_sim::Simulator::start(pve_sim::SimConfig::default()).await?;
+//! println!("{} (fingerprint {})", sim.base_url(), sim.leaf_fingerprint());
+//! sim.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+mod auth;
+mod errors;
+mod handlers;
+mod log;
+mod params;
+mod perms;
+mod router;
+mod schema;
+mod seed;
+mod server;
+mod state;
+mod tls;
+mod util;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use seed::AUDITOR_VISIBLE_VMIDS;
+
+/// Fixed API tokens the simulator accepts (it is a simulator: these are fake
+/// secrets and safe to print).
+pub mod tokens {
+    /// Full token id of the administrator token. `root@pam` without
+    /// privilege separation, so it may do everything.
+    pub const ADMIN_TOKEN_ID: &str = "root@pam!mcp";
+    /// Secret of [`ADMIN_TOKEN_ID`].
+    pub const ADMIN_TOKEN_SECRET: &str = "5d3b1f2e-8c4a-4e6f-9b7d-0a1c2e3f4a5b";
+    /// Full token id of the auditor token: `VM.Audit` on
+    /// [`crate::AUDITOR_VISIBLE_VMIDS`] only, and no `Sys.Audit` anywhere.
+    pub const AUDITOR_TOKEN_ID: &str = "auditor@pve!mcp";
+    /// Secret of [`AUDITOR_TOKEN_ID`].
+    pub const AUDITOR_TOKEN_SECRET: &str = "9e8d7c6b-5a49-4382-a716-f5e4d3c2b1a0";
+    /// User that can log in with `POST /access/ticket`.
+    pub const TICKET_USER: &str = "root@pam";
+    /// Password of [`TICKET_USER`].
+    pub const TICKET_PASSWORD: &str = "demo-password";
+}
+
+/// Which cluster the simulator starts with.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Scenario {
+    /// Three nodes (`pve1`, `pve2` online, `pve3` offline) and a dozen guests
+    /// covering the interesting states (tabulated in the crate documentation).
+    #[default]
+    Standard,
+    /// The standard cluster plus generated guests (vmids from 1000 upward,
+    /// spread over the three nodes) until there are `guests` guests in total.
+    /// Meant for bounded-output tests; `/cluster/resources` stays fast.
+    Large {
+        /// Total number of guests; values below the standard seed's 13 give
+        /// the standard cluster, values above 1,000,000 are capped.
+        guests: usize,
+    },
+}
+
+/// How to start a [`Simulator`].
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Seeded cluster to serve.
+    pub scenario: Scenario,
+    /// Path of PVE's `apidata.json`. When set, every `/api2/json` request
+    /// that passes authentication is validated against it (path, method,
+    /// parameters): rejected requests are answered like PVE would
+    /// and recorded in [`Simulator::schema_violations`]. The file is read at
+    /// start-up only (it is AGPL and never compiled into this crate).
+    pub schema_path: Option<PathBuf>,
+    /// PVE >= 8.3 style error bodies `{"data":null,"message":"...\n"}`
+    /// (`true`, the default) or the older `{"data":null}` (`false`).
+    pub message_in_body: bool,
+    /// How long a ticket from `POST /access/ticket` (and its CSRF token)
+    /// stays valid. PVE uses two hours; tests may shorten it.
+    pub ticket_lifetime: Duration,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            scenario: Scenario::Standard,
+            schema_path: None,
+            message_in_body: true,
+            ticket_lifetime: Duration::from_secs(2 * 3600),
+        }
+    }
+}
+
+/// The authentication a request carried, as the simulator understood it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthSeen {
+    /// No `Authorization` header and no `PVEAuthCookie`.
+    None,
+    /// A `PVEAPIToken=...` header. `token_id` is everything before the last
+    /// `=`; `secret_ok` tells whether it named a known token with the right
+    /// secret.
+    Token {
+        /// Token id as sent, e.g. `root@pam!mcp`.
+        token_id: String,
+        /// The token exists and the secret matched.
+        secret_ok: bool,
+    },
+    /// A `PVE:<user>:...` ticket (cookie or `Authorization` header); `user`
+    /// is the user named in it, whether or not the ticket was valid.
+    Ticket {
+        /// User id named by the ticket.
+        user: String,
+    },
+    /// Some other credentials (e.g. `Basic`, or an unparsable ticket).
+    Other,
+}
+
+/// One request the simulator saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedRequest {
+    /// HTTP method, e.g. `GET`.
+    pub method: String,
+    /// Request path as sent (still percent-encoded), e.g.
+    /// `/api2/json/cluster/resources`.
+    pub path: String,
+    /// Raw query string without `?` (empty when there was none).
+    pub query: String,
+    /// Credentials seen.
+    pub auth: AuthSeen,
+    /// All request headers in arrival order; values decoded lossily as UTF-8.
+    pub headers: Vec<(String, String)>,
+    /// Status code of the response, 0 when none was produced (the client went
+    /// away first, e.g. during an injected delay).
+    pub status: u16,
+    /// `true` once the whole response was handed to the connection; `false`
+    /// if the client disconnected before (during latency, a fault delay, or
+    /// before the body was taken).
+    pub completed: bool,
+}
+
+/// An injected failure for requests under a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Path after `/api2/json` that the fault applies to, matched per
+    /// segment: `/nodes/pve2` matches `/nodes/pve2` and `/nodes/pve2/...` but
+    /// not `/nodes/pve20`. Empty or `/` matches everything.
+    pub path_prefix: String,
+    /// Status to answer with. 0 means "no error": only `delay` applies and
+    /// the request then proceeds normally.
+    pub status: u16,
+    /// Reason phrase and error message. For 401 and 59x the body is empty,
+    /// otherwise a PVE error body carries it.
+    pub reason: String,
+    /// How many requests it hits; `None` means forever.
+    pub times: Option<usize>,
+    /// Extra delay before the fault (or the normal answer) is produced.
+    pub delay: Option<Duration>,
+}
+
+/// A running simulator. Clones share the server; it stops when the last
+/// clone is dropped or when [`Simulator::shutdown`] is called.
+#[derive(Clone)]
+pub struct Simulator {
+    handle: Arc<Handle>,
+}
+
+struct Handle {
+    shared: Arc<server::Shared>,
+    addr: SocketAddr,
+    ca_pem: String,
+    fingerprint: String,
+    shutdown_tx: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = self.shutdown_tx.send(true);
+    }
+}
+
+impl Simulator {
+    /// Generates the certificates, seeds the cluster, loads the schema if
+    /// configured, and starts serving HTTPS on `127.0.0.1` with an
+    /// OS-chosen port.
+    pub async fn start(cfg: SimConfig) -> anyhow::Result<Simulator> {
+        Self::start_on(cfg, 0).await
+    }
+
+    /// Like [`Simulator::start`] but on a given port (0 = any free port).
+    pub async fn start_on(cfg: SimConfig, port: u16) -> anyhow::Result<Simulator> {
+        let started = server::start(cfg, port).await?;
+        Ok(Simulator {
+            handle: Arc::new(Handle {
+                shared: started.shared,
+                addr: started.addr,
+                ca_pem: started.ca_pem,
+                fingerprint: started.fingerprint,
+                shutdown_tx: started.shutdown_tx,
+                task: Mutex::new(Some(started.task)),
+            }),
+        })
+    }
+
+    /// `https://127.0.0.1:PORT`, without `/api2/json`.
+    pub fn base_url(&self) -> String {
+        format!("https://{}", self.handle.addr)
+    }
+
+    /// The TCP port the simulator listens on.
+    pub fn port(&self) -> u16 {
+        self.handle.addr.port()
+    }
+
+    /// PEM of the generated cluster CA (like `/etc/pve/pve-root-ca.pem`);
+    /// trust it to verify the served certificate.
+    pub fn ca_pem(&self) -> String {
+        self.handle.ca_pem.clone()
+    }
+
+    /// SHA-256 of the served leaf certificate's DER as upper-case hex pairs
+    /// joined by `:`, as `GET /nodes` shows it in `ssl_fingerprint`.
+    pub fn leaf_fingerprint(&self) -> String {
+        self.handle.fingerprint.clone()
+    }
+
+    /// Every request seen since start (or the last [`clear_requests`]), in
+    /// arrival order. Requests the HTTP parser rejects before they can be
+    /// routed (malformed request line: 400, headers over 16 KiB or 64
+    /// lines: 431) are answered but not logged.
+    ///
+    /// [`clear_requests`]: Simulator::clear_requests
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.handle.shared.log.snapshot()
+    }
+
+    /// Forgets the logged requests.
+    pub fn clear_requests(&self) {
+        self.handle.shared.log.clear();
+    }
+
+    /// Requests the real API would have rejected according to
+    /// `apidata.json`, one line each. Always empty when no schema is loaded.
+    pub fn schema_violations(&self) -> Vec<String> {
+        util::lock(&self.handle.shared.violations).clone()
+    }
+
+    /// Delay added before every response (zero disables it).
+    pub fn set_latency(&self, d: Duration) {
+        *util::lock(&self.handle.shared.latency) = d;
+    }
+
+    /// Adds a fault; the first matching fault with hits left wins.
+    pub fn add_fault(&self, f: Fault) {
+        util::lock(&self.handle.shared.faults).push(f);
+    }
+
+    /// Removes all faults.
+    pub fn clear_faults(&self) {
+        util::lock(&self.handle.shared.faults).clear();
+    }
+
+    /// Stops accepting connections, closes open ones and waits for the
+    /// server task to end. Other clones of this handle stop working too.
+    pub async fn shutdown(self) {
+        let _ = self.handle.shutdown_tx.send(true);
+        let task = util::lock(&self.handle.task).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("addr", &self.handle.addr)
+            .field("fingerprint", &self.handle.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

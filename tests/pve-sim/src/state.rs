@@ -1,0 +1,222 @@
+//! The simulated cluster's state. Handlers render it into PVE's JSON shapes;
+//! later mutating endpoints change it (and must bump `generation`).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+use crate::perms::Acl;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GuestKind {
+    Qemu,
+    Lxc,
+}
+
+impl GuestKind {
+    /// `type` in API output and the first part of resource ids.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "qemu",
+            GuestKind::Lxc => "lxc",
+        }
+    }
+
+    /// Directory of the guest's config under `/etc/pve/nodes/<node>/`.
+    pub fn config_dir(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "qemu-server",
+            GuestKind::Lxc => "lxc",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunState {
+    Stopped,
+    Running,
+    /// QEMU only: the process runs (`status: running`) but QMP reports
+    /// `paused`.
+    Paused,
+}
+
+/// Counters of a running guest (all zero when stopped).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunStats {
+    pub pid: u32,
+    pub uptime: u64,
+    /// Fraction of `cpus`, 0..1.
+    pub cpu: f64,
+    pub mem: u64,
+    pub netin: u64,
+    pub netout: u64,
+    pub diskread: u64,
+    pub diskwrite: u64,
+    /// LXC swap in use.
+    pub swap: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HaResource {
+    pub group: Option<String>,
+    pub state: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Guest {
+    pub vmid: u32,
+    pub kind: GuestKind,
+    pub node: String,
+    /// Config `name` (QEMU) or `hostname` (LXC); `None` renders as PVE's
+    /// default `VM <id>` / `CT<id>`.
+    pub name: Option<String>,
+    pub run: RunState,
+    pub template: bool,
+    pub lock: Option<String>,
+    /// Semicolon-separated, as PVE stores and sends them.
+    pub tags: Option<String>,
+    pub pool: Option<String>,
+    pub ha: Option<HaResource>,
+    /// QEMU guest agent enabled in the config.
+    pub agent: bool,
+    pub sockets: u32,
+    pub cores: u32,
+    /// Configured memory in MiB.
+    pub memory_mib: u64,
+    /// QEMU balloon minimum in MiB (0 = ballooning off).
+    pub balloon_mib: u64,
+    /// LXC swap in MiB.
+    pub swap_mib: u64,
+    /// Boot disk (QEMU) or rootfs (LXC) size in bytes.
+    pub maxdisk: u64,
+    /// Used bytes of the rootfs (LXC; QEMU always reports 0).
+    pub disk: u64,
+    pub nics: u32,
+    pub machine: &'static str,
+    pub stats: RunStats,
+}
+
+impl Guest {
+    pub fn display_name(&self) -> String {
+        match (&self.name, self.kind) {
+            (Some(n), _) => n.clone(),
+            (None, GuestKind::Qemu) => format!("VM {}", self.vmid),
+            (None, GuestKind::Lxc) => format!("CT{}", self.vmid),
+        }
+    }
+
+    pub fn cpus(&self) -> u32 {
+        self.sockets.max(1) * self.cores.max(1)
+    }
+
+    pub fn maxmem(&self) -> u64 {
+        self.memory_mib * 1024 * 1024
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.run != RunState::Stopped
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub name: String,
+    pub nodeid: u32,
+    pub ip: String,
+    pub online: bool,
+    /// Subscription level: "", "c", "b", "s" or "p".
+    pub level: &'static str,
+    pub cpu_model: &'static str,
+    pub sockets: u32,
+    pub cores: u32,
+    pub threads: u32,
+    pub mhz: &'static str,
+    pub cpu: f64,
+    pub wait: f64,
+    pub loadavg: [&'static str; 3],
+    pub maxmem: u64,
+    pub mem: u64,
+    pub swap_total: u64,
+    pub swap_used: u64,
+    pub ksm_shared: u64,
+    pub rootfs_total: u64,
+    pub rootfs_used: u64,
+    pub uptime: u64,
+    pub kernel_release: &'static str,
+    pub kernel_version: &'static str,
+    pub boot_efi: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Storage {
+    pub id: String,
+    pub plugintype: &'static str,
+    /// Content types, sorted and comma-joined like PVE prints them.
+    pub content: &'static str,
+    pub shared: bool,
+    /// Nodes it is enabled on; `None` means all.
+    pub nodes: Option<Vec<String>>,
+    pub total: u64,
+    /// Used bytes per node (shared storages use the same for all).
+    pub used: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct User {
+    pub userid: String,
+    pub password: Option<String>,
+    pub acl: Acl,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Token {
+    /// `user@realm!name`.
+    pub full_id: String,
+    pub secret: String,
+    pub acl: Acl,
+}
+
+/// Serialised `/cluster/resources` guest entries, rebuilt when the state's
+/// generation moves on.
+#[derive(Default)]
+pub(crate) struct ResourceCache {
+    pub generation: u64,
+    /// `(vmid, JSON object)` in PVE's order (vmid sorted as a string).
+    pub guests: Vec<(u32, Bytes)>,
+    pub valid: bool,
+}
+
+pub(crate) struct Cluster {
+    pub name: String,
+    pub config_version: u32,
+    /// The node this API endpoint "is" (answers locally, `local: 1`).
+    pub local_node: String,
+    pub version: &'static str,
+    pub release: &'static str,
+    pub repoid: &'static str,
+    pub nodes: Vec<Node>,
+    pub guests: BTreeMap<u32, Guest>,
+    pub storages: Vec<Storage>,
+    pub pools: Vec<String>,
+    pub users: Vec<User>,
+    pub tokens: Vec<Token>,
+    /// Bumped by every mutation; keys caches.
+    pub generation: u64,
+    pub resource_cache: Mutex<ResourceCache>,
+}
+
+impl Cluster {
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The guest with this vmid if its config lives on `node` with `kind`
+    /// (PVE looks only in that node's config directory).
+    pub fn guest_on(&self, node: &str, kind: GuestKind, vmid: &str) -> Option<&Guest> {
+        let id: u32 = vmid.parse().ok()?;
+        self.guests
+            .get(&id)
+            .filter(|g| g.node == node && g.kind == kind)
+    }
+}
