@@ -14,8 +14,17 @@ const TARGET: &str = "wasm32-wasip2";
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest_dir.parent().expect("host/ lives in the workspace").to_path_buf();
-    for watched in ["guest", "wit", "tests/hostile", "Cargo.lock", "rust-toolchain.toml"] {
+    let root = manifest_dir
+        .parent()
+        .expect("host/ lives in the workspace")
+        .to_path_buf();
+    for watched in [
+        "guest",
+        "wit",
+        "tests/hostile",
+        "Cargo.lock",
+        "rust-toolchain.toml",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=PVE_MCP_GUEST_WASM");
@@ -33,15 +42,26 @@ fn main() {
                 prebuilt.display()
             ));
         }
-        println!("cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}", prebuilt.display());
+        println!(
+            "cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}",
+            prebuilt.display()
+        );
         build_components(&root, &target_root, &["pve-mcp-hostile"]);
     } else {
         build_components(&root, &target_root, &["pve-mcp-guest", "pve-mcp-hostile"]);
         let guest = target_root.join(TARGET).join("release/pve_mcp_guest.wasm");
-        println!("cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}", guest.display());
+        println!(
+            "cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}",
+            guest.display()
+        );
     }
-    let hostile = target_root.join(TARGET).join("release/pve_mcp_hostile.wasm");
-    println!("cargo:rustc-env=PVE_MCP_HOSTILE_WASM_PATH={}", hostile.display());
+    let hostile = target_root
+        .join(TARGET)
+        .join("release/pve_mcp_hostile.wasm");
+    println!(
+        "cargo:rustc-env=PVE_MCP_HOSTILE_WASM_PATH={}",
+        hostile.display()
+    );
 }
 
 fn build_components(root: &Path, target_dir: &Path, packages: &[&str]) {
@@ -54,6 +74,11 @@ fn build_components(root: &Path, target_dir: &Path, packages: &[&str]) {
         .arg(target_dir);
     for package in packages {
         cmd.args(["-p", package]);
+    }
+    if packages.contains(&"pve-mcp-hostile") {
+        // The socket attempts import wasi:sockets, outside the world: they
+        // prove the host's WASI context denies them even though it links them.
+        cmd.args(["--features", "pve-mcp-hostile/sockets"]);
     }
     // The outer build's flags and wrappers are for the host target (and
     // clippy's wrapper would lint the guest twice); the nested build must not
@@ -76,7 +101,9 @@ fn build_components(root: &Path, target_dir: &Path, packages: &[&str]) {
             cmd.env_remove(key);
         }
     }
-    let status = cmd.status().unwrap_or_else(|e| fail(&format!("could not run cargo: {e}")));
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| fail(&format!("could not run cargo: {e}")));
     if !status.success() {
         fail(&format!(
             "building the wasm components ({}) failed; see the cargo output above",
@@ -98,7 +125,10 @@ fn ensure_target_installed() {
         // No rustup: trust that the target is there, and let cargo say so if not.
         return;
     };
-    if String::from_utf8_lossy(&output.stdout).lines().any(|l| l.trim() == TARGET) {
+    if String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .any(|l| l.trim() == TARGET)
+    {
         return;
     }
     println!("cargo:warning=installing the {TARGET} target with rustup");

@@ -46,22 +46,31 @@ impl App {
             endpoints.push(GateEndpoint {
                 cluster: cluster.name.clone(),
                 endpoint: cluster.endpoint.clone(),
-                upstream: Upstream::new(cluster).with_context(|| format!("setting up the connection to cluster {}", cluster.name))?,
+                upstream: Upstream::new(cluster).with_context(|| {
+                    format!("setting up the connection to cluster {}", cluster.name)
+                })?,
             });
             secrets.extend(cluster.auth.secrets());
         }
         let wasm = match component {
             ComponentSource::Embedded => std::borrow::Cow::Borrowed(crate::GUEST_WASM),
             ComponentSource::File(path) => std::borrow::Cow::Owned(
-                std::fs::read(path).with_context(|| format!("reading the component {}", path.display()))?,
+                std::fs::read(path)
+                    .with_context(|| format!("reading the component {}", path.display()))?,
             ),
         };
-        let sandbox = Sandbox::new(&wasm, Gate::new(endpoints), limits.clone(), Redactor::new(secrets), cache)
-            .await
-            .with_context(|| match component {
-                ComponentSource::Embedded => "loading the embedded tool component".to_string(),
-                ComponentSource::File(p) => format!("loading the component {}", p.display()),
-            })?;
+        let sandbox = Sandbox::new(
+            &wasm,
+            Gate::new(endpoints),
+            limits.clone(),
+            Redactor::new(secrets),
+            cache,
+        )
+        .await
+        .with_context(|| match component {
+            ComponentSource::Embedded => "loading the embedded tool component".to_string(),
+            ComponentSource::File(p) => format!("loading the component {}", p.display()),
+        })?;
         tracing::info!(
             tools = sandbox.tools().len(),
             compiled = matches!(sandbox.loaded_from(), LoadedFrom::Compiled),
@@ -85,7 +94,11 @@ impl App {
     }
 
     /// Runs one tool call and logs it.
-    pub async fn call(&self, tool: &str, arguments: &serde_json::Map<String, serde_json::Value>) -> CallReport {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> CallReport {
         let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let arguments = serde_json::Value::Object(arguments.clone()).to_string();
         let started = Instant::now();
@@ -98,7 +111,9 @@ impl App {
             })
             .await;
         let outcome = match &report.outcome {
-            CallOutcome::Output { is_error: false, .. } => "ok",
+            CallOutcome::Output {
+                is_error: false, ..
+            } => "ok",
             CallOutcome::Output { is_error: true, .. } => "tool-error",
             CallOutcome::UnknownTool(_) => "unknown-tool",
             CallOutcome::Failed { kind, .. } => kind.as_str(),

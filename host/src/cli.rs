@@ -18,7 +18,12 @@ use crate::tools::{CallOutcome, ToolInfo};
 /// your Proxmox API, only with the methods pve-mcp allows, and never sees
 /// the API token.
 #[derive(Debug, Parser)]
-#[command(name = "pve-mcp", version, propagate_version = true, arg_required_else_help = true)]
+#[command(
+    name = "pve-mcp",
+    version,
+    propagate_version = true,
+    arg_required_else_help = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -92,7 +97,11 @@ impl Global {
 
     /// Where compiled components are cached.
     pub fn cache(&self) -> CacheDir {
-        if self.no_cache { CacheDir::Disabled } else { CacheDir::Default }
+        if self.no_cache {
+            CacheDir::Disabled
+        } else {
+            CacheDir::Default
+        }
     }
 
     /// Loads the configuration from --config and the environment.
@@ -123,7 +132,14 @@ pub async fn serve(global: &Global) -> ExitCode {
         Ok(c) => c,
         Err(e) => return config_failure(&e),
     };
-    let app = match App::start(&config.clusters, &config.sandbox, &global.component(), &global.cache()).await {
+    let app = match App::start(
+        &config.clusters,
+        &config.sandbox,
+        &global.component(),
+        &global.cache(),
+    )
+    .await
+    {
         Ok(app) => Arc::new(app),
         Err(e) => return failure(&e),
     };
@@ -150,13 +166,23 @@ fn check_transport() -> Option<ExitCode> {
 
 /// `pve-mcp tools`.
 pub async fn tools(global: &Global, json: bool) -> ExitCode {
-    let app = match App::start(&[], &SandboxLimits::default(), &global.component(), &global.cache()).await {
+    let app = match App::start(
+        &[],
+        &SandboxLimits::default(),
+        &global.component(),
+        &global.cache(),
+    )
+    .await
+    {
         Ok(app) => app,
         Err(e) => return failure(&e),
     };
     if json {
         let tools: Vec<_> = app.tools().iter().map(crate::mcp::to_mcp_tool).collect();
-        println!("{}", serde_json::to_string_pretty(&tools).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tools).unwrap_or_default()
+        );
     } else {
         print!("{}", tool_table(app.tools()));
     }
@@ -168,9 +194,21 @@ pub fn tool_table(tools: &[ToolInfo]) -> String {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let mut out = format!("{:width$}  {:4}  {}\n", "TOOL", "MODE", "WHAT IT DOES");
     for tool in tools {
-        let mode = if tool.annotations.read_only { "read" } else { "WRITE" };
-        let first_sentence = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
-        out.push_str(&format!("{:width$}  {mode:4}  {first_sentence}\n", tool.name));
+        let mode = if tool.annotations.read_only {
+            "read"
+        } else {
+            "WRITE"
+        };
+        let first_sentence = tool
+            .description
+            .split(". ")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.');
+        out.push_str(&format!(
+            "{:width$}  {mode:4}  {first_sentence}\n",
+            tool.name
+        ));
     }
     out
 }
@@ -179,8 +217,12 @@ pub fn tool_table(tools: &[ToolInfo]) -> String {
 pub fn parse_args(raw: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(serde_json::Value::Object(map)) => Ok(map),
-        Ok(_) => Err(format!("--args must be a JSON object, e.g. '{{\"vmid\": 100}}'; got {raw}")),
-        Err(e) => Err(format!("--args is not valid JSON ({e}); write it as a JSON object, e.g. '{{\"vmid\": 100}}'")),
+        Ok(_) => Err(format!(
+            "--args must be a JSON object, e.g. '{{\"vmid\": 100}}'; got {raw}"
+        )),
+        Err(e) => Err(format!(
+            "--args is not valid JSON ({e}); write it as a JSON object, e.g. '{{\"vmid\": 100}}'"
+        )),
     }
 }
 
@@ -197,7 +239,14 @@ pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
         Ok(c) => c,
         Err(e) => return config_failure(&e),
     };
-    let app = match App::start(&config.clusters, &config.sandbox, &global.component(), &global.cache()).await {
+    let app = match App::start(
+        &config.clusters,
+        &config.sandbox,
+        &global.component(),
+        &global.cache(),
+    )
+    .await
+    {
         Ok(app) => app,
         Err(e) => return failure(&e),
     };
@@ -206,22 +255,36 @@ pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
 
 /// Runs a call and prints its result: the MCP `CallToolResult` as JSON on
 /// stdout. Exit code 1 when the call failed.
-pub async fn print_call(app: &App, tool: &str, args: &serde_json::Map<String, serde_json::Value>) -> ExitCode {
+pub async fn print_call(
+    app: &App,
+    tool: &str,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> ExitCode {
     if !app.has_tool(tool) {
         let names: Vec<&str> = app.tools().iter().map(|t| t.name.as_str()).collect();
-        eprintln!("error: no tool named {tool:?}; the tools are: {}", names.join(", "));
+        eprintln!(
+            "error: no tool named {tool:?}; the tools are: {}",
+            names.join(", ")
+        );
         return ExitCode::from(2);
     }
     let report = app.call(tool, args).await;
     let failed = report.outcome.is_error();
     match to_call_result(report.outcome) {
-        Some(result) => println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default()),
+        Some(result) => println!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_default()
+        ),
         None => {
             eprintln!("error: the component does not know tool {tool:?}");
             return ExitCode::from(2);
         }
     }
-    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The message an outcome shows a person.
@@ -246,7 +309,11 @@ mod tests {
     #[test]
     fn args_errors_show_an_example() {
         assert!(parse_args("[1]").unwrap_err().contains("JSON object"));
-        assert!(parse_args("{vmid: 1}").unwrap_err().contains("not valid JSON"));
+        assert!(
+            parse_args("{vmid: 1}")
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
         assert_eq!(parse_args(r#"{"vmid": 100}"#).unwrap()["vmid"], 100);
     }
 }

@@ -47,7 +47,11 @@ pub enum LoadedFrom {
 }
 
 /// Compiles `wasm`, or loads its cached compiled form.
-pub fn load(engine: &Engine, wasm: &[u8], cache: &CacheDir) -> anyhow::Result<(Component, LoadedFrom)> {
+pub fn load(
+    engine: &Engine,
+    wasm: &[u8],
+    cache: &CacheDir,
+) -> anyhow::Result<(Component, LoadedFrom)> {
     let Some(dir) = cache.resolve() else {
         return Ok((compile(engine, wasm)?, LoadedFrom::Compiled));
     };
@@ -63,7 +67,10 @@ pub fn load(engine: &Engine, wasm: &[u8], cache: &CacheDir) -> anyhow::Result<(C
     }
     let component = compile(engine, wasm)?;
     if let Err(e) = store(&dir, &path, &component) {
-        tracing::debug!("could not cache the compiled component in {}: {e:#}", dir.display());
+        tracing::debug!(
+            "could not cache the compiled component in {}: {e:#}",
+            dir.display()
+        );
     }
     Ok((component, LoadedFrom::Compiled))
 }
@@ -95,7 +102,10 @@ fn store(dir: &Path, path: &Path, component: &Component) -> anyhow::Result<()> {
 #[cfg(unix)]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 #[cfg(not(unix))]
@@ -126,5 +136,7 @@ fn current_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     // The owner of a file we just created is our effective uid; /proc/self is
     // always ours and avoids a libc dependency.
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(u32::MAX)
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(u32::MAX)
 }

@@ -168,9 +168,17 @@ struct Sources<'a> {
 }
 
 impl Sources<'_> {
-    fn string(&self, env_key: &str, file_key: &str, file_value: &Option<String>) -> Option<Sourced<String>> {
+    fn string(
+        &self,
+        env_key: &str,
+        file_key: &str,
+        file_value: &Option<String>,
+    ) -> Option<Sourced<String>> {
         if let Some(v) = (self.env)(env_key).filter(|v| !v.is_empty()) {
-            return Some(Sourced { value: v, key: env_key.to_string() });
+            return Some(Sourced {
+                value: v,
+                key: env_key.to_string(),
+            });
         }
         file_value.as_ref().map(|v| Sourced {
             value: v.clone(),
@@ -178,15 +186,27 @@ impl Sources<'_> {
         })
     }
 
-    fn path(&self, env_key: &str, file_key: &str, file_value: &Option<PathBuf>) -> Option<Sourced<PathBuf>> {
-        let as_string = file_value.as_ref().map(|p| p.to_string_lossy().into_owned());
+    fn path(
+        &self,
+        env_key: &str,
+        file_key: &str,
+        file_value: &Option<PathBuf>,
+    ) -> Option<Sourced<PathBuf>> {
+        let as_string = file_value
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
         self.string(env_key, file_key, &as_string).map(|s| Sourced {
             value: PathBuf::from(s.value),
             key: s.key,
         })
     }
 
-    fn boolean(&self, env_key: &str, file_key: &str, file_value: Option<bool>) -> Result<Option<Sourced<bool>>, ConfigError> {
+    fn boolean(
+        &self,
+        env_key: &str,
+        file_key: &str,
+        file_value: Option<bool>,
+    ) -> Result<Option<Sourced<bool>>, ConfigError> {
         if let Some(raw) = (self.env)(env_key).filter(|v| !v.is_empty()) {
             let value = parse_bool(&raw).ok_or_else(|| {
                 ConfigError::new(
@@ -195,7 +215,10 @@ impl Sources<'_> {
                     format!("set {env_key} to true or false"),
                 )
             })?;
-            return Ok(Some(Sourced { value, key: env_key.to_string() }));
+            return Ok(Some(Sourced {
+                value,
+                key: env_key.to_string(),
+            }));
         }
         Ok(file_value.map(|value| Sourced {
             value,
@@ -203,20 +226,35 @@ impl Sources<'_> {
         }))
     }
 
-    fn seconds(&self, env_key: Option<&str>, file_key: &str, file_value: Option<u64>, max: u64) -> Result<Option<Duration>, ConfigError> {
-        let (raw, key) = match env_key.and_then(|k| (self.env)(k).filter(|v| !v.is_empty()).map(|v| (v, k))) {
-            Some((v, k)) => (v, k.to_string()),
-            None => match file_value {
-                Some(v) => (v.to_string(), format!("{file_key} (in {})", self.file_name)),
-                None => return Ok(None),
-            },
-        };
+    fn seconds(
+        &self,
+        env_key: Option<&str>,
+        file_key: &str,
+        file_value: Option<u64>,
+        max: u64,
+    ) -> Result<Option<Duration>, ConfigError> {
+        let (raw, key) =
+            match env_key.and_then(|k| (self.env)(k).filter(|v| !v.is_empty()).map(|v| (v, k))) {
+                Some((v, k)) => (v, k.to_string()),
+                None => match file_value {
+                    Some(v) => (v.to_string(), format!("{file_key} (in {})", self.file_name)),
+                    None => return Ok(None),
+                },
+            };
         // The reference server accepts fractional seconds ("2.5").
         let secs: f64 = raw.trim().parse().map_err(|_| {
-            ConfigError::new(&key, format!("{raw:?} is not a number of seconds"), "use a whole number of seconds, e.g. 30")
+            ConfigError::new(
+                &key,
+                format!("{raw:?} is not a number of seconds"),
+                "use a whole number of seconds, e.g. 30",
+            )
         })?;
         if !(secs > 0.0 && secs <= max as f64) {
-            return Err(ConfigError::new(&key, format!("{raw} is out of range"), format!("use between 1 and {max} seconds")));
+            return Err(ConfigError::new(
+                &key,
+                format!("{raw} is out of range"),
+                format!("use between 1 and {max} seconds"),
+            ));
         }
         Ok(Some(Duration::from_secs_f64(secs)))
     }
@@ -230,7 +268,13 @@ fn parse_bool(raw: &str) -> Option<bool> {
     }
 }
 
-fn mib(key: &str, file_name: &str, value: Option<u64>, default: usize, range: (u64, u64)) -> Result<usize, ConfigError> {
+fn mib(
+    key: &str,
+    file_name: &str,
+    value: Option<u64>,
+    default: usize,
+    range: (u64, u64),
+) -> Result<usize, ConfigError> {
     match value {
         None => Ok(default),
         Some(v) if (range.0..=range.1).contains(&v) => Ok((v as usize) << 20),
@@ -244,15 +288,25 @@ fn mib(key: &str, file_name: &str, value: Option<u64>, default: usize, range: (u
 
 impl Config {
     /// Loads the file (if any) and applies the environment over it.
-    pub fn load(file: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn load(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let (file_config, file_name) = match file {
             Some(path) => (read_file(path)?, path.display().to_string()),
             None => (FileConfig::default(), "config file".to_string()),
         };
-        let src = Sources { env, file: file_config, file_name };
+        let src = Sources {
+            env,
+            file: file_config,
+            file_name,
+        };
         let cluster = load_cluster(&src)?;
         let sandbox = load_sandbox(&src)?;
-        Ok(Config { clusters: vec![cluster], sandbox })
+        Ok(Config {
+            clusters: vec![cluster],
+            sandbox,
+        })
     }
 
     /// The default cluster.
@@ -264,13 +318,17 @@ impl Config {
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let key = format!("--config {}", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| {
-        ConfigError::new(&key, format!("cannot read the file: {e}"), "check the path and its permissions")
+        ConfigError::new(
+            &key,
+            format!("cannot read the file: {e}"),
+            "check the path and its permissions",
+        )
     })?;
     toml::from_str(&text).map_err(|e| {
         let problem = e.message().to_string();
         let line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
             .map(|l| format!(" (line {l})"))
             .unwrap_or_default();
         ConfigError::new(
@@ -291,14 +349,24 @@ fn load_cluster(src: &Sources<'_>) -> Result<Cluster, ConfigError> {
         )
     })?;
     let allow_http = src
-        .boolean("PVE_ALLOW_INSECURE_HTTP", "pve.allow_insecure_http", pve.allow_insecure_http)?
+        .boolean(
+            "PVE_ALLOW_INSECURE_HTTP",
+            "pve.allow_insecure_http",
+            pve.allow_insecure_http,
+        )?
         .is_some_and(|s| s.value);
-    let endpoint = Endpoint::parse(&base.value, allow_http).map_err(|e| endpoint_error(&base.key, &base.value, e))?;
+    let endpoint = Endpoint::parse(&base.value, allow_http)
+        .map_err(|e| endpoint_error(&base.key, &base.value, e))?;
 
     let auth = load_auth(src)?;
     let tls = load_tls(src)?;
     let timeout = src
-        .seconds(Some("PVE_TIMEOUT"), "pve.timeout_secs", pve.timeout_secs, 3600)?
+        .seconds(
+            Some("PVE_TIMEOUT"),
+            "pve.timeout_secs",
+            pve.timeout_secs,
+            3600,
+        )?
         .unwrap_or(Duration::from_secs(30));
     Ok(Cluster {
         name: "default".into(),
@@ -314,7 +382,9 @@ fn endpoint_error(key: &str, value: &str, e: EndpointError) -> ConfigError {
         EndpointError::InsecureHttp => {
             "use https:// (Proxmox serves HTTPS on port 8006); if you really need plain HTTP, also set PVE_ALLOW_INSECURE_HTTP=true"
         }
-        _ => "use the form https://HOST:8006 (a trailing /api2/json is fine; nothing else after the port)",
+        _ => {
+            "use the form https://HOST:8006 (a trailing /api2/json is fine; nothing else after the port)"
+        }
     };
     ConfigError::new(key, format!("{value:?}: {e}"), fix)
 }
@@ -322,8 +392,16 @@ fn endpoint_error(key: &str, value: &str, e: EndpointError) -> ConfigError {
 fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
     let pve = &src.file.pve;
     let id = src.string("PVE_API_TOKEN_ID", "pve.token_id", &pve.token_id);
-    let secret = src.string("PVE_API_TOKEN_SECRET", "pve.token_secret", &pve.token_secret);
-    let secret_file = src.path("PVE_API_TOKEN_SECRET_FILE", "pve.token_secret_file", &pve.token_secret_file);
+    let secret = src.string(
+        "PVE_API_TOKEN_SECRET",
+        "pve.token_secret",
+        &pve.token_secret,
+    );
+    let secret_file = src.path(
+        "PVE_API_TOKEN_SECRET_FILE",
+        "pve.token_secret_file",
+        &pve.token_secret_file,
+    );
 
     let Some(id) = id else {
         if (src.env)("PVE_USERNAME").is_some() || (src.env)("PVE_PASSWORD").is_some() {
@@ -340,13 +418,19 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
         ));
     };
     validate_token_id(&id.value).map_err(|problem| {
-        ConfigError::new(&id.key, problem, "use the full token id as Proxmox shows it, e.g. root@pam!mcp or monitor@pve!readonly")
+        ConfigError::new(
+            &id.key,
+            problem,
+            "use the full token id as Proxmox shows it, e.g. root@pam!mcp or monitor@pve!readonly",
+        )
     })?;
 
     // The environment overrides the file; within one source, two ways of
     // giving the secret are ambiguous.
     let secret_from_env = secret.as_ref().is_some_and(|s| s.key.starts_with("PVE_"));
-    let file_from_env = secret_file.as_ref().is_some_and(|s| s.key.starts_with("PVE_"));
+    let file_from_env = secret_file
+        .as_ref()
+        .is_some_and(|s| s.key.starts_with("PVE_"));
     let (secret, secret_file) = match (secret_from_env, file_from_env) {
         (true, false) => (secret, None),
         (false, true) => (None, secret_file),
@@ -363,9 +447,16 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
         (Some(s), None) => s,
         (None, Some(f)) => {
             let text = std::fs::read_to_string(&f.value).map_err(|e| {
-                ConfigError::new(&f.key, format!("cannot read {}: {e}", f.value.display()), "point it at a readable file holding only the token secret")
+                ConfigError::new(
+                    &f.key,
+                    format!("cannot read {}: {e}", f.value.display()),
+                    "point it at a readable file holding only the token secret",
+                )
             })?;
-            Sourced { value: text.trim().to_string(), key: f.key }
+            Sourced {
+                value: text.trim().to_string(),
+                key: f.key,
+            }
         }
         (None, None) => {
             return Err(ConfigError::new(
@@ -375,7 +466,12 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
             ));
         }
     };
-    if secret.value.is_empty() || secret.value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    if secret.value.is_empty()
+        || secret
+            .value
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace())
+    {
         return Err(ConfigError::new(
             secret.key,
             "the token secret is empty or contains spaces or control characters",
@@ -393,7 +489,8 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
 fn validate_token_id(id: &str) -> Result<(), String> {
     let name_ok = |s: &str| {
         s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
     };
     let Some((user_realm, token)) = id.rsplit_once('!') else {
         return Err(format!("{id:?} has no '!tokenname' part"));
@@ -401,7 +498,11 @@ fn validate_token_id(id: &str) -> Result<(), String> {
     let Some((user, realm)) = user_realm.rsplit_once('@') else {
         return Err(format!("{id:?} has no '@realm' part"));
     };
-    if user.is_empty() || user.chars().any(|c| c.is_whitespace() || c == ':' || c == '/') {
+    if user.is_empty()
+        || user
+            .chars()
+            .any(|c| c.is_whitespace() || c == ':' || c == '/')
+    {
         return Err(format!("{id:?} has an invalid user name"));
     }
     if !name_ok(realm) {
@@ -431,10 +532,18 @@ fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
     }
     if let Some(ca) = ca {
         let pem = std::fs::read(&ca.value).map_err(|e| {
-            ConfigError::new(&ca.key, format!("cannot read {}: {e}", ca.value.display()), "copy the cluster CA from /etc/pve/pve-root-ca.pem on any node and point to it")
+            ConfigError::new(
+                &ca.key,
+                format!("cannot read {}: {e}", ca.value.display()),
+                "copy the cluster CA from /etc/pve/pve-root-ca.pem on any node and point to it",
+            )
         })?;
         crate::tls::parse_ca_pem(&pem).map_err(|problem| {
-            ConfigError::new(&ca.key, format!("{}: {problem}", ca.value.display()), "use the PEM file /etc/pve/pve-root-ca.pem from a cluster node")
+            ConfigError::new(
+                &ca.key,
+                format!("{}: {problem}", ca.value.display()),
+                "use the PEM file /etc/pve/pve-root-ca.pem from a cluster node",
+            )
         })?;
         return Ok(TlsMode::CaPem(pem));
     }
@@ -449,12 +558,30 @@ fn load_sandbox(src: &Sources<'_>) -> Result<SandboxLimits, ConfigError> {
     let d = SandboxLimits::default();
     let f = &src.file_name;
     Ok(SandboxLimits {
-        memory_bytes: mib("sandbox.memory_mib", f, s.memory_mib, d.memory_bytes, (8, 4096))?,
+        memory_bytes: mib(
+            "sandbox.memory_mib",
+            f,
+            s.memory_mib,
+            d.memory_bytes,
+            (8, 4096),
+        )?,
         timeout: src
             .seconds(None, "sandbox.timeout_secs", s.timeout_secs, 3600)?
             .unwrap_or(d.timeout),
-        max_response_bytes: mib("sandbox.max_response_mib", f, s.max_response_mib, d.max_response_bytes, (1, 1024))?,
-        max_output_bytes: mib("sandbox.max_output_mib", f, s.max_output_mib, d.max_output_bytes, (1, 256))?,
+        max_response_bytes: mib(
+            "sandbox.max_response_mib",
+            f,
+            s.max_response_mib,
+            d.max_response_bytes,
+            (1, 1024),
+        )?,
+        max_output_bytes: mib(
+            "sandbox.max_output_mib",
+            f,
+            s.max_output_mib,
+            d.max_output_bytes,
+            (1, 256),
+        )?,
         max_log_bytes: d.max_log_bytes,
         max_concurrent_calls: match s.max_concurrent_calls {
             None => d.max_concurrent_calls,
@@ -479,7 +606,10 @@ mod tests {
     const SECRET: &str = "0b5a5c2e-6f7d-4a1b-9c3d-2e1f0a9b8c7d";
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| map.get(k).cloned()
     }
 
@@ -526,12 +656,21 @@ mod tests {
         assert_eq!(err.key, "PVE_BASE_URL");
         assert!(err.fix.contains("PVE_ALLOW_INSECURE_HTTP"), "{err}");
         e.push(("PVE_ALLOW_INSECURE_HTTP", "true"));
-        assert_eq!(load_env(&e).unwrap().default_cluster().endpoint.base_url(), "http://pve.example:8006");
+        assert_eq!(
+            load_env(&e).unwrap().default_cluster().endpoint.base_url(),
+            "http://pve.example:8006"
+        );
     }
 
     #[test]
     fn base_url_with_extra_path_or_query_is_refused() {
-        for bad in ["https://pve:8006/foo", "https://pve:8006/?x=1", "https://user:pw@pve:8006", "pve:8006", "ftp://pve"] {
+        for bad in [
+            "https://pve:8006/foo",
+            "https://pve:8006/?x=1",
+            "https://user:pw@pve:8006",
+            "pve:8006",
+            "ftp://pve",
+        ] {
             let mut e = base_env();
             e[0].1 = bad;
             let err = load_env(&e).unwrap_err();
@@ -551,7 +690,11 @@ mod tests {
         let mut e = base_env();
         e[2].1 = "has space";
         assert_eq!(load_env(&e).unwrap_err().key, "PVE_API_TOKEN_SECRET");
-        let err = load_env(&[("PVE_BASE_URL", "https://pve:8006"), ("PVE_USERNAME", "root@pam")]).unwrap_err();
+        let err = load_env(&[
+            ("PVE_BASE_URL", "https://pve:8006"),
+            ("PVE_USERNAME", "root@pam"),
+        ])
+        .unwrap_err();
         assert!(err.problem.contains("not supported yet"), "{err}");
     }
 
@@ -570,7 +713,10 @@ mod tests {
         let fp = "80:D4:F2:DF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:77:99:69:F5";
         let mut e = base_env();
         e.push(("PVE_TLS_FINGERPRINT", fp));
-        assert!(matches!(load_env(&e).unwrap().default_cluster().tls, TlsMode::Fingerprint(_)));
+        assert!(matches!(
+            load_env(&e).unwrap().default_cluster().tls,
+            TlsMode::Fingerprint(_)
+        ));
         let mut e = base_env();
         e.push(("PVE_TLS_FINGERPRINT", "80:D4"));
         assert_eq!(load_env(&e).unwrap_err().key, "PVE_TLS_FINGERPRINT");
@@ -590,20 +736,34 @@ mod tests {
         )
         .unwrap();
         let c = Config::load(Some(&path), &env(&[])).unwrap();
-        assert_eq!(c.default_cluster().endpoint.base_url(), "https://file.example:8006");
+        assert_eq!(
+            c.default_cluster().endpoint.base_url(),
+            "https://file.example:8006"
+        );
         let Auth::Token { secret, .. } = &c.default_cluster().auth;
         assert_eq!(secret.expose(), SECRET);
         assert_eq!(c.sandbox.memory_bytes, 32 << 20);
         assert_eq!(c.sandbox.timeout, Duration::from_secs(5));
-        let c = Config::load(Some(&path), &env(&[("PVE_BASE_URL", "https://env.example:8006")])).unwrap();
-        assert_eq!(c.default_cluster().endpoint.base_url(), "https://env.example:8006");
+        let c = Config::load(
+            Some(&path),
+            &env(&[("PVE_BASE_URL", "https://env.example:8006")]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.default_cluster().endpoint.base_url(),
+            "https://env.example:8006"
+        );
     }
 
     #[test]
     fn typo_in_file_names_the_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
-        std::fs::write(&path, "[pve]\nbase_url = \"https://x:8006\"\ntoken_secrte = \"x\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "[pve]\nbase_url = \"https://x:8006\"\ntoken_secrte = \"x\"\n",
+        )
+        .unwrap();
         let err = Config::load(Some(&path), &env(&[])).unwrap_err();
         assert!(err.key.contains("line 3"), "{err}");
         assert!(err.problem.contains("token_secrte"), "{err}");

@@ -41,7 +41,8 @@ impl Demo {
 fn demo_cluster(simulator: &Simulator) -> anyhow::Result<Cluster> {
     Ok(Cluster {
         name: "demo".into(),
-        endpoint: Endpoint::parse(&simulator.base_url(), false).map_err(|e| anyhow::anyhow!("simulator URL: {e}"))?,
+        endpoint: Endpoint::parse(&simulator.base_url(), false)
+            .map_err(|e| anyhow::anyhow!("simulator URL: {e}"))?,
         auth: Auth::Token {
             id: pve_sim::tokens::ADMIN_TOKEN_ID.into(),
             secret: Secret::new(pve_sim::tokens::ADMIN_TOKEN_SECRET),
@@ -87,8 +88,13 @@ async fn tour(demo: &Demo) -> ExitCode {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "pve-mcp".into());
-    println!("pve-mcp demo: a simulated Proxmox VE cluster at {}", demo.simulator.base_url());
-    println!("Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only.\n");
+    println!(
+        "pve-mcp demo: a simulated Proxmox VE cluster at {}",
+        demo.simulator.base_url()
+    );
+    println!(
+        "Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only.\n"
+    );
     print!("{}", cli::tool_table(demo.app.tools()));
 
     let samples: [(&str, serde_json::Value); 2] = [
@@ -117,10 +123,17 @@ async fn tour(demo: &Demo) -> ExitCode {
         "mcpServers": { "pve-mcp-demo": { "command": exe, "args": ["demo"] } }
     });
     println!("\nTo use the demo from Claude Desktop, add this to claude_desktop_config.json:");
-    println!("{}", serde_json::to_string_pretty(&config).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&config).unwrap_or_default()
+    );
     println!(
         "\nFor a real cluster use \"args\": [\"serve\"] and an \"env\" block with PVE_BASE_URL, \
 PVE_API_TOKEN_ID, PVE_API_TOKEN_SECRET and PVE_CA_FILE or PVE_TLS_FINGERPRINT (see the README)."
     );
-    if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

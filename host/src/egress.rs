@@ -54,6 +54,10 @@ pub enum Denial {
     Path(String),
     /// The method is not allowed for this call.
     Method,
+    /// A body on a GET, which Proxmox never accepts.
+    BodyOnGet,
+    /// A body over Proxmox's own 512 KiB limit.
+    BodyTooLarge,
 }
 
 impl std::fmt::Display for Denial {
@@ -62,6 +66,8 @@ impl std::fmt::Display for Denial {
             Denial::Authority => f.write_str("not a configured Proxmox endpoint"),
             Denial::Path(why) => f.write_str(why),
             Denial::Method => f.write_str("method not allowed for this call"),
+            Denial::BodyOnGet => f.write_str("a GET request may not carry a body"),
+            Denial::BodyTooLarge => f.write_str("request body over 512 KiB"),
         }
     }
 }
@@ -79,7 +85,12 @@ impl Gate {
 
     /// Decides one request: the index of the endpoint it goes to, or why
     /// not.
-    pub fn check(&self, method: &Method, uri: &http::Uri, allowed: &[Method]) -> Result<usize, Denial> {
+    pub fn check(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        allowed: &[Method],
+    ) -> Result<usize, Denial> {
         let index = self
             .endpoints
             .iter()
@@ -127,7 +138,13 @@ pub struct CallHooks {
 
 impl CallHooks {
     /// Hooks for one call of `tool`.
-    pub fn new(gate: Arc<Gate>, tool: &str, allowed_methods: Arc<[Method]>, max_response_bytes: usize, log: EgressLog) -> Self {
+    pub fn new(
+        gate: Arc<Gate>,
+        tool: &str,
+        allowed_methods: Arc<[Method]>,
+        max_response_bytes: usize,
+        log: EgressLog,
+    ) -> Self {
         Self {
             gate,
             tool: tool.into(),
@@ -148,7 +165,8 @@ fn is_forbidden(name: &HeaderName) -> bool {
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
-type SendFuture = Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
+type SendFuture =
+    Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
 
 impl WasiHttpHooks for CallHooks {
     fn forbidden_header_filter(&mut self) -> ForbiddenHeaderFilter {
@@ -164,14 +182,20 @@ impl WasiHttpHooks for CallHooks {
         let started = Instant::now();
         let mut record = EgressRecord {
             method: request.method().to_string(),
-            authority: request.uri().authority().map(|a| a.to_string()).unwrap_or_default(),
+            authority: request
+                .uri()
+                .authority()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
             path: request.uri().path().to_string(),
             denied: None,
             status: None,
             failure: None,
             elapsed: Duration::ZERO,
         };
-        let decision = self.gate.check(request.method(), request.uri(), &self.allowed_methods);
+        let decision = self
+            .gate
+            .check(request.method(), request.uri(), &self.allowed_methods);
         let log = self.log.clone();
         let tool = self.tool.clone();
         match decision {
@@ -196,6 +220,27 @@ impl WasiHttpHooks for CallHooks {
                 let max_response = self.max_response_bytes;
                 Box::new(async move {
                     let endpoint = &gate.endpoints[index];
+                    // Buffered: a streamed GET body races hyper's keep-alive
+                    // reuse, and the size and GET checks need it whole.
+                    let (parts, body) = request.into_parts();
+                    let body = match Limited::new(body, MAX_REQUEST_BODY).collect().await {
+                        Ok(collected) => Some(collected.to_bytes()),
+                        Err(_) => None,
+                    };
+                    let denial = match &body {
+                        None => Some(Denial::BodyTooLarge),
+                        Some(b) if parts.method == Method::GET && !b.is_empty() => {
+                            Some(Denial::BodyOnGet)
+                        }
+                        Some(_) => None,
+                    };
+                    if let Some(denial) = denial {
+                        tracing::warn!(tool = %tool, method = %record.method, path = %record.path, reason = %denial, "egress denied");
+                        record.denied = Some(denial);
+                        push(&log, record);
+                        return Err(HttpError::HttpRequestDenied);
+                    }
+                    let request = Request::from_parts(parts, Full::new(body.unwrap_or_default()));
                     let result = forward(&endpoint.upstream, request, max_response).await;
                     record.elapsed = started.elapsed();
                     match &result {
@@ -234,24 +279,12 @@ async fn drain(body: WasiBody) {
     let _ = tokio::time::timeout(DRAIN_TIME, limited.collect()).await;
 }
 
-/// Sends an allowed request upstream with its body buffered (a streamed GET
-/// body races hyper's keep-alive reuse) and the response body capped.
+/// Sends an allowed request upstream, with the response body capped.
 async fn forward(
     upstream: &Upstream,
-    request: Request<WasiBody>,
+    request: Request<Full<bytes::Bytes>>,
     max_response: usize,
 ) -> Result<Response<WasiBody>, (UpstreamFailure, HttpError)> {
-    let (parts, body) = request.into_parts();
-    let body = match Limited::new(body, MAX_REQUEST_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return Err((
-                UpstreamFailure::Other("request body too large".into()),
-                HttpError::HttpRequestBodySize(Some(MAX_REQUEST_BODY as u64)),
-            ));
-        }
-    };
-    let request = Request::from_parts(parts, Full::new(body));
     let response = upstream.send(request).await.map_err(|failure| {
         let error = match &failure {
             UpstreamFailure::Timeout => HttpError::ConnectionTimeout,
@@ -271,7 +304,10 @@ async fn forward(
     Ok(into_guest_response(response, max_response))
 }
 
-fn into_guest_response(response: Response<hyper::body::Incoming>, max_response: usize) -> Response<WasiBody> {
+fn into_guest_response(
+    response: Response<hyper::body::Incoming>,
+    max_response: usize,
+) -> Response<WasiBody> {
     let reason = response
         .extensions()
         .get::<hyper::ext::ReasonPhrase>()
@@ -296,7 +332,14 @@ mod tests {
 
     #[test]
     fn credential_headers_are_forbidden_to_the_guest() {
-        for name in ["authorization", "cookie", "csrfpreventiontoken", "CSRFPreventionToken", "proxy-authorization", "host"] {
+        for name in [
+            "authorization",
+            "cookie",
+            "csrfpreventiontoken",
+            "CSRFPreventionToken",
+            "proxy-authorization",
+            "host",
+        ] {
             let name = HeaderName::from_bytes(name.as_bytes()).unwrap();
             assert!(is_forbidden(&name), "{name}");
         }

@@ -39,7 +39,9 @@ impl fmt::Display for EndpointError {
             EndpointError::Scheme => "only https:// URLs are supported",
             EndpointError::InsecureHttp => "plain http:// would send the API token unencrypted",
             EndpointError::Userinfo => "credentials in the URL are not allowed",
-            EndpointError::ExtraPath => "the URL may not have a path (other than /api2/json), query or fragment",
+            EndpointError::ExtraPath => {
+                "the URL may not have a path (other than /api2/json), query or fragment"
+            }
         })
     }
 }
@@ -75,7 +77,10 @@ impl Endpoint {
         if !(path.is_empty() || path == "/api2/json") {
             return Err(EndpointError::ExtraPath);
         }
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
         if host.is_empty() {
             return Err(EndpointError::NotAUrl);
         }
@@ -110,8 +115,13 @@ impl Endpoint {
         if authority.as_str().contains('@') {
             return false;
         }
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
-        let port = authority.port_u16().unwrap_or(if self.https { 443 } else { 80 });
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = authority
+            .port_u16()
+            .unwrap_or(if self.https { 443 } else { 80 });
         scheme_ok && host.eq_ignore_ascii_case(&self.host) && port == self.port
     }
 }
@@ -132,7 +142,9 @@ impl fmt::Display for PathDenial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             PathDenial::OutsideApi => "path is not under /api2/json/",
-            PathDenial::Traversal => "path has a '.', '..' or empty segment, or an encoded separator",
+            PathDenial::Traversal => {
+                "path has a '.', '..' or empty segment, or an encoded separator"
+            }
             PathDenial::Malformed => "path has control characters or bad percent-encoding",
         })
     }
@@ -152,7 +164,12 @@ pub fn check_api_path(path: &str) -> Result<(), PathDenial> {
         if decoded.iter().any(|b| b.is_ascii_control()) {
             return Err(PathDenial::Malformed);
         }
-        if decoded.is_empty() || decoded == b"." || decoded == b".." || decoded.contains(&b'/') || decoded.contains(&b'\\') {
+        if decoded.is_empty()
+            || decoded == b"."
+            || decoded == b".."
+            || decoded.contains(&b'/')
+            || decoded.contains(&b'\\')
+        {
             return Err(PathDenial::Traversal);
         }
     }
@@ -184,9 +201,21 @@ mod tests {
     #[test]
     fn parses_reference_forms() {
         let e = Endpoint::parse("https://PVE1.example:8006/api2/json/", false).unwrap();
-        assert_eq!(e, Endpoint { https: true, host: "pve1.example".into(), port: 8006 });
+        assert_eq!(
+            e,
+            Endpoint {
+                https: true,
+                host: "pve1.example".into(),
+                port: 8006
+            }
+        );
         assert_eq!(Endpoint::parse("https://pve", false).unwrap().port, 443);
-        assert_eq!(Endpoint::parse("https://[::1]:8006", false).unwrap().base_url(), "https://[::1]:8006");
+        assert_eq!(
+            Endpoint::parse("https://[::1]:8006", false)
+                .unwrap()
+                .base_url(),
+            "https://[::1]:8006"
+        );
     }
 
     #[test]
@@ -212,8 +241,14 @@ mod tests {
         assert!(check_api_path("/api2/json/nodes/pve1/tasks/UPID%3Apve1%3A0000/status").is_ok());
         assert_eq!(check_api_path("/"), Err(PathDenial::OutsideApi));
         assert_eq!(check_api_path("/api2/json/"), Err(PathDenial::OutsideApi));
-        assert_eq!(check_api_path("/api2/extjs/version"), Err(PathDenial::OutsideApi));
-        assert_eq!(check_api_path("/api2/json2/version"), Err(PathDenial::OutsideApi));
+        assert_eq!(
+            check_api_path("/api2/extjs/version"),
+            Err(PathDenial::OutsideApi)
+        );
+        assert_eq!(
+            check_api_path("/api2/json2/version"),
+            Err(PathDenial::OutsideApi)
+        );
         for t in [
             "/api2/json/../../etc/passwd",
             "/api2/json/%2e%2e/%2E%2E/x",
@@ -224,7 +259,13 @@ mod tests {
         ] {
             assert_eq!(check_api_path(t), Err(PathDenial::Traversal), "{t}");
         }
-        assert_eq!(check_api_path("/api2/json/a%zz"), Err(PathDenial::Malformed));
-        assert_eq!(check_api_path("/api2/json/a%0a"), Err(PathDenial::Malformed));
+        assert_eq!(
+            check_api_path("/api2/json/a%zz"),
+            Err(PathDenial::Malformed)
+        );
+        assert_eq!(
+            check_api_path("/api2/json/a%0a"),
+            Err(PathDenial::Malformed)
+        );
     }
 }

@@ -70,7 +70,11 @@ impl StdoutStream for CappedPipe {
 }
 
 impl AsyncWrite for CappedPipe {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.write(buf);
         Poll::Ready(Ok(buf.len()))
     }

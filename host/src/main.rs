@@ -8,7 +8,10 @@ use pve_mcp::cli::{self, Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     pve_mcp::logging::init(cli.global.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -20,8 +23,16 @@ fn main() -> ExitCode {
             Command::Serve => cli::serve(&cli.global).await,
             Command::Demo => pve_mcp::demo::run(&cli.global).await,
             Command::Tools { json } => cli::tools(&cli.global, *json).await,
-            Command::Call { tool, args, demo: true } => pve_mcp::demo::call(&cli.global, tool, args).await,
-            Command::Call { tool, args, demo: false } => cli::call(&cli.global, tool, args).await,
+            Command::Call {
+                tool,
+                args,
+                demo: true,
+            } => pve_mcp::demo::call(&cli.global, tool, args).await,
+            Command::Call {
+                tool,
+                args,
+                demo: false,
+            } => cli::call(&cli.global, tool, args).await,
         }
     })
 }

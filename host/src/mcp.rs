@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -44,15 +45,19 @@ impl McpServer {
 
 /// The MCP form of a tool.
 pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
-    let mut out = Tool::new(tool.name.clone(), tool.description.clone(), Arc::new(tool.input_schema.clone()))
-        .with_title(tool.title.clone())
-        .with_annotations(
-            ToolAnnotations::with_title(tool.title.clone())
-                .read_only(tool.annotations.read_only)
-                .destructive(tool.annotations.destructive)
-                .idempotent(tool.annotations.idempotent)
-                .open_world(tool.annotations.open_world),
-        );
+    let mut out = Tool::new(
+        tool.name.clone(),
+        tool.description.clone(),
+        Arc::new(tool.input_schema.clone()),
+    )
+    .with_title(tool.title.clone())
+    .with_annotations(
+        ToolAnnotations::with_title(tool.title.clone())
+            .read_only(tool.annotations.read_only)
+            .destructive(tool.annotations.destructive)
+            .idempotent(tool.annotations.idempotent)
+            .open_world(tool.annotations.open_world),
+    );
     if let Some(schema) = &tool.output_schema {
         out = out.with_raw_output_schema(Arc::new(schema.clone()));
     }
@@ -74,10 +79,14 @@ pub fn to_call_result(outcome: CallOutcome) -> Option<CallToolResult> {
             result.content.insert(0, ContentBlock::text(summary));
             Some(result)
         }
-        CallOutcome::Output { summary, .. } => Some(CallToolResult::error(vec![ContentBlock::text(summary)])),
+        CallOutcome::Output { summary, .. } => {
+            Some(CallToolResult::error(vec![ContentBlock::text(summary)]))
+        }
         CallOutcome::Failed { kind, message } => {
             let text = match kind {
-                crate::tools::FailureKind::InvalidArguments => format!("Invalid arguments: {message}"),
+                crate::tools::FailureKind::InvalidArguments => {
+                    format!("Invalid arguments: {message}")
+                }
                 _ => message,
             };
             Some(CallToolResult::error(vec![ContentBlock::text(text)]))
@@ -93,7 +102,10 @@ fn unknown_tool(name: &str) -> ErrorData {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION")).with_title("Proxmox VE (sandboxed)"))
+            .with_server_info(
+                Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION"))
+                    .with_title("Proxmox VE (sandboxed)"),
+            )
             .with_instructions(INSTRUCTIONS)
     }
 

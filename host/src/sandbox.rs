@@ -10,7 +10,9 @@ use anyhow::Context;
 use http::Method;
 use tokio::sync::Semaphore;
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap};
+use wasmtime::{
+    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -19,7 +21,9 @@ use crate::config::SandboxLimits;
 use crate::egress::{CallHooks, EgressLog, EgressRecord, Gate};
 use crate::guest_log::CappedPipe;
 use crate::secret::Redactor;
-use crate::tools::{Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name};
+use crate::tools::{
+    Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
+};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -85,7 +89,12 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 const MAX_INSTANCES: usize = 64;
 
 impl ResourceLimiter for Limits {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.hit_memory = true;
             return Ok(false);
@@ -93,7 +102,12 @@ impl ResourceLimiter for Limits {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 
@@ -136,7 +150,13 @@ pub struct CallReport {
 impl Sandbox {
     /// Builds the engine, compiles (or loads) the component, links it, and
     /// reads its tool list once.
-    pub async fn new(wasm: &[u8], gate: Gate, limits: SandboxLimits, redactor: Redactor, cache: &CacheDir) -> anyhow::Result<Sandbox> {
+    pub async fn new(
+        wasm: &[u8],
+        gate: Gate,
+        limits: SandboxLimits,
+        redactor: Redactor,
+        cache: &CacheDir,
+    ) -> anyhow::Result<Sandbox> {
         let engine = build_engine(&limits)?;
         let (component, loaded_from) = component::load(&engine, wasm, cache)?;
         let mut linker: Linker<CallState> = Linker::new(&engine);
@@ -148,7 +168,9 @@ impl Sandbox {
         let pre = linker
             .instantiate_pre(&component)
             .map_err(anyhow::Error::from)
-            .context("the component does not fit this host: it needs imports pve-mcp does not provide")?;
+            .context(
+                "the component does not fit this host: it needs imports pve-mcp does not provide",
+            )?;
         let pre = bindings::PveToolsPre::new(pre)
             .map_err(anyhow::Error::from)
             .context("the component does not implement the pve-mcp:guest/pve-tools world")?;
@@ -195,7 +217,13 @@ impl Sandbox {
             wasi,
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
-            hooks: CallHooks::new(self.gate.clone(), tool, READ_ONLY_METHODS.into(), self.limits.max_response_bytes, egress),
+            hooks: CallHooks::new(
+                self.gate.clone(),
+                tool,
+                READ_ONLY_METHODS.into(),
+                self.limits.max_response_bytes,
+                egress,
+            ),
             limits: Limits {
                 memory_bytes: self.limits.memory_bytes,
                 hit_memory: false,
@@ -221,7 +249,10 @@ impl Sandbox {
         let mut tools = Vec::with_capacity(descriptors.len());
         for d in descriptors {
             if !valid_tool_name(&d.name) {
-                anyhow::bail!("the component declares a tool with an invalid name {:?} (1-64 of A-Z a-z 0-9 _ - .)", d.name);
+                anyhow::bail!(
+                    "the component declares a tool with an invalid name {:?} (1-64 of A-Z a-z 0-9 _ - .)",
+                    d.name
+                );
             }
             if tools.iter().any(|t: &ToolInfo| t.name == d.name) {
                 anyhow::bail!("the component declares tool {} twice", d.name);
@@ -290,7 +321,11 @@ impl Sandbox {
         drop(store);
         let guest_log = log.contents();
         if !guest_log.is_empty() {
-            tracing::debug!(tool = request.tool, "guest stderr: {}", self.redactor.redact(&guest_log));
+            tracing::debug!(
+                tool = request.tool,
+                "guest stderr: {}",
+                self.redactor.redact(&guest_log)
+            );
         }
         match result {
             Err(_) => CallOutcome::sandbox(format!(
@@ -303,7 +338,13 @@ impl Sandbox {
         }
     }
 
-    fn describe_trap(&self, tool: &str, trap: &wasmtime::Error, hit_memory: bool, guest_log: &str) -> CallOutcome {
+    fn describe_trap(
+        &self,
+        tool: &str,
+        trap: &wasmtime::Error,
+        hit_memory: bool,
+        guest_log: &str,
+    ) -> CallOutcome {
         let message = if hit_memory {
             format!(
                 "the tool component exceeded its memory limit of {} MiB and was stopped",
@@ -314,8 +355,8 @@ impl Sandbox {
                 "the tool component ran past its {} s deadline and was stopped",
                 self.limits.timeout.as_secs()
             )
-        } else if let Some(panic) = guest_log.lines().find(|l| l.contains("panicked at")) {
-            format!("the tool component crashed ({}); this is a bug in the component", panic.trim())
+        } else if let Some(panic) = panic_message(guest_log) {
+            format!("the tool component crashed ({panic}); this is a bug in the component")
         } else {
             format!("the tool component crashed: {}", trap.root_cause())
         };
@@ -338,7 +379,10 @@ impl Sandbox {
                 is_error: output.is_error,
             },
             _ => {
-                tracing::warn!(tool, "the component returned a structured result that is not a JSON object");
+                tracing::warn!(
+                    tool,
+                    "the component returned a structured result that is not a JSON object"
+                );
                 CallOutcome::Failed {
                     kind: FailureKind::Internal,
                     message: "the tool component returned a malformed result; this is a bug in the component".into(),
@@ -349,11 +393,17 @@ impl Sandbox {
 
     fn redact_outcome(&self, outcome: CallOutcome) -> CallOutcome {
         match outcome {
-            CallOutcome::Output { structured, summary, is_error } => {
+            CallOutcome::Output {
+                structured,
+                summary,
+                is_error,
+            } => {
                 let text = structured.to_string();
                 let structured = match self.redactor.redact(&text) {
                     std::borrow::Cow::Borrowed(_) => structured,
-                    std::borrow::Cow::Owned(clean) => serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null),
+                    std::borrow::Cow::Owned(clean) => {
+                        serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null)
+                    }
                 };
                 CallOutcome::Output {
                     structured,
@@ -368,6 +418,21 @@ impl Sandbox {
             other => other,
         }
     }
+}
+
+/// Rust prints `thread '..' panicked at FILE:LINE:COL:` and the message on
+/// the next line; both together say what went wrong.
+fn panic_message(guest_log: &str) -> Option<String> {
+    let mut lines = guest_log.lines();
+    let at = lines.by_ref().find(|l| l.contains("panicked at"))?;
+    let location = at
+        .split("panicked at")
+        .nth(1)
+        .unwrap_or("")
+        .trim()
+        .trim_end_matches(':');
+    let message = lines.next().unwrap_or("").trim();
+    Some(format!("panicked at {location}: {message}"))
 }
 
 fn from_tool_error(error: guest::ToolError) -> CallOutcome {

@@ -184,12 +184,14 @@ impl ServerCertVerifier for PinnedVerifier {
         if seen == self.expected {
             Ok(ServerCertVerified::assertion())
         } else {
-            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
-                rustls::OtherError(Arc::new(FingerprintMismatch {
-                    expected: self.expected,
-                    seen,
-                })),
-            )))
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::Other(rustls::OtherError(Arc::new(
+                    FingerprintMismatch {
+                        expected: self.expected,
+                        seen,
+                    },
+                ))),
+            ))
         }
     }
 
@@ -273,9 +275,17 @@ mod tests {
 
     #[test]
     fn fingerprint_errors_say_what_is_wrong() {
-        assert!(Fingerprint::parse("80:D4").unwrap_err().contains("64 hex digits"));
+        assert!(
+            Fingerprint::parse("80:D4")
+                .unwrap_err()
+                .contains("64 hex digits")
+        );
         let bad = PVE_STYLE.replace("80", "ZZ");
-        assert!(Fingerprint::parse(&bad).unwrap_err().contains("not hexadecimal"));
+        assert!(
+            Fingerprint::parse(&bad)
+                .unwrap_err()
+                .contains("not hexadecimal")
+        );
     }
 
     #[test]
@@ -294,7 +304,10 @@ mod tests {
             seen: Fingerprint::of(b""),
         };
         let text = m.to_string();
-        assert!(text.contains(PVE_STYLE) && text.contains("E3:B0:C4"), "{text}");
+        assert!(
+            text.contains(PVE_STYLE) && text.contains("E3:B0:C4"),
+            "{text}"
+        );
     }
 
     #[test]

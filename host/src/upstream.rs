@@ -66,8 +66,14 @@ impl Upstream {
             .pool_max_idle_per_host(16)
             .build(connector);
         let Auth::Token { id, secret } = &cluster.auth;
-        let mut authorization = HeaderValue::try_from(format!("PVEAPIToken={id}={}", secret.expose()))
-            .map_err(|_| anyhow::anyhow!("the API token id or secret has characters not allowed in an HTTP header"))?;
+        let mut authorization =
+            HeaderValue::try_from(format!("PVEAPIToken={id}={}", secret.expose())).map_err(
+                |_| {
+                    anyhow::anyhow!(
+                        "the API token id or secret has characters not allowed in an HTTP header"
+                    )
+                },
+            )?;
         authorization.set_sensitive(true);
         Ok(Upstream {
             client,
@@ -77,7 +83,10 @@ impl Upstream {
     }
 
     /// Sends a request with the cluster's credentials added.
-    pub async fn send(&self, mut request: Request<Full<Bytes>>) -> Result<Response<Incoming>, UpstreamFailure> {
+    pub async fn send(
+        &self,
+        mut request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, UpstreamFailure> {
         request
             .headers_mut()
             .insert(http::header::AUTHORIZATION, self.authorization.clone());
@@ -99,11 +108,16 @@ fn classify(err: &(dyn std::error::Error + 'static)) -> UpstreamFailure {
             return UpstreamFailure::Tls(describe_tls(tls));
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(tls) = io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            if let Some(tls) = io
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            {
                 return UpstreamFailure::Tls(describe_tls(tls));
             }
             match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => return UpstreamFailure::Refused(io.to_string()),
+                std::io::ErrorKind::ConnectionRefused => {
+                    return UpstreamFailure::Refused(io.to_string());
+                }
                 std::io::ErrorKind::TimedOut => return UpstreamFailure::Timeout,
                 _ => {}
             }
@@ -173,9 +187,9 @@ mod tests {
             expected: Fingerprint::of(b"a"),
             seen: Fingerprint::of(b"b"),
         };
-        let err = rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
-            std::sync::Arc::new(mismatch),
-        )));
+        let err = rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
+            rustls::OtherError(std::sync::Arc::new(mismatch)),
+        ));
         let io = std::io::Error::new(std::io::ErrorKind::InvalidData, err);
         match classify(&io) {
             UpstreamFailure::Tls(text) => {

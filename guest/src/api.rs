@@ -1,0 +1,262 @@
+//! The Proxmox API as the tools see it: one `GET` that returns the `data`
+//! of Proxmox's `{"data": ...}` envelope or an error message for the agent.
+//!
+//! Tools talk to the [`Pve`] trait, so native tests can run them against
+//! fixtures; [`Client`] is the real implementation over `wasi:http` (via
+//! wstd). Decoding and error mapping are plain functions, tested natively.
+
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::path::ApiPath;
+use crate::upstream::{self, REASON_HEADER, Request};
+
+/// The API prefix the component appends to an endpoint's base URL.
+pub const API_PREFIX: &str = "/api2/json";
+
+/// Largest response body we read. `/cluster/resources` for thousands of
+/// guests is a few MiB; anything far beyond that is not Proxmox talking,
+/// and the component's memory is limited.
+pub const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// Read access to one Proxmox VE cluster.
+pub trait Pve {
+    /// `GET /api2/json{path}`; returns the envelope's `data`.
+    fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError>;
+}
+
+/// Decodes a complete response: 2xx with a JSON envelope gives its `data`,
+/// anything else an `upstream` error naming the problem.
+pub fn decode_response(
+    req: Request<'_>,
+    status: u16,
+    reason_header: Option<&str>,
+    body: &[u8],
+) -> Result<Value, ToolError> {
+    if !(200..300).contains(&status) {
+        return Err(upstream::http_error(req, status, reason_header, body));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        upstream::bad_body(
+            req,
+            status,
+            &format!("the body is not valid JSON ({e})"),
+            body,
+        )
+    })?;
+    match value {
+        Value::Object(mut envelope) => match envelope.remove("data") {
+            Some(data) => Ok(data),
+            None => Err(upstream::bad_body(
+                req,
+                status,
+                "the JSON has no \"data\" field",
+                body,
+            )),
+        },
+        _ => Err(upstream::bad_body(
+            req,
+            status,
+            "the JSON is not a {\"data\": ...} object",
+            body,
+        )),
+    }
+}
+
+/// The real client: requests go out through `wasi:http/outgoing-handler`,
+/// where the host's egress gate checks them and adds the credentials.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base_url: Option<String>,
+}
+
+impl Client {
+    /// A client for one endpoint's base URL, e.g. `https://pve1:8006`;
+    /// `None` if the host passed no endpoint, which fails at the first
+    /// request. Nothing is sent until the first [`Pve::get`].
+    pub fn new(base_url: Option<&str>) -> Self {
+        Client {
+            base_url: base_url.map(|b| b.trim_end_matches('/').to_owned()),
+        }
+    }
+
+    /// The full URL for an API path, if there is an endpoint.
+    pub fn url(&self, path: &ApiPath) -> Option<String> {
+        Some(format!("{}{API_PREFIX}{path}", self.base_url.as_deref()?))
+    }
+}
+
+impl Pve for Client {
+    fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
+        let (Some(base_url), Some(url)) = (self.base_url.as_deref(), self.url(path)) else {
+            return Err(ToolError::Internal(
+                "the host passed no Proxmox endpoint in the call context; it must pass at \
+                 least one"
+                    .to_owned(),
+            ));
+        };
+        let target = format!("{API_PREFIX}{path}");
+        let req = Request {
+            method: "GET",
+            target: &target,
+            base_url,
+        };
+        let request = wstd::http::Request::get(url.as_str())
+            .header("accept", "application/json")
+            .body(wstd::http::Body::empty())
+            .map_err(|e| {
+                ToolError::Internal(format!(
+                    "cannot build a request from the endpoint base URL {base_url:?}: {e}; \
+                     the host should pass a URL like https://pve1.example:8006"
+                ))
+            })?;
+        // Each call runs its own short event loop; tools are synchronous
+        // and make their requests one after another.
+        wstd::runtime::block_on(async move {
+            let response = wstd::http::Client::new()
+                .send(request)
+                .await
+                .map_err(|e| send_error(req, &e))?;
+            let status = response.status().as_u16();
+            let reason = response
+                .headers()
+                .get(REASON_HEADER)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let body = read_body(response.into_body(), req).await?;
+            decode_response(req, status, reason.as_deref(), &body)
+        })
+    }
+}
+
+/// Maps a failed `send`: wstd passes the host's typed `ErrorCode` through
+/// `anyhow`, so it can be recovered by downcasting; anything else is an
+/// error wstd raised itself while building or sending the request.
+fn send_error(req: Request<'_>, e: &wstd::http::Error) -> ToolError {
+    if let Some(code) = e.downcast_ref::<wstd::http::ErrorCode>() {
+        return upstream::transport_error(req, code);
+    }
+    if let Some(h) = e.downcast_ref::<wstd::http::error::HeaderError>() {
+        return ToolError::Internal(format!(
+            "the host refused a request header pve-mcp set ({h:?}) [{} {}]",
+            req.method, req.target
+        ));
+    }
+    // wstd reports a failure to write the (empty) request body as an io
+    // error string; treat it like a broken connection.
+    upstream::body_read_error(req, &format!("{e:#}"))
+}
+
+/// Reads the whole body, up to [`MAX_BODY`] bytes.
+async fn read_body(body: wstd::http::Body, req: Request<'_>) -> Result<Vec<u8>, ToolError> {
+    use wstd::http::BodyExt;
+    let mut body = body.into_boxed_body();
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| match e.downcast_ref::<wstd::http::ErrorCode>() {
+            Some(code) => upstream::transport_error(req, code),
+            None => upstream::body_read_error(req, &format!("{e:#}")),
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > MAX_BODY {
+                return Err(ToolError::Upstream(format!(
+                    "Proxmox's response is larger than {} MiB, more than pve-mcp reads. Narrow \
+                     the request. [{} {}]",
+                    MAX_BODY / (1024 * 1024),
+                    req.method,
+                    req.target
+                )));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
+/// A [`Pve`] that answers from fixtures and records the paths asked for;
+/// for unit tests of tools.
+#[cfg(test)]
+pub mod fake {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Answers by path-and-query; unknown paths fail the test.
+    #[derive(Default)]
+    pub struct FakePve {
+        /// Canned results by path with query, e.g. `/cluster/resources?type=vm`.
+        pub answers: HashMap<String, Result<Value, ToolError>>,
+        /// Every path requested, in order.
+        pub requests: Vec<String>,
+    }
+
+    impl FakePve {
+        /// Adds a canned `data` value for a path.
+        pub fn with(mut self, path: &str, data: Value) -> Self {
+            self.answers.insert(path.to_owned(), Ok(data));
+            self
+        }
+
+        /// Adds a canned error for a path.
+        pub fn failing(mut self, path: &str, e: ToolError) -> Self {
+            self.answers.insert(path.to_owned(), Err(e));
+            self
+        }
+    }
+
+    impl Pve for FakePve {
+        fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
+            let key = path.to_path_and_query();
+            self.requests.push(key.clone());
+            self.answers
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| panic!("unexpected request {key}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const REQ: Request<'static> = Request {
+        method: "GET",
+        target: "/api2/json/version",
+        base_url: "https://pve1:8006",
+    };
+
+    #[test]
+    fn envelope_data_is_returned() {
+        let v = decode_response(REQ, 200, None, br#"{"data":{"version":"8.4.1"}}"#).unwrap();
+        assert_eq!(v, json!({"version": "8.4.1"}));
+        let v = decode_response(REQ, 200, None, br#"{"data":null}"#).unwrap();
+        assert_eq!(v, Value::Null);
+    }
+
+    #[test]
+    fn bad_bodies_are_upstream_errors() {
+        for body in [&b"<html>hi</html>"[..], b"", b"[1,2]", br#"{"success":1}"#] {
+            let e = decode_response(REQ, 200, None, body).unwrap_err();
+            assert!(matches!(e, ToolError::Upstream(_)), "{e:?}");
+        }
+        let e = decode_response(REQ, 200, None, b"<html>").unwrap_err();
+        assert!(e.message().contains("not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn error_statuses_are_mapped() {
+        let e = decode_response(REQ, 401, Some("Authentication failed!"), b"").unwrap_err();
+        assert!(e.message().starts_with("Authentication failed"), "{e}");
+    }
+
+    #[test]
+    fn urls_join_base_prefix_and_path() {
+        let c = Client::new(Some("https://pve1.example:8006/"));
+        let p = ApiPath::new("cluster").lit("resources").query("type", "vm");
+        assert_eq!(
+            c.url(&p).as_deref(),
+            Some("https://pve1.example:8006/api2/json/cluster/resources?type=vm")
+        );
+        assert_eq!(Client::new(None).url(&p), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! pve-mcp's tool logic, built as a `wasm32-wasip2` component exporting the
+//! `pve-tools` world (`wit/pve-tools.wit`).
+//!
+//! The component only reads from Proxmox VE through
+//! `wasi:http/outgoing-handler`; the host's egress gate decides what may
+//! leave and adds the credentials, so nothing here holds a secret or a URL
+//! of its own: the base URL comes from each call's `call-context`.
+//!
+//! This file is only the bindings and the export glue. The logic lives in
+//! plain modules that also build and test natively:
+//! - [`tools`]: the registry and one module per tool,
+//! - [`args`]: argument validation,
+//! - [`api`]: the `GET` client (wstd over wasi:http) and envelope decoding,
+//! - [`upstream`]: Proxmox and transport errors → actionable messages,
+//! - [`resources`], [`resolve`]: guests from `/cluster/resources`, vmid →
+//!   node and type,
+//! - [`path`], [`schema`], [`json`], [`format`], [`error`]: helpers.
+
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod args;
+pub mod error;
+pub mod format;
+pub mod json;
+pub mod path;
+pub mod resolve;
+pub mod resources;
+pub mod schema;
+pub mod tools;
+pub mod upstream;
+
+mod bindings {
+    // The world's wasi imports are mapped onto the `wasip2` crate, which
+    // wstd uses too, so the component carries one set of wasi bindings
+    // (generated bindings for the same interfaces would be a second copy).
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "pve-tools",
+        with: {
+            "wasi:http/outgoing-handler@0.2.12": wasip2::http::outgoing_handler,
+            "wasi:http/types@0.2.12": wasip2::http::types,
+            "wasi:io/error@0.2.12": wasip2::io::error,
+            "wasi:io/poll@0.2.12": wasip2::io::poll,
+            "wasi:io/streams@0.2.12": wasip2::io::streams,
+            "wasi:clocks/monotonic-clock@0.2.12": wasip2::clocks::monotonic_clock,
+            "wasi:clocks/wall-clock@0.2.12": wasip2::clocks::wall_clock,
+            "wasi:cli/environment@0.2.12": wasip2::cli::environment,
+            "wasi:cli/exit@0.2.12": wasip2::cli::exit,
+            "wasi:cli/stdin@0.2.12": wasip2::cli::stdin,
+            "wasi:cli/stdout@0.2.12": wasip2::cli::stdout,
+            "wasi:cli/stderr@0.2.12": wasip2::cli::stderr,
+            "wasi:cli/terminal-input@0.2.12": wasip2::cli::terminal_input,
+            "wasi:cli/terminal-output@0.2.12": wasip2::cli::terminal_output,
+            "wasi:cli/terminal-stdin@0.2.12": wasip2::cli::terminal_stdin,
+            "wasi:cli/terminal-stdout@0.2.12": wasip2::cli::terminal_stdout,
+            "wasi:cli/terminal-stderr@0.2.12": wasip2::cli::terminal_stderr,
+            "wasi:filesystem/types@0.2.12": wasip2::filesystem::types,
+            "wasi:filesystem/preopens@0.2.12": wasip2::filesystem::preopens,
+            "wasi:random/random@0.2.12": wasip2::random::random,
+            "wasi:random/insecure-seed@0.2.12": wasip2::random::insecure_seed,
+        },
+    });
+}
+
+use bindings::exports::pve_mcp::guest::tools as wit;
+
+/// The exported `tools` interface.
+// Natively the export macro is not expanded (its symbol names cannot be
+// linked into a native shared library), so the type looks unused there.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+struct Component;
+
+#[cfg(target_arch = "wasm32")]
+bindings::export!(Component with_types_in bindings);
+
+impl wit::Guest for Component {
+    fn list_tools() -> Vec<wit::ToolDescriptor> {
+        tools::TOOLS
+            .iter()
+            .map(|t| wit::ToolDescriptor {
+                name: t.name.to_owned(),
+                title: t.title.to_owned(),
+                description: t.description.to_owned(),
+                input_schema: (t.input_schema)().to_string(),
+                output_schema: Some((t.output_schema)().to_string()),
+                annotations: wit::Annotations {
+                    read_only: t.annotations.read_only,
+                    destructive: t.annotations.destructive,
+                    idempotent: t.annotations.idempotent,
+                    open_world: t.annotations.open_world,
+                },
+            })
+            .collect()
+    }
+
+    fn call_tool(
+        ctx: wit::CallContext,
+        name: String,
+        arguments: String,
+    ) -> Result<wit::ToolOutput, wit::ToolError> {
+        let tool = tools::find(&name).map_err(into_wit)?;
+        // The first endpoint is the default; there is no per-call choice
+        // of cluster yet. The client sends nothing until a tool asks, and
+        // tools validate their arguments before they ask, so bad arguments
+        // are reported even if the host sent no endpoint.
+        let mut client = api::Client::new(ctx.endpoints.first().map(|e| e.base_url.as_str()));
+        let out = tool.call(&mut client, &arguments).map_err(into_wit)?;
+        Ok(wit::ToolOutput {
+            structured: out.structured.to_string(),
+            summary: out.summary,
+            is_error: false,
+        })
+    }
+}
+
+fn into_wit(e: error::ToolError) -> wit::ToolError {
+    match e {
+        error::ToolError::UnknownTool(m) => wit::ToolError::UnknownTool(m),
+        error::ToolError::InvalidArguments(m) => wit::ToolError::InvalidArguments(m),
+        error::ToolError::Upstream(m) => wit::ToolError::Upstream(m),
+        error::ToolError::Internal(m) => wit::ToolError::Internal(m),
+    }
+}

@@ -1,0 +1,185 @@
+//! The command line: config errors exit 2 naming the key, `call` and
+//! `tools` work, and a bad transport is refused.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pve-mcp");
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PVE_MCP_CACHE_DIR", cache)
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running pve-mcp")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn missing_settings_exit_2_naming_the_key_and_the_fix() {
+    let o = run(&["serve"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("PVE_BASE_URL") && e.contains("fix:") && e.contains("pve-mcp demo"),
+        "{e}"
+    );
+    assert!(o.stdout.is_empty(), "stdout is for MCP only");
+
+    let o = run(
+        &["serve"],
+        &[
+            ("PVE_BASE_URL", "http://pve:8006"),
+            ("PVE_API_TOKEN_ID", "a@pam!b"),
+            ("PVE_API_TOKEN_SECRET", "123456"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("PVE_ALLOW_INSECURE_HTTP"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(
+        &["serve"],
+        &[
+            ("PVE_BASE_URL", "https://pve:8006"),
+            ("PVE_API_TOKEN_ID", "root@pam"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("PVE_API_TOKEN_ID"), "{}", stderr(&o));
+
+    let o = run(&["serve"], &[("MCP_TRANSPORT", "sse")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("MCP_TRANSPORT"), "{}", stderr(&o));
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pve-mcp.toml");
+    std::fs::write(
+        &config,
+        "[pve]\nbase_url = \"https://pve:8006\"\nverify_tls = false\n",
+    )
+    .unwrap();
+    let o = run(&["--config", config.to_str().unwrap(), "serve"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("verify_tls") && stderr(&o).contains("line 3"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn call_against_the_demo_prints_the_mcp_result() {
+    let o = run(
+        &[
+            "call",
+            "pve_get_vm_status",
+            "--args",
+            r#"{"vmid": 102}"#,
+            "--demo",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let result: Value = serde_json::from_slice(&o.stdout).expect("stdout is the JSON result");
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["structuredContent"]["qmpstatus"], "paused");
+
+    let o = run(
+        &[
+            "call",
+            "pve_get_vm_status",
+            "--args",
+            r#"{"vmid": 99}"#,
+            "--demo",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(result["isError"], true);
+
+    let o = run(
+        &["call", "pve_get_vm_status", "--args", "{vmid: 1}", "--demo"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--args"), "{}", stderr(&o));
+
+    let o = run(&["call", "no_such_tool", "--demo"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("pve_list_vms"),
+        "the real tools are listed: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn tools_lists_the_catalog_as_table_and_json() {
+    let o = run(&["tools"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("pve_list_vms") && table.contains("pve_get_vm_status"),
+        "{table}"
+    );
+    let o = run(&["tools", "--json"], &[]);
+    let tools: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(tools.len(), 2);
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["inputSchema"]["type"] == "object" && t["outputSchema"].is_object())
+    );
+}
+
+#[test]
+fn demo_serves_mcp_when_spawned_by_a_client() {
+    use std::io::Write;
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
+    let mut child = std::process::Command::new(BIN)
+        .arg("demo")
+        .env("PVE_MCP_CACHE_DIR", cache)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"pve_list_vms","arguments":{{}}}}}}"#).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let call = lines
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("a reply to the call");
+    assert_eq!(call["result"]["structuredContent"]["total"], 13, "{call}");
+}

@@ -1,0 +1,283 @@
+//! Shared harness: a simulator with schema validation on, and the real
+//! `pve-mcp` binary spawned over stdio with an rmcp client.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pve_sim::{SimConfig, Simulator};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+pub use pve_sim::tokens::{
+    ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, AUDITOR_TOKEN_ID, AUDITOR_TOKEN_SECRET,
+};
+
+/// The real binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_pve-mcp");
+
+/// The hostile component, built by the host's build script.
+pub const HOSTILE_WASM: &str = env!("PVE_MCP_HOSTILE_WASM_PATH");
+
+/// Every test gets this long before it is failed, so a hang is a failure
+/// with a message rather than a stuck CI run.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The official PVE API schema, used to validate every request the guest
+/// makes. It is AGPL test data from shared/, never compiled in.
+pub fn schema_path() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pve-api/apidata.json");
+    assert!(
+        path.is_file(),
+        "the PVE API schema is missing at {}; the e2e tests validate every request against it",
+        path.display()
+    );
+    path
+}
+
+/// A standard simulated cluster with request validation on.
+pub async fn simulator() -> Simulator {
+    Simulator::start(SimConfig {
+        schema_path: Some(schema_path()),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("starting the simulator")
+}
+
+/// Fails the test if the guest sent anything the real API would reject.
+pub fn assert_no_schema_violations(sim: &Simulator) {
+    let violations = sim.schema_violations();
+    assert!(
+        violations.is_empty(),
+        "requests the real PVE API would reject: {violations:#?}"
+    );
+}
+
+/// How the server under test is configured.
+#[derive(Clone)]
+pub struct Opts {
+    pub token_id: String,
+    pub token_secret: String,
+    pub tls: Tls,
+    pub env: Vec<(String, String)>,
+    pub args: Vec<String>,
+}
+
+/// Which TLS trust the server is given.
+#[derive(Clone)]
+pub enum Tls {
+    CaFile,
+    Fingerprint(String),
+    Nothing,
+    Insecure,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            token_id: ADMIN_TOKEN_ID.into(),
+            token_secret: ADMIN_TOKEN_SECRET.into(),
+            tls: Tls::CaFile,
+            env: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+impl Opts {
+    pub fn auditor() -> Self {
+        Opts {
+            token_id: AUDITOR_TOKEN_ID.into(),
+            token_secret: AUDITOR_TOKEN_SECRET.into(),
+            ..Opts::default()
+        }
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+}
+
+/// A temp dir per server, plus the shared compiled-component cache, so
+/// each spawn does not recompile the component.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache")
+}
+
+/// The command for `pve-mcp <args>` with a clean environment pointed at
+/// the simulator.
+pub fn command(sim: &Simulator, opts: &Opts, dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("PVE_MCP_CACHE_DIR", cache_dir())
+        .env("PVE_BASE_URL", sim.base_url())
+        .env("PVE_API_TOKEN_ID", &opts.token_id)
+        .env("PVE_API_TOKEN_SECRET", &opts.token_secret);
+    match &opts.tls {
+        Tls::CaFile => {
+            let ca = dir.join("pve-root-ca.pem");
+            std::fs::write(&ca, sim.ca_pem()).expect("writing the CA file");
+            cmd.env("PVE_CA_FILE", ca);
+        }
+        Tls::Fingerprint(fp) => {
+            cmd.env("PVE_TLS_FINGERPRINT", fp);
+        }
+        Tls::Nothing => {}
+        Tls::Insecure => {
+            cmd.env("PVE_VERIFY_SSL", "false");
+        }
+    }
+    for (k, v) in &opts.env {
+        cmd.env(k, v);
+    }
+    cmd.args(&opts.args).args(args);
+    cmd
+}
+
+/// A running `pve-mcp serve` with an MCP client attached.
+pub struct Server {
+    pub client: RunningService<RoleClient, ()>,
+    stderr: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Spawns `pve-mcp -vv serve` against the simulator.
+    pub async fn start(sim: &Simulator, opts: Opts) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cmd = command(sim, &opts, dir.path(), &["-vv", "serve"]);
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning pve-mcp serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(mut stderr) = stderr {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    log.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+        }
+        let client = ().serve(transport).await.unwrap_or_else(|e| {
+            panic!(
+                "MCP handshake with pve-mcp failed: {e}\nstderr:\n{}",
+                log.lock().unwrap()
+            )
+        });
+        Server {
+            client,
+            stderr: log,
+            _dir: dir,
+        }
+    }
+
+    /// Calls a tool; protocol errors are returned, not panicked on.
+    pub async fn try_call(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+        let args = args.as_object().cloned().unwrap_or_default();
+        self.client
+            .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+            .await
+    }
+
+    /// Calls a tool that must produce a result (successful or `isError`).
+    pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        self.try_call(tool, args.clone()).await.unwrap_or_else(|e| {
+            panic!(
+                "{tool}({args}) failed at the protocol level: {e}\nstderr:\n{}",
+                self.stderr()
+            )
+        })
+    }
+
+    /// Calls a tool that must succeed and returns its structured content.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args.clone()).await;
+        assert_eq!(
+            result.is_error,
+            Some(false),
+            "{tool}({args}) failed: {}\nstderr:\n{}",
+            text(&result),
+            self.stderr()
+        );
+        result
+            .structured_content
+            .clone()
+            .expect("structuredContent")
+    }
+
+    /// Calls a tool that must fail with `isError: true`; returns its text.
+    pub async fn err(&self, tool: &str, args: Value) -> String {
+        let result = self.call(tool, args.clone()).await;
+        assert_eq!(
+            result.is_error,
+            Some(true),
+            "{tool}({args}) should fail but returned {result:?}"
+        );
+        text(&result)
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    pub async fn stop(self) -> String {
+        let log = self.stderr.clone();
+        let _ = self.client.cancel().await;
+        // Give the stderr reader a moment to drain.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        log.lock().unwrap().clone()
+    }
+}
+
+/// All text blocks of a result, joined.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The vmids in a `pve_list_vms` result, in order.
+pub fn vmids(list: &Value) -> Vec<u64> {
+    list["vms"]
+        .as_array()
+        .expect("vms array")
+        .iter()
+        .map(|v| v["vmid"].as_u64().expect("vmid"))
+        .collect()
+}
+
+/// Runs a test body with the suite's timeout.
+pub async fn within<F: std::future::Future<Output = ()>>(body: F) {
+    tokio::time::timeout(TEST_TIMEOUT, body)
+        .await
+        .expect("the test did not finish within its time limit");
+}

@@ -1,0 +1,240 @@
+//! The hostile component (tests/hostile), run through the real binary with
+//! `--component`: every escape it tries must fail, and the server must keep
+//! serving after each attack.
+
+use std::time::Duration;
+
+use pve_sim::Fault;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// A server running the hostile component with a short deadline.
+async fn hostile(sim: &pve_sim::Simulator) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pve-mcp.toml");
+    std::fs::write(&config, "[sandbox]\ntimeout_secs = 4\nmemory_mib = 64\n").unwrap();
+    let opts = Opts::default()
+        .arg("--component")
+        .arg(HOSTILE_WASM)
+        .arg("--config")
+        .arg(config.to_str().unwrap());
+    (Server::start(sim, opts).await, dir)
+}
+
+fn attempts(report: &Value) -> Vec<Value> {
+    report["attempts"].as_array().cloned().unwrap_or_default()
+}
+
+/// The legitimate request still works: the server is serving normally.
+async fn still_serving(server: &Server) {
+    let attempt = server.ok("hostile_slow_upstream", json!({})).await;
+    assert_eq!(attempt["outcome"], "ok", "{attempt}");
+    assert_eq!(attempt["status"], 200, "{attempt}");
+}
+
+#[tokio::test]
+async fn other_hosts_ports_schemes_and_paths_are_denied() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let report = server.ok("hostile_egress", json!({})).await;
+        let all = attempts(&report);
+        assert!(all.len() >= 14, "{report}");
+        for a in &all {
+            if a["what"] == "control" {
+                assert_eq!(a["outcome"], "ok", "{a}");
+                assert_eq!(a["status"], 200, "{a}");
+            } else {
+                assert_ne!(a["outcome"], "ok", "an escape went through: {a}");
+                assert_ne!(a["outcome"], "accepted", "an escape went through: {a}");
+            }
+        }
+        let denied = all.iter().filter(|a| a["outcome"] == "denied").count();
+        assert!(
+            denied >= 10,
+            "most attempts reach the gate and are denied there: {report}"
+        );
+        // Only the control request ever reached Proxmox.
+        let paths: Vec<_> = sim.requests().iter().map(|r| r.path.clone()).collect();
+        assert_eq!(paths, ["/api2/json/version"]);
+        assert!(
+            server.stderr().contains("egress denied"),
+            "denials are logged"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn only_get_leaves_the_sandbox() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let report = server.ok("hostile_methods", json!({})).await;
+        let all = attempts(&report);
+        assert!(all.len() >= 12, "{report}");
+        for a in &all {
+            assert_ne!(
+                a["outcome"], "ok",
+                "a non-GET (or GET with body) went through: {a}"
+            );
+            assert_ne!(
+                a["outcome"], "error",
+                "the guest must see a clean denial, not a reset: {a}"
+            );
+        }
+        assert!(sim.requests().is_empty(), "{:?}", sim.requests());
+        still_serving(&server).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn credential_headers_cannot_be_set_or_seen() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let report = server.ok("hostile_headers", json!({})).await;
+        for a in attempts(&report) {
+            assert_eq!(a["outcome"], "forbidden-header", "{a}");
+        }
+        let control = &report["control"];
+        assert_eq!(control["outcome"], "ok", "{report}");
+        assert_eq!(control["credential_markers_seen"], json!([]), "{report}");
+        assert!(
+            !report.to_string().contains(ADMIN_TOKEN_SECRET),
+            "the guest saw the token"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn no_environment_files_stdin_terminal_or_sockets() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let report = server.ok("hostile_ambient", json!({})).await;
+        assert_eq!(report["env"], json!([]), "{report}");
+        assert_eq!(report["args"], json!([]), "{report}");
+        assert_eq!(report["preopens"], json!([]), "{report}");
+        assert_eq!(report["credential_markers_seen"], json!([]), "{report}");
+        assert!(!report.to_string().contains(ADMIN_TOKEN_SECRET));
+        for a in attempts(&report) {
+            let what = a["what"].as_str().unwrap_or_default().to_string();
+            if what == "stdin" {
+                assert_eq!(a["eof"], true, "{a}");
+                assert_eq!(a["bytes"], 0, "{a}");
+            } else {
+                assert_ne!(a["outcome"], "ok", "{what} was reachable: {a}");
+            }
+        }
+        let names: Vec<_> = attempts(&report)
+            .iter()
+            .map(|a| a["what"].to_string())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .any(|n| n.contains("tcp") || n.contains("socket")),
+            "socket attempts ran: {names:?}"
+        );
+        assert!(sim.requests().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn infinite_loop_hits_the_deadline() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let started = std::time::Instant::now();
+        let message = server.err("hostile_spin", json!({})).await;
+        assert!(
+            message.contains("deadline") || message.contains("time"),
+            "{message}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
+        still_serving(&server).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn memory_bomb_hits_the_cap() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let message = server.err("hostile_memory", json!({})).await;
+        assert!(message.contains("memory limit of 64 MiB"), "{message}");
+        let graceful = server.ok("hostile_memory", json!({"graceful": true})).await;
+        let got = graceful["allocated_mib"].as_u64().unwrap();
+        assert!(got < 64, "the guest got {got} MiB past a 64 MiB cap");
+        still_serving(&server).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn panic_exit_floods_and_huge_output_are_contained() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        let panic = server.err("hostile_panic", json!({})).await;
+        assert!(
+            panic.contains("crashed") && panic.contains("hostile panic"),
+            "{panic}"
+        );
+        still_serving(&server).await;
+
+        let exit = server.err("hostile_exit", json!({"code": 3})).await;
+        assert!(exit.contains("crashed") || exit.contains("exit"), "{exit}");
+        still_serving(&server).await;
+
+        let flood = server.ok("hostile_stderr_flood", json!({"mib": 10})).await;
+        assert_eq!(
+            flood["bytes_written"], flood["requested_bytes"],
+            "the capped log accepts and drops: {flood}"
+        );
+        still_serving(&server).await;
+
+        let big = server.err("hostile_big_output", json!({"mib": 32})).await;
+        assert!(big.contains("limit"), "{big}");
+        still_serving(&server).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stalled_upstream_is_cut_off_by_the_timeout() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile(&sim).await;
+        sim.add_fault(Fault {
+            path_prefix: "/version".into(),
+            status: 0,
+            reason: String::new(),
+            times: Some(1),
+            delay: Some(Duration::from_secs(30)),
+        });
+        let started = std::time::Instant::now();
+        let result = server.call("hostile_slow_upstream", json!({})).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        if result.is_error != Some(true) {
+            let a = result.structured_content.clone().unwrap();
+            assert_ne!(a["outcome"], "ok", "{a}");
+        }
+        still_serving(&server).await;
+    })
+    .await;
+}

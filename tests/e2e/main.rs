@@ -1,0 +1,15 @@
+//! End-to-end tests: the real `pve-mcp` binary, a real MCP client, real
+//! HTTPS to the Proxmox simulator, and the official API schema checking
+//! every request the guest makes.
+
+mod cli;
+mod common;
+mod errors;
+mod hostile;
+mod interop;
+mod list_vms;
+mod protocol;
+mod secrets;
+mod tls;
+mod tools_list;
+mod vm_status;

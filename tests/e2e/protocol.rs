@@ -1,0 +1,176 @@
+//! MCP over stdio on the wire: version negotiation, an early
+//! `server/discover`, ping, and a stdout that carries nothing but MCP.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::common::*;
+
+/// A `pve-mcp serve` driven by hand, one JSON-RPC line at a time.
+struct Raw {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Raw {
+    async fn start(sim: &pve_sim::Simulator) -> Raw {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = command(sim, &Opts::default(), dir.path(), &["-vv", "serve"]);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        Raw {
+            child,
+            stdin,
+            stdout,
+            _dir: dir,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next line on stdout, which must be a JSON-RPC 2.0 message.
+    async fn receive(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.stdout.next_line())
+            .await
+            .expect("pve-mcp did not answer within 5 s")
+            .unwrap()
+            .expect("stdout closed");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        message
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let reply = self.receive().await;
+        assert_eq!(reply["id"], id, "{reply}");
+        reply
+    }
+}
+
+fn initialize(version: &str) -> Value {
+    json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "1"}})
+}
+
+#[tokio::test]
+async fn negotiates_2025_versions_and_answers_ping_and_tools() {
+    within(async {
+        let sim = simulator().await;
+        for version in ["2025-06-18", "2025-11-25", "2025-03-26"] {
+            let mut raw = Raw::start(&sim).await;
+            let init = raw.request(1, "initialize", initialize(version)).await;
+            assert_eq!(init["result"]["protocolVersion"], version, "{init}");
+            assert_eq!(init["result"]["serverInfo"]["name"], "pve-mcp");
+            assert!(
+                init["result"]["capabilities"]["tools"].is_object(),
+                "{init}"
+            );
+            raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await;
+            let pong = raw.request(2, "ping", json!({})).await;
+            assert_eq!(pong["result"], json!({}), "{pong}");
+            let tools = raw.request(3, "tools/list", json!({})).await;
+            assert_eq!(
+                tools["result"]["tools"].as_array().unwrap().len(),
+                2,
+                "{tools}"
+            );
+            let call = raw
+                .request(
+                    4,
+                    "tools/call",
+                    json!({"name": "pve_get_vm_status", "arguments": {"vmid": 100}}),
+                )
+                .await;
+            assert_eq!(call["result"]["isError"], false, "{call}");
+            assert_eq!(call["result"]["structuredContent"]["vmid"], 100, "{call}");
+            let unknown = raw
+                .request(5, "tools/call", json!({"name": "nope", "arguments": {}}))
+                .await;
+            assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+            drop(raw.stdin);
+            let status = tokio::time::timeout(Duration::from_secs(5), raw.child.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                status.success(),
+                "pve-mcp exits cleanly when stdin closes: {status}"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unsupported_version_gets_the_latest_supported_one() {
+    within(async {
+        let sim = simulator().await;
+        let mut raw = Raw::start(&sim).await;
+        let init = raw.request(1, "initialize", initialize("2024-01-01")).await;
+        let offered = init["result"]["protocolVersion"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(offered.starts_with("2025-"), "{init}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn early_server_discover_is_answered_at_once() {
+    within(async {
+        let sim = simulator().await;
+        let mut raw = Raw::start(&sim).await;
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let started = std::time::Instant::now();
+        let reply = raw
+            .request(1, "server/discover", json!({"_meta": meta}))
+            .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "a 2026 client would stall: {:?}",
+            started.elapsed()
+        );
+        // Either a discovery result (rmcp speaks 2026-07-28) or an error the
+        // client falls back on is fine; silence is not.
+        assert!(
+            reply.get("result").is_some() || reply.get("error").is_some(),
+            "{reply}"
+        );
+        if let Some(result) = reply.get("result") {
+            let versions = result["supportedVersions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert!(versions.iter().any(|v| v == "2025-11-25"), "{reply}");
+        }
+        // A legacy client on the same connection can still initialize.
+        let init = raw.request(2, "initialize", initialize("2025-11-25")).await;
+        assert!(
+            init.get("result").is_some() || init.get("error").is_some(),
+            "{init}"
+        );
+    })
+    .await;
+}

@@ -1,0 +1,124 @@
+//! The tools this component advertises, as plain data so they can be checked
+//! natively.
+
+/// One advertised tool; the component turns it into a `tool-descriptor`.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    /// Tool name, as passed to `call-tool`.
+    pub name: &'static str,
+    /// Short human-readable title.
+    pub title: &'static str,
+    /// What the tool tries and what it reports.
+    pub description: &'static str,
+    /// JSON Schema of the arguments object.
+    pub input_schema: &'static str,
+}
+
+const NO_ARGS: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
+
+const NET_ARGS: &str = r#"{"type":"object","properties":{"attempt_timeout_ms":{"type":"integer","minimum":1,"description":"How long one attempt may wait (default 5000)"},"budget_ms":{"type":"integer","minimum":1,"description":"Time for all attempts together (default 20000)"}},"additionalProperties":false}"#;
+
+const MIB_ARGS_10: &str = r#"{"type":"object","properties":{"mib":{"type":"integer","minimum":0,"description":"MiB to write (default 10)"}},"additionalProperties":false}"#;
+
+const MIB_ARGS_32: &str = r#"{"type":"object","properties":{"mib":{"type":"integer","minimum":0,"description":"MiB of structured output (default 32)"}},"additionalProperties":false}"#;
+
+/// Every tool of the component, in `list-tools` order.
+pub const TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "hostile_egress",
+        title: "Try to reach places other than the Proxmox API",
+        description: "Sends GETs to other ports, schemes, hosts, authorities and paths outside /api2/json/, plus one legitimate control request, and reports each outcome.",
+        input_schema: NET_ARGS,
+    },
+    ToolSpec {
+        name: "hostile_methods",
+        title: "Try write methods",
+        description: "Sends POST, PUT, DELETE, PATCH and other non-GET methods to /api2/json/version, some with a body, and reports each outcome and what happened to the body.",
+        input_schema: NET_ARGS,
+    },
+    ToolSpec {
+        name: "hostile_headers",
+        title: "Try to set credential headers",
+        description: "Tries to set Authorization, Cookie, CSRFPreventionToken and Host through every fields constructor, then makes the legitimate GET and reports the response headers.",
+        input_schema: NET_ARGS,
+    },
+    ToolSpec {
+        name: "hostile_ambient",
+        title: "Look for ambient authority",
+        description: "Reports the environment, arguments, preopened directories, stdin, file system reads and (when built with the sockets feature) socket attempts.",
+        input_schema: NO_ARGS,
+    },
+    ToolSpec {
+        name: "hostile_spin",
+        title: "Spin forever",
+        description: "Loops forever; only the host's deadline ends it.",
+        input_schema: NO_ARGS,
+    },
+    ToolSpec {
+        name: "hostile_memory",
+        title: "Allocate until stopped",
+        description: "Allocates and touches 1 MiB chunks until allocation fails. By default the failure aborts (a trap); with graceful=true the tool reports how much it got.",
+        input_schema: r#"{"type":"object","properties":{"graceful":{"type":"boolean","description":"Return a report when allocation fails instead of aborting (default false)"}},"additionalProperties":false}"#,
+    },
+    ToolSpec {
+        name: "hostile_panic",
+        title: "Panic",
+        description: "Panics with the message \"hostile panic\".",
+        input_schema: NO_ARGS,
+    },
+    ToolSpec {
+        name: "hostile_stderr_flood",
+        title: "Flood stderr",
+        description: "Writes `mib` MiB to stderr, then reports how much was accepted.",
+        input_schema: MIB_ARGS_10,
+    },
+    ToolSpec {
+        name: "hostile_big_output",
+        title: "Return a huge result",
+        description: "Returns a structured result of about `mib` MiB.",
+        input_schema: MIB_ARGS_32,
+    },
+    ToolSpec {
+        name: "hostile_slow_upstream",
+        title: "GET an arbitrary API path and wait",
+        description: "GETs base-url + `path` through the real gate with no timeout of its own, then reports the status and body length.",
+        input_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path and query appended to the base URL (default /api2/json/version)"}},"additionalProperties":false}"#,
+    },
+    ToolSpec {
+        name: "hostile_exit",
+        title: "Call wasi:cli/exit",
+        description: "Calls std::process::exit(code); the host must end this call, not itself.",
+        input_schema: r#"{"type":"object","properties":{"code":{"type":"integer","description":"Exit code (default 0)"}},"additionalProperties":false}"#,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_valid() {
+        let mut names: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
+        for name in &names {
+            assert!(
+                !name.is_empty()
+                    && name.len() <= 64
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)),
+                "bad name {name}"
+            );
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TOOLS.len());
+    }
+
+    #[test]
+    fn schemas_are_json_objects() {
+        for t in TOOLS {
+            let v: serde_json::Value = serde_json::from_str(t.input_schema).unwrap();
+            assert_eq!(v["type"], "object", "{}", t.name);
+        }
+    }
+}
