@@ -199,16 +199,7 @@ pub fn tool_table(tools: &[ToolInfo]) -> String {
         } else {
             "WRITE"
         };
-        let first_sentence = tool
-            .description
-            .split(". ")
-            .next()
-            .unwrap_or("")
-            .trim_end_matches('.');
-        out.push_str(&format!(
-            "{:width$}  {mode:4}  {first_sentence}\n",
-            tool.name
-        ));
+        out.push_str(&format!("{:width$}  {mode:4}  {}\n", tool.name, tool.title));
     }
     out
 }

@@ -1,9 +1,11 @@
 //! Configuration: a TOML file, overridden key by key by the environment.
 //!
 //! The reference server's variables (`PVE_BASE_URL`, `PVE_API_TOKEN_ID`,
-//! `PVE_API_TOKEN_SECRET`, `PVE_VERIFY_SSL`, `PVE_TIMEOUT`,
-//! `PVE_ALLOW_INSECURE_HTTP`) work unchanged. Every problem is reported as a
-//! [`ConfigError`] naming the key and the fix.
+//! `PVE_API_TOKEN_SECRET`, `PVE_USERNAME`, `PVE_PASSWORD`, `PVE_VERIFY_SSL`,
+//! `PVE_TIMEOUT`, `PVE_ALLOW_INSECURE_HTTP`) work unchanged and describe the
+//! default cluster (`[pve]` in the file). More clusters are named sections,
+//! `[clusters.NAME]`. Every problem is reported as a [`ConfigError`] naming
+//! the key and the fix.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -49,6 +51,16 @@ pub enum Auth {
         /// The token's UUID secret.
         secret: Secret,
     },
+    /// A user and password: the host logs in (`POST /access/ticket`) and
+    /// sends the ticket as a cookie, renewing it before it expires.
+    Password {
+        /// `user@realm`.
+        username: String,
+        /// The password.
+        password: Secret,
+        /// How long Proxmox tickets live (2 h); renewed at three quarters.
+        ticket_lifetime: Duration,
+    },
 }
 
 impl Auth {
@@ -56,9 +68,13 @@ impl Auth {
     pub fn secrets(&self) -> Vec<Secret> {
         match self {
             Auth::Token { secret, .. } => vec![secret.clone()],
+            Auth::Password { password, .. } => vec![password.clone()],
         }
     }
 }
+
+/// Proxmox tickets are valid for two hours.
+pub const TICKET_LIFETIME: Duration = Duration::from_secs(2 * 3600);
 
 /// Limits applied to every tool call's sandbox.
 #[derive(Debug, Clone)]
@@ -124,19 +140,24 @@ impl ConfigError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
+    pve: Option<FileCluster>,
     #[serde(default)]
-    pve: FilePve,
+    clusters: indexmap::IndexMap<String, FileCluster>,
     #[serde(default)]
     sandbox: FileSandbox,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FilePve {
+struct FileCluster {
     base_url: Option<String>,
     token_id: Option<String>,
     token_secret: Option<String>,
     token_secret_file: Option<PathBuf>,
+    username: Option<String>,
+    password: Option<String>,
+    password_file: Option<PathBuf>,
+    ticket_lifetime_secs: Option<u64>,
     verify_ssl: Option<bool>,
     ca_file: Option<PathBuf>,
     fingerprint: Option<String>,
@@ -160,21 +181,41 @@ struct Sourced<T> {
     key: String,
 }
 
-/// Reads settings: the environment first, then the file.
+impl<T> Sourced<T> {
+    fn is_from_env(&self) -> bool {
+        !self.key.contains(" (in ")
+    }
+}
+
+/// Reads one cluster's settings: the environment first (for the default
+/// cluster only), then its file section.
 struct Sources<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
-    file: FileConfig,
-    file_name: String,
+    use_env: bool,
+    section: String,
+    file: &'a FileCluster,
+    file_name: &'a str,
 }
 
 impl Sources<'_> {
+    fn env(&self, key: &str) -> Option<String> {
+        if !self.use_env {
+            return None;
+        }
+        (self.env)(key).filter(|v| !v.is_empty())
+    }
+
+    fn file_key(&self, key: &str) -> String {
+        format!("{}.{key} (in {})", self.section, self.file_name)
+    }
+
     fn string(
         &self,
         env_key: &str,
-        file_key: &str,
+        key: &str,
         file_value: &Option<String>,
     ) -> Option<Sourced<String>> {
-        if let Some(v) = (self.env)(env_key).filter(|v| !v.is_empty()) {
+        if let Some(v) = self.env(env_key) {
             return Some(Sourced {
                 value: v,
                 key: env_key.to_string(),
@@ -182,20 +223,20 @@ impl Sources<'_> {
         }
         file_value.as_ref().map(|v| Sourced {
             value: v.clone(),
-            key: format!("{file_key} (in {})", self.file_name),
+            key: self.file_key(key),
         })
     }
 
     fn path(
         &self,
         env_key: &str,
-        file_key: &str,
+        key: &str,
         file_value: &Option<PathBuf>,
     ) -> Option<Sourced<PathBuf>> {
         let as_string = file_value
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned());
-        self.string(env_key, file_key, &as_string).map(|s| Sourced {
+        self.string(env_key, key, &as_string).map(|s| Sourced {
             value: PathBuf::from(s.value),
             key: s.key,
         })
@@ -204,10 +245,10 @@ impl Sources<'_> {
     fn boolean(
         &self,
         env_key: &str,
-        file_key: &str,
+        key: &str,
         file_value: Option<bool>,
     ) -> Result<Option<Sourced<bool>>, ConfigError> {
-        if let Some(raw) = (self.env)(env_key).filter(|v| !v.is_empty()) {
+        if let Some(raw) = self.env(env_key) {
             let value = parse_bool(&raw).ok_or_else(|| {
                 ConfigError::new(
                     env_key,
@@ -222,41 +263,64 @@ impl Sources<'_> {
         }
         Ok(file_value.map(|value| Sourced {
             value,
-            key: format!("{file_key} (in {})", self.file_name),
+            key: self.file_key(key),
         }))
     }
 
     fn seconds(
         &self,
-        env_key: Option<&str>,
-        file_key: &str,
+        env_key: &str,
+        key: &str,
         file_value: Option<u64>,
         max: u64,
     ) -> Result<Option<Duration>, ConfigError> {
-        let (raw, key) =
-            match env_key.and_then(|k| (self.env)(k).filter(|v| !v.is_empty()).map(|v| (v, k))) {
-                Some((v, k)) => (v, k.to_string()),
-                None => match file_value {
-                    Some(v) => (v.to_string(), format!("{file_key} (in {})", self.file_name)),
-                    None => return Ok(None),
-                },
-            };
-        // The reference server accepts fractional seconds ("2.5").
-        let secs: f64 = raw.trim().parse().map_err(|_| {
-            ConfigError::new(
-                &key,
-                format!("{raw:?} is not a number of seconds"),
-                "use a whole number of seconds, e.g. 30",
-            )
-        })?;
-        if !(secs > 0.0 && secs <= max as f64) {
-            return Err(ConfigError::new(
-                &key,
-                format!("{raw} is out of range"),
-                format!("use between 1 and {max} seconds"),
-            ));
+        let (raw, key) = match self.env(env_key) {
+            Some(v) => (v, env_key.to_string()),
+            None => match file_value {
+                Some(v) => (v.to_string(), self.file_key(key)),
+                None => return Ok(None),
+            },
+        };
+        parse_seconds(&raw, &key, max).map(Some)
+    }
+
+    /// A secret given inline or as a file; the environment overrides the
+    /// file, and two ways of giving it in one place are ambiguous.
+    fn secret(
+        &self,
+        inline: Option<Sourced<String>>,
+        file: Option<Sourced<PathBuf>>,
+    ) -> Result<Option<Sourced<String>>, ConfigError> {
+        let (inline, file) = match (
+            inline.as_ref().is_some_and(|s| s.is_from_env()),
+            file.as_ref().is_some_and(|s| s.is_from_env()),
+        ) {
+            (true, false) => (inline, None),
+            (false, true) => (None, file),
+            _ => (inline, file),
+        };
+        match (inline, file) {
+            (Some(_), Some(f)) => Err(ConfigError::new(
+                f.key,
+                "the secret is given both inline and as a file",
+                "keep only one of them (the file is the safer choice)",
+            )),
+            (Some(s), None) => Ok(Some(s)),
+            (None, Some(f)) => {
+                let text = std::fs::read_to_string(&f.value).map_err(|e| {
+                    ConfigError::new(
+                        &f.key,
+                        format!("cannot read {}: {e}", f.value.display()),
+                        "point it at a readable file holding only the secret",
+                    )
+                })?;
+                Ok(Some(Sourced {
+                    value: text.trim().to_string(),
+                    key: f.key,
+                }))
+            }
+            (None, None) => Ok(None),
         }
-        Ok(Some(Duration::from_secs_f64(secs)))
     }
 }
 
@@ -266,6 +330,25 @@ fn parse_bool(raw: &str) -> Option<bool> {
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
     }
+}
+
+fn parse_seconds(raw: &str, key: &str, max: u64) -> Result<Duration, ConfigError> {
+    // The reference server accepts fractional seconds ("2.5").
+    let secs: f64 = raw.trim().parse().map_err(|_| {
+        ConfigError::new(
+            key,
+            format!("{raw:?} is not a number of seconds"),
+            "use a number of seconds, e.g. 30",
+        )
+    })?;
+    if !(secs > 0.0 && secs <= max as f64) {
+        return Err(ConfigError::new(
+            key,
+            format!("{raw} is out of range"),
+            format!("use between 1 and {max} seconds"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 fn mib(
@@ -286,6 +369,17 @@ fn mib(
     }
 }
 
+/// The variables that describe the default cluster.
+const DEFAULT_CLUSTER_ENV: &[&str] = &[
+    "PVE_BASE_URL",
+    "PVE_API_TOKEN_ID",
+    "PVE_API_TOKEN_SECRET",
+    "PVE_API_TOKEN_SECRET_FILE",
+    "PVE_USERNAME",
+    "PVE_PASSWORD",
+    "PVE_PASSWORD_FILE",
+];
+
 impl Config {
     /// Loads the file (if any) and applies the environment over it.
     pub fn load(
@@ -296,23 +390,61 @@ impl Config {
             Some(path) => (read_file(path)?, path.display().to_string()),
             None => (FileConfig::default(), "config file".to_string()),
         };
-        let src = Sources {
-            env,
-            file: file_config,
-            file_name,
-        };
-        let cluster = load_cluster(&src)?;
-        let sandbox = load_sandbox(&src)?;
-        Ok(Config {
-            clusters: vec![cluster],
-            sandbox,
-        })
+        let mut clusters = Vec::new();
+        let env_names_default = DEFAULT_CLUSTER_ENV
+            .iter()
+            .any(|k| env(k).is_some_and(|v| !v.is_empty()));
+        let empty = FileCluster::default();
+        if file_config.pve.is_some() || env_names_default || file_config.clusters.is_empty() {
+            let src = Sources {
+                env,
+                use_env: true,
+                section: "pve".into(),
+                file: file_config.pve.as_ref().unwrap_or(&empty),
+                file_name: &file_name,
+            };
+            clusters.push(load_cluster(&src, "default")?);
+        }
+        for (name, section) in &file_config.clusters {
+            let key = format!("[clusters.{name}] (in {file_name})");
+            if !valid_cluster_name(name) {
+                return Err(ConfigError::new(
+                    key,
+                    format!("{name:?} is not a valid cluster name"),
+                    "use letters, digits, '-' and '_' (agents pass it as the `cluster` argument)",
+                ));
+            }
+            if clusters.iter().any(|c: &Cluster| c.name == *name) {
+                return Err(ConfigError::new(
+                    key,
+                    format!("cluster {name:?} is defined twice"),
+                    "give every cluster its own name ([pve] is named \"default\")",
+                ));
+            }
+            let src = Sources {
+                env,
+                use_env: false,
+                section: format!("clusters.{name}"),
+                file: section,
+                file_name: &file_name,
+            };
+            clusters.push(load_cluster(&src, name)?);
+        }
+        let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
+        Ok(Config { clusters, sandbox })
     }
 
     /// The default cluster.
     pub fn default_cluster(&self) -> &Cluster {
         &self.clusters[0]
     }
+}
+
+fn valid_cluster_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -334,42 +466,40 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "valid sections are [pve] (base_url, token_id, token_secret, token_secret_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls)",
         )
     })
 }
 
-fn load_cluster(src: &Sources<'_>) -> Result<Cluster, ConfigError> {
-    let pve = &src.file.pve;
-    let base = src.string("PVE_BASE_URL", "pve.base_url", &pve.base_url).ok_or_else(|| {
-        ConfigError::new(
-            "PVE_BASE_URL",
-            "not set: pve-mcp needs to know where your Proxmox VE API is",
-            "set PVE_BASE_URL=https://your-pve-host:8006 (or base_url in the [pve] section of --config); to try pve-mcp without Proxmox, run `pve-mcp demo`",
-        )
+fn load_cluster(src: &Sources<'_>, name: &str) -> Result<Cluster, ConfigError> {
+    let f = src.file;
+    let base = src.string("PVE_BASE_URL", "base_url", &f.base_url).ok_or_else(|| {
+        if src.use_env {
+            ConfigError::new(
+                "PVE_BASE_URL",
+                "not set: pve-mcp needs to know where your Proxmox VE API is",
+                "set PVE_BASE_URL=https://your-pve-host:8006 (or base_url in the [pve] section of --config); to try pve-mcp without Proxmox, run `pve-mcp demo`",
+            )
+        } else {
+            ConfigError::new(src.file_key("base_url"), "not set", "add base_url = \"https://HOST:8006\" to the section")
+        }
     })?;
     let allow_http = src
         .boolean(
             "PVE_ALLOW_INSECURE_HTTP",
-            "pve.allow_insecure_http",
-            pve.allow_insecure_http,
+            "allow_insecure_http",
+            f.allow_insecure_http,
         )?
         .is_some_and(|s| s.value);
     let endpoint = Endpoint::parse(&base.value, allow_http)
         .map_err(|e| endpoint_error(&base.key, &base.value, e))?;
-
     let auth = load_auth(src)?;
     let tls = load_tls(src)?;
     let timeout = src
-        .seconds(
-            Some("PVE_TIMEOUT"),
-            "pve.timeout_secs",
-            pve.timeout_secs,
-            3600,
-        )?
+        .seconds("PVE_TIMEOUT", "timeout_secs", f.timeout_secs, 3600)?
         .unwrap_or(Duration::from_secs(30));
     Ok(Cluster {
-        name: "default".into(),
+        name: name.into(),
         endpoint,
         auth,
         tls,
@@ -390,82 +520,93 @@ fn endpoint_error(key: &str, value: &str, e: EndpointError) -> ConfigError {
 }
 
 fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
-    let pve = &src.file.pve;
-    let id = src.string("PVE_API_TOKEN_ID", "pve.token_id", &pve.token_id);
-    let secret = src.string(
-        "PVE_API_TOKEN_SECRET",
-        "pve.token_secret",
-        &pve.token_secret,
-    );
-    let secret_file = src.path(
-        "PVE_API_TOKEN_SECRET_FILE",
-        "pve.token_secret_file",
-        &pve.token_secret_file,
-    );
-
-    let Some(id) = id else {
-        if (src.env)("PVE_USERNAME").is_some() || (src.env)("PVE_PASSWORD").is_some() {
-            return Err(ConfigError::new(
-                "PVE_USERNAME",
-                "password (ticket) login is not supported yet",
-                "create an API token (Datacenter > Permissions > API Tokens, or `pveum user token add USER@REALM NAME`) and set PVE_API_TOKEN_ID and PVE_API_TOKEN_SECRET",
-            ));
-        }
-        return Err(ConfigError::new(
-            "PVE_API_TOKEN_ID",
-            "not set: pve-mcp authenticates to Proxmox with an API token",
-            "set PVE_API_TOKEN_ID=user@realm!tokenname and PVE_API_TOKEN_SECRET (or token_id / token_secret_file in [pve])",
-        ));
-    };
-    validate_token_id(&id.value).map_err(|problem| {
-        ConfigError::new(
-            &id.key,
-            problem,
-            "use the full token id as Proxmox shows it, e.g. root@pam!mcp or monitor@pve!readonly",
-        )
-    })?;
-
-    // The environment overrides the file; within one source, two ways of
-    // giving the secret are ambiguous.
-    let secret_from_env = secret.as_ref().is_some_and(|s| s.key.starts_with("PVE_"));
-    let file_from_env = secret_file
-        .as_ref()
-        .is_some_and(|s| s.key.starts_with("PVE_"));
-    let (secret, secret_file) = match (secret_from_env, file_from_env) {
-        (true, false) => (secret, None),
-        (false, true) => (None, secret_file),
-        _ => (secret, secret_file),
-    };
-    let secret = match (secret, secret_file) {
-        (Some(_), Some(f)) => {
-            return Err(ConfigError::new(
-                f.key,
-                "both a token secret and a token secret file are set",
-                "keep only one of them (the file is the safer choice)",
-            ));
-        }
-        (Some(s), None) => s,
-        (None, Some(f)) => {
-            let text = std::fs::read_to_string(&f.value).map_err(|e| {
+    let f = src.file;
+    let id = src.string("PVE_API_TOKEN_ID", "token_id", &f.token_id);
+    let user = src.string("PVE_USERNAME", "username", &f.username);
+    // A token wins over a password, as in the reference server.
+    if let Some(id) = id {
+        validate_token_id(&id.value).map_err(|problem| {
+            ConfigError::new(&id.key, problem, "use the full token id as Proxmox shows it, e.g. root@pam!mcp or monitor@pve!readonly")
+        })?;
+        let secret = src
+            .secret(
+                src.string("PVE_API_TOKEN_SECRET", "token_secret", &f.token_secret),
+                src.path("PVE_API_TOKEN_SECRET_FILE", "token_secret_file", &f.token_secret_file),
+            )?
+            .ok_or_else(|| {
                 ConfigError::new(
-                    &f.key,
-                    format!("cannot read {}: {e}", f.value.display()),
-                    "point it at a readable file holding only the token secret",
+                    if src.use_env { "PVE_API_TOKEN_SECRET".to_string() } else { src.file_key("token_secret") },
+                    "not set: the token id is there but its secret is not",
+                    "set PVE_API_TOKEN_SECRET (the UUID Proxmox showed once when the token was made), or token_secret_file",
                 )
             })?;
-            Sourced {
-                value: text.trim().to_string(),
-                key: f.key,
-            }
-        }
-        (None, None) => {
+        check_header_safe(
+            &secret,
+            "use the UUID exactly as Proxmox showed it, with no quotes or line breaks",
+        )?;
+        return Ok(Auth::Token {
+            id: id.value,
+            secret: Secret::new(secret.value),
+        });
+    }
+    if let Some(user) = user {
+        if !user.value.contains('@')
+            || user
+                .value
+                .chars()
+                .any(|c| c.is_whitespace() || c == ':' || c == '/')
+        {
             return Err(ConfigError::new(
-                "PVE_API_TOKEN_SECRET",
-                "not set: the token id is there but its secret is not",
-                "set PVE_API_TOKEN_SECRET (the UUID Proxmox showed once when the token was made), or token_secret_file in [pve]",
+                &user.key,
+                format!("{:?} is not a Proxmox user id", user.value),
+                "use user@realm, e.g. root@pam or mcp@pve",
             ));
         }
-    };
+        let password = src
+            .secret(
+                src.string("PVE_PASSWORD", "password", &f.password),
+                src.path("PVE_PASSWORD_FILE", "password_file", &f.password_file),
+            )?
+            .ok_or_else(|| {
+                ConfigError::new(
+                    if src.use_env { "PVE_PASSWORD".to_string() } else { src.file_key("password") },
+                    "not set: the user name is there but its password is not",
+                    "set PVE_PASSWORD or PVE_PASSWORD_FILE (password_file in the file); an API token is the better choice",
+                )
+            })?;
+        if password.value.is_empty() {
+            return Err(ConfigError::new(
+                password.key,
+                "the password is empty",
+                "set the user's password",
+            ));
+        }
+        let ticket_lifetime = match f.ticket_lifetime_secs {
+            Some(secs) => parse_seconds(
+                &secs.to_string(),
+                &src.file_key("ticket_lifetime_secs"),
+                7200,
+            )?,
+            None => TICKET_LIFETIME,
+        };
+        return Ok(Auth::Password {
+            username: user.value,
+            password: Secret::new(password.value),
+            ticket_lifetime,
+        });
+    }
+    Err(ConfigError::new(
+        if src.use_env {
+            "PVE_API_TOKEN_ID".to_string()
+        } else {
+            src.file_key("token_id")
+        },
+        "no credentials: pve-mcp needs an API token (or a user and password)",
+        "set PVE_API_TOKEN_ID=user@realm!tokenname and PVE_API_TOKEN_SECRET (or token_id / token_secret_file in the config); PVE_USERNAME and PVE_PASSWORD also work",
+    ))
+}
+
+fn check_header_safe(secret: &Sourced<String>, fix: &str) -> Result<(), ConfigError> {
     if secret.value.is_empty()
         || secret
             .value
@@ -473,15 +614,12 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
             .any(|c| c.is_control() || c.is_whitespace())
     {
         return Err(ConfigError::new(
-            secret.key,
-            "the token secret is empty or contains spaces or control characters",
-            "use the UUID exactly as Proxmox showed it, with no quotes or line breaks",
+            &secret.key,
+            "the secret is empty or contains spaces or control characters",
+            fix,
         ));
     }
-    Ok(Auth::Token {
-        id: id.value,
-        secret: Secret::new(secret.value),
-    })
+    Ok(())
 }
 
 /// PVE's own rule: `user@realm!token`, user without whitespace, `:` or `/`,
@@ -515,11 +653,10 @@ fn validate_token_id(id: &str) -> Result<(), String> {
 }
 
 fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
-    let pve = &src.file.pve;
-    let verify = src.boolean("PVE_VERIFY_SSL", "pve.verify_ssl", pve.verify_ssl)?;
-    let ca = src.path("PVE_CA_FILE", "pve.ca_file", &pve.ca_file);
-    let pin = src.string("PVE_TLS_FINGERPRINT", "pve.fingerprint", &pve.fingerprint);
-
+    let f = src.file;
+    let verify = src.boolean("PVE_VERIFY_SSL", "verify_ssl", f.verify_ssl)?;
+    let ca = src.path("PVE_CA_FILE", "ca_file", &f.ca_file);
+    let pin = src.string("PVE_TLS_FINGERPRINT", "fingerprint", &f.fingerprint);
     if let Some(pin) = pin {
         let fp = Fingerprint::parse(&pin.value).map_err(|problem| {
             ConfigError::new(
@@ -553,10 +690,8 @@ fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
     Ok(TlsMode::WebPki)
 }
 
-fn load_sandbox(src: &Sources<'_>) -> Result<SandboxLimits, ConfigError> {
-    let s = &src.file.sandbox;
+fn load_sandbox(s: &FileSandbox, f: &str) -> Result<SandboxLimits, ConfigError> {
     let d = SandboxLimits::default();
-    let f = &src.file_name;
     Ok(SandboxLimits {
         memory_bytes: mib(
             "sandbox.memory_mib",
@@ -565,9 +700,14 @@ fn load_sandbox(src: &Sources<'_>) -> Result<SandboxLimits, ConfigError> {
             d.memory_bytes,
             (8, 4096),
         )?,
-        timeout: src
-            .seconds(None, "sandbox.timeout_secs", s.timeout_secs, 3600)?
-            .unwrap_or(d.timeout),
+        timeout: match s.timeout_secs {
+            Some(v) => parse_seconds(
+                &v.to_string(),
+                &format!("sandbox.timeout_secs (in {f})"),
+                3600,
+            )?,
+            None => d.timeout,
+        },
         max_response_bytes: mib(
             "sandbox.max_response_mib",
             f,
@@ -636,7 +776,9 @@ mod tests {
         assert_eq!(cl.endpoint.base_url(), "https://pve.example:8006");
         assert!(matches!(cl.tls, TlsMode::Insecure));
         assert_eq!(cl.timeout, Duration::from_secs(12));
-        let Auth::Token { id, secret } = &cl.auth;
+        let Auth::Token { id, secret } = &cl.auth else {
+            panic!("token auth expected")
+        };
         assert_eq!(id, "root@pam!mcp");
         assert_eq!(secret.expose(), SECRET);
     }
@@ -695,7 +837,79 @@ mod tests {
             ("PVE_USERNAME", "root@pam"),
         ])
         .unwrap_err();
-        assert!(err.problem.contains("not supported yet"), "{err}");
+        assert_eq!(err.key, "PVE_PASSWORD", "{err}");
+    }
+
+    #[test]
+    fn username_and_password_log_in_with_tickets() {
+        let c = load_env(&[
+            ("PVE_BASE_URL", "https://pve:8006"),
+            ("PVE_USERNAME", "root@pam"),
+            ("PVE_PASSWORD", "hunter22"),
+        ])
+        .unwrap();
+        match &c.default_cluster().auth {
+            Auth::Password {
+                username,
+                password,
+                ticket_lifetime,
+            } => {
+                assert_eq!(username, "root@pam");
+                assert_eq!(password.expose(), "hunter22");
+                assert_eq!(*ticket_lifetime, TICKET_LIFETIME);
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = load_env(&[
+            ("PVE_BASE_URL", "https://pve:8006"),
+            ("PVE_USERNAME", "root"),
+            ("PVE_PASSWORD", "x"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.key, "PVE_USERNAME");
+    }
+
+    #[test]
+    fn named_clusters_follow_the_default_in_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "[clusters.zeta]\nbase_url = \"https://z:8006\"\ntoken_id = \"a@pve!t\"\ntoken_secret = \"zzzzzz-1\"\n\
+             [clusters.alpha]\nbase_url = \"https://a:8006\"\nusername = \"u@pve\"\npassword = \"pw-alpha\"\nticket_lifetime_secs = 60\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(&path), &env(&base_env())).unwrap();
+        let names: Vec<_> = c.clusters.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["default", "zeta", "alpha"]);
+        // Without the environment the first section is the default.
+        let c = Config::load(Some(&path), &env(&[])).unwrap();
+        assert_eq!(c.default_cluster().name, "zeta");
+        assert!(
+            matches!(c.clusters[1].auth, Auth::Password { ticket_lifetime, .. } if ticket_lifetime == Duration::from_secs(60))
+        );
+        // The environment never leaks into named clusters.
+        let c = Config::load(Some(&path), &env(&[("PVE_TIMEOUT", "7")])).unwrap();
+        assert_eq!(c.clusters[1].timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn bad_cluster_sections_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[clusters.lab]\nbase_url = \"https://a:8006\"\n").unwrap();
+        let err = Config::load(Some(&path), &env(&[])).unwrap_err();
+        assert!(err.key.starts_with("clusters.lab.token_id"), "{err}");
+        std::fs::write(
+            &path,
+            "[clusters.\"bad name\"]\nbase_url = \"https://a:8006\"\n",
+        )
+        .unwrap();
+        let err = Config::load(Some(&path), &env(&[])).unwrap_err();
+        assert!(err.key.contains("clusters.bad name"), "{err}");
+        std::fs::write(&path, "[clusters.default]\nbase_url = \"https://a:8006\"\ntoken_id = \"a@pve!t\"\ntoken_secret = \"zzzzzz-1\"\n").unwrap();
+        let err = Config::load(Some(&path), &env(&base_env())).unwrap_err();
+        assert!(err.problem.contains("twice"), "{err}");
     }
 
     #[test]
@@ -740,7 +954,9 @@ mod tests {
             c.default_cluster().endpoint.base_url(),
             "https://file.example:8006"
         );
-        let Auth::Token { secret, .. } = &c.default_cluster().auth;
+        let Auth::Token { secret, .. } = &c.default_cluster().auth else {
+            panic!("token auth expected")
+        };
         assert_eq!(secret.expose(), SECRET);
         assert_eq!(c.sandbox.memory_bytes, 32 << 20);
         assert_eq!(c.sandbox.timeout, Duration::from_secs(5));

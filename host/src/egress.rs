@@ -346,3 +346,87 @@ mod tests {
         assert!(!is_forbidden(&HeaderName::from_static("accept")));
     }
 }
+
+#[cfg(test)]
+mod gate_tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Auth, Cluster};
+    use crate::secret::Secret;
+    use crate::tls::TlsMode;
+
+    fn endpoint(name: &str, url: &str) -> GateEndpoint {
+        let cluster = Cluster {
+            name: name.into(),
+            endpoint: Endpoint::parse(url, false).unwrap(),
+            auth: Auth::Token {
+                id: "root@pam!t".into(),
+                secret: Secret::new("secret-value"),
+            },
+            tls: TlsMode::Fingerprint(crate::tls::Fingerprint::of(b"x")),
+            timeout: Duration::from_secs(5),
+        };
+        GateEndpoint {
+            cluster: name.into(),
+            endpoint: cluster.endpoint.clone(),
+            upstream: Upstream::new(&cluster).unwrap(),
+        }
+    }
+
+    #[test]
+    fn gate_routes_to_the_matching_endpoint_and_denies_the_rest() {
+        let gate = Gate::new(vec![
+            endpoint("a", "https://10.0.0.1:8006"),
+            endpoint("b", "https://pve-b:8006"),
+        ]);
+        let get: &[Method] = &[Method::GET];
+        let check = |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), get);
+        assert_eq!(
+            check(Method::GET, "https://10.0.0.1:8006/api2/json/version"),
+            Ok(0)
+        );
+        assert_eq!(
+            check(Method::GET, "https://PVE-B:8006/api2/json/nodes"),
+            Ok(1)
+        );
+        assert_eq!(
+            check(Method::POST, "https://10.0.0.1:8006/api2/json/version"),
+            Err(Denial::Method)
+        );
+        assert_eq!(
+            check(Method::DELETE, "https://pve-b:8006/api2/json/nodes/x"),
+            Err(Denial::Method)
+        );
+        assert_eq!(
+            check(Method::GET, "https://10.0.0.1:8007/api2/json/version"),
+            Err(Denial::Authority)
+        );
+        assert_eq!(
+            check(Method::GET, "http://10.0.0.1:8006/api2/json/version"),
+            Err(Denial::Authority)
+        );
+        assert_eq!(
+            check(Method::GET, "https://10.0.0.2:8006/api2/json/version"),
+            Err(Denial::Authority)
+        );
+        assert!(matches!(
+            check(Method::GET, "https://10.0.0.1:8006/api2/extjs/version"),
+            Err(Denial::Path(_))
+        ));
+        assert!(matches!(
+            check(Method::GET, "https://10.0.0.1:8006/api2/json/%2e%2e/x"),
+            Err(Denial::Path(_))
+        ));
+        // A method outside the allowed set is denied even for a valid target.
+        let none: &[Method] = &[];
+        assert_eq!(
+            gate.check(
+                &Method::GET,
+                &"https://10.0.0.1:8006/api2/json/version".parse().unwrap(),
+                none
+            ),
+            Err(Denial::Method)
+        );
+    }
+}

@@ -3,8 +3,11 @@
 use tracing_subscriber::EnvFilter;
 
 /// Sets up logging. `verbosity` counts `-v` flags; `RUST_LOG` overrides.
-pub fn init(verbosity: u8) {
+/// Interactive commands (`quiet`) log only warnings by default, so their
+/// output is not buried; a server logs each call.
+pub fn init(verbosity: u8, quiet: bool) {
     let default = match verbosity {
+        0 if quiet => "warn",
         0 => "warn,pve_mcp=info",
         1 => "info,pve_mcp=debug",
         _ => "debug,pve_mcp=trace",

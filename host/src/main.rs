@@ -7,7 +7,7 @@ use pve_mcp::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    pve_mcp::logging::init(cli.global.verbose);
+    pve_mcp::logging::init(cli.global.verbose, !matches!(cli.command, Command::Serve));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -499,3 +499,59 @@ impl Drop for EpochTicker {
         self.stop.store(true, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded component must import nothing beyond the world in
+    /// wit/pve-tools.wit (and the types those interfaces pull in), so a
+    /// gateway that links exactly the world can host it.
+    #[test]
+    fn embedded_component_imports_only_what_the_world_declares() {
+        let wit = include_str!("../../wit/pve-tools.wit");
+        let mut allowed: Vec<String> = wit
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("import "))
+            .map(|l| l.trim_end_matches(';').to_string())
+            .collect();
+        for implied in [
+            "wasi:io/error",
+            "wasi:io/poll",
+            "wasi:io/streams",
+            "wasi:http/types",
+            "wasi:filesystem/types",
+        ] {
+            allowed.push(format!("{implied}@0.2.12"));
+        }
+        let engine = Engine::default();
+        let component = wasmtime::component::Component::new(&engine, crate::GUEST_WASM).unwrap();
+        let imports: Vec<String> = component
+            .component_type()
+            .imports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        assert!(
+            imports
+                .iter()
+                .any(|i| i.starts_with("wasi:http/outgoing-handler")),
+            "{imports:?}"
+        );
+        for import in &imports {
+            assert!(
+                allowed.contains(import),
+                "the component imports {import}, which the world does not declare"
+            );
+        }
+    }
+
+    #[test]
+    fn panic_messages_keep_location_and_text() {
+        let log = "thread '<unnamed>' (1) panicked at src/x.rs:5:9:\nboom here\nnote: run with RUST_BACKTRACE";
+        assert_eq!(
+            panic_message(log).unwrap(),
+            "panicked at src/x.rs:5:9: boom here"
+        );
+        assert_eq!(panic_message("nothing"), None);
+    }
+}

@@ -1,28 +1,55 @@
 //! The host's HTTPS client to one Proxmox cluster: pooled keep-alive
 //! connections, the cluster's TLS settings, and its credentials.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response};
-use http_body_util::Full;
+use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use crate::config::{Auth, Cluster};
+use crate::secret::Secret;
 use crate::tls::{self, FingerprintMismatch, TlsMode};
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
-/// A pooled client for one cluster, holding the header that authenticates
-/// to it. The header never leaves this type except onto the wire.
+/// A pooled client for one cluster, holding what authenticates to it. The
+/// credentials never leave this type except onto the wire.
 pub struct Upstream {
     client: Client<Connector, Full<Bytes>>,
-    authorization: HeaderValue,
+    credentials: Credentials,
     timeout: Duration,
 }
+
+enum Credentials {
+    /// `Authorization: PVEAPIToken=...`, marked sensitive.
+    Token(HeaderValue),
+    /// A ticket obtained by logging in, kept and renewed here.
+    Ticket(Box<TicketLogin>),
+}
+
+struct TicketLogin {
+    username: String,
+    password: Secret,
+    lifetime: Duration,
+    login_uri: Uri,
+    current: tokio::sync::Mutex<Option<Ticket>>,
+}
+
+#[derive(Clone)]
+struct Ticket {
+    cookie: HeaderValue,
+    csrf: HeaderValue,
+    obtained: Instant,
+}
+
+/// A login answer Proxmox refused; it goes back to the guest as the
+/// response to its own request, so the agent sees PVE's status and reason.
+type Refusal = Response<Incoming>;
 
 /// Why an upstream request failed before a response arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,37 +92,185 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(16)
             .build(connector);
-        let Auth::Token { id, secret } = &cluster.auth;
-        let mut authorization =
-            HeaderValue::try_from(format!("PVEAPIToken={id}={}", secret.expose())).map_err(
-                |_| {
+        let credentials = match &cluster.auth {
+            Auth::Token { id, secret } => {
+                let mut header = HeaderValue::try_from(format!(
+                    "PVEAPIToken={id}={}",
+                    secret.expose()
+                ))
+                .map_err(|_| {
                     anyhow::anyhow!(
                         "the API token id or secret has characters not allowed in an HTTP header"
                     )
-                },
-            )?;
-        authorization.set_sensitive(true);
+                })?;
+                header.set_sensitive(true);
+                Credentials::Token(header)
+            }
+            Auth::Password {
+                username,
+                password,
+                ticket_lifetime,
+            } => Credentials::Ticket(Box::new(TicketLogin {
+                username: username.clone(),
+                password: password.clone(),
+                lifetime: *ticket_lifetime,
+                login_uri: format!("{}/api2/json/access/ticket", cluster.endpoint.base_url())
+                    .parse()?,
+                current: tokio::sync::Mutex::new(None),
+            })),
+        };
         Ok(Upstream {
             client,
-            authorization,
+            credentials,
             timeout: cluster.timeout,
         })
     }
 
-    /// Sends a request with the cluster's credentials added.
+    /// Sends a request with the cluster's credentials added. With a ticket,
+    /// it logs in first when needed, renews a ticket past three quarters of
+    /// its life, and logs in again once if Proxmox answers 401.
     pub async fn send(
         &self,
-        mut request: Request<Full<Bytes>>,
+        request: Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, UpstreamFailure> {
-        request
-            .headers_mut()
-            .insert(http::header::AUTHORIZATION, self.authorization.clone());
+        match &self.credentials {
+            Credentials::Token(header) => {
+                let mut request = request;
+                request
+                    .headers_mut()
+                    .insert(http::header::AUTHORIZATION, header.clone());
+                self.round_trip(request).await
+            }
+            Credentials::Ticket(login) => {
+                let (parts, body) = request.into_parts();
+                let ticket = match self.ticket(login, false).await? {
+                    Ok(t) => t,
+                    Err(refusal) => return Ok(refusal),
+                };
+                let response = self
+                    .round_trip(with_ticket(&parts, body.clone(), &ticket))
+                    .await?;
+                if response.status() != StatusCode::UNAUTHORIZED {
+                    return Ok(response);
+                }
+                tracing::info!(user = %login.username, "Proxmox rejected the ticket; logging in again");
+                let ticket = match self.ticket(login, true).await? {
+                    Ok(t) => t,
+                    Err(refusal) => return Ok(refusal),
+                };
+                self.round_trip(with_ticket(&parts, body, &ticket)).await
+            }
+        }
+    }
+
+    async fn round_trip(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, UpstreamFailure> {
         match tokio::time::timeout(self.timeout, self.client.request(request)).await {
             Err(_) => Err(UpstreamFailure::Timeout),
             Ok(Ok(response)) => Ok(response),
             Ok(Err(e)) => Err(classify(&e)),
         }
     }
+
+    /// The current ticket, logging in when there is none, when it is past
+    /// three quarters of its life, or when `force`d after a 401. Concurrent
+    /// calls wait for one login rather than each logging in.
+    async fn ticket(
+        &self,
+        login: &TicketLogin,
+        force: bool,
+    ) -> Result<Result<Ticket, Refusal>, UpstreamFailure> {
+        let mut current = login.current.lock().await;
+        if let Some(ticket) = current.as_ref()
+            && !force
+            && ticket.obtained.elapsed() < login.lifetime * 3 / 4
+        {
+            return Ok(Ok(ticket.clone()));
+        }
+        let form = format!(
+            "username={}&password={}",
+            form_encode(&login.username),
+            form_encode(login.password.expose())
+        );
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(login.login_uri.clone())
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(Full::new(Bytes::from(form)))
+            .map_err(|e| UpstreamFailure::Other(e.to_string()))?;
+        let response = self.round_trip(request).await?;
+        if !response.status().is_success() {
+            tracing::warn!(user = %login.username, status = %response.status(), "Proxmox login failed");
+            *current = None;
+            return Ok(Err(response));
+        }
+        let body = Limited::new(response.into_body(), 256 << 10)
+            .collect()
+            .await
+            .map_err(|e| UpstreamFailure::Other(format!("reading the login answer: {e}")))?
+            .to_bytes();
+        let ticket = parse_login(&body).map_err(UpstreamFailure::Other)?;
+        tracing::debug!(user = %login.username, renewed = current.is_some(), "logged in to Proxmox");
+        *current = Some(ticket.clone());
+        Ok(Ok(ticket))
+    }
+}
+
+/// Rebuilds a request with the ticket cookie and, for writes, the CSRF
+/// token Proxmox requires with a ticket.
+fn with_ticket(
+    parts: &http::request::Parts,
+    body: Full<Bytes>,
+    ticket: &Ticket,
+) -> Request<Full<Bytes>> {
+    let mut request = Request::new(body);
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = parts.uri.clone();
+    *request.headers_mut() = parts.headers.clone();
+    request
+        .headers_mut()
+        .insert(http::header::COOKIE, ticket.cookie.clone());
+    if parts.method != Method::GET && parts.method != Method::HEAD {
+        request
+            .headers_mut()
+            .insert("csrfpreventiontoken", ticket.csrf.clone());
+    }
+    request
+}
+
+fn form_encode(value: &str) -> String {
+    percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn parse_login(body: &[u8]) -> Result<Ticket, String> {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| format!("Proxmox's login answer is not JSON: {e}"))?;
+    let data = &value["data"];
+    let (Some(ticket), Some(csrf)) = (
+        data["ticket"].as_str(),
+        data["CSRFPreventionToken"].as_str(),
+    ) else {
+        return Err(
+            "Proxmox's login answer has no ticket (is two-factor authentication on for this user? use an API token)"
+                .into(),
+        );
+    };
+    let mut cookie = HeaderValue::try_from(format!("PVEAuthCookie={}", form_encode(ticket)))
+        .map_err(|_| "Proxmox's ticket is not a valid header value".to_string())?;
+    cookie.set_sensitive(true);
+    let mut csrf = HeaderValue::try_from(csrf)
+        .map_err(|_| "Proxmox's CSRF token is not a valid header value".to_string())?;
+    csrf.set_sensitive(true);
+    Ok(Ticket {
+        cookie,
+        csrf,
+        obtained: Instant::now(),
+    })
 }
 
 /// Finds the most specific cause in an error chain: a pin mismatch or other

@@ -1,0 +1,34 @@
+# Everyday recipes. `just --list` shows them.
+
+# Build the pve-mcp binary (release); the tool component is built and embedded by host/build.rs.
+build:
+    cargo build --release -p pve-mcp
+
+# Build only the wasm32-wasip2 tool component (and the hostile test component).
+guest:
+    cargo build --release --target wasm32-wasip2 -p pve-mcp-guest -p pve-mcp-hostile --features pve-mcp-hostile/sockets
+
+# Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
+test:
+    cargo test --workspace
+
+# Try pve-mcp on the embedded simulated cluster.
+demo:
+    cargo run --release -p pve-mcp -- demo
+
+# Formatting and lints, as CI runs them.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Latency, start-up and memory benchmark against the simulator (numbers go in the README).
+bench:
+    cargo bench -p pve-mcp --bench stdio
+
+# Run the Proxmox simulator on its own (prints URL, CA file and token).
+sim *ARGS:
+    cargo run --release -p pve-sim -- {{ARGS}}
+
+# What CI runs, from this tree.
+ci:
+    bash .ci/run
