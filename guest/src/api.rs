@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::cluster::Endpoint;
 use crate::error::ToolError;
 use crate::path::ApiPath;
 use crate::upstream::{self, REASON_HEADER, Request};
@@ -23,6 +24,25 @@ pub const MAX_BODY: usize = 32 * 1024 * 1024;
 pub trait Pve {
     /// `GET /api2/json{path}`; returns the envelope's `data`.
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError>;
+
+    /// Like [`Pve::get`], plus the envelope's `total` (sent by paged
+    /// endpoints such as `/nodes/{node}/tasks` and `.../tasks/{upid}/log`)
+    /// when there is one.
+    fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
+        Ok((self.get(path)?, None))
+    }
+
+    /// Every cluster the host lets this call reach, default first (names and
+    /// base URLs only; the component never holds credentials). Makes no
+    /// request.
+    fn endpoints(&self) -> &[Endpoint] {
+        &[]
+    }
+
+    /// The index in [`Pve::endpoints`] of the cluster this client talks to.
+    fn selected(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Decodes a complete response: 2xx with a JSON envelope gives its `data`,
@@ -33,6 +53,16 @@ pub fn decode_response(
     reason_header: Option<&str>,
     body: &[u8],
 ) -> Result<Value, ToolError> {
+    decode_envelope(req, status, reason_header, body).map(|(data, _)| data)
+}
+
+/// Like [`decode_response`], also returning the envelope's `total`.
+pub fn decode_envelope(
+    req: Request<'_>,
+    status: u16,
+    reason_header: Option<&str>,
+    body: &[u8],
+) -> Result<(Value, Option<u64>), ToolError> {
     if !(200..300).contains(&status) {
         return Err(upstream::http_error(req, status, reason_header, body));
     }
@@ -46,7 +76,7 @@ pub fn decode_response(
     })?;
     match value {
         Value::Object(mut envelope) => match envelope.remove("data") {
-            Some(data) => Ok(data),
+            Some(data) => Ok((data, crate::json::uint(envelope.get("total")))),
             None => Err(upstream::bad_body(
                 req,
                 status,
@@ -68,6 +98,8 @@ pub fn decode_response(
 #[derive(Debug, Clone)]
 pub struct Client {
     base_url: Option<String>,
+    endpoints: Vec<Endpoint>,
+    selected: Option<usize>,
 }
 
 impl Client {
@@ -77,6 +109,22 @@ impl Client {
     pub fn new(base_url: Option<&str>) -> Self {
         Client {
             base_url: base_url.map(|b| b.trim_end_matches('/').to_owned()),
+            endpoints: Vec::new(),
+            selected: None,
+        }
+    }
+
+    /// A client for `endpoints[selected]` that also knows the other
+    /// endpoints (for `pve_list_clusters`); `selected` comes from
+    /// [`crate::cluster::select`].
+    pub fn for_call(endpoints: Vec<Endpoint>, selected: Option<usize>) -> Self {
+        let base_url = selected
+            .and_then(|i| endpoints.get(i))
+            .map(|e| e.base_url.as_str());
+        Client {
+            base_url: base_url.map(|b| b.trim_end_matches('/').to_owned()),
+            selected: selected.filter(|i| *i < endpoints.len()),
+            endpoints,
         }
     }
 
@@ -87,7 +135,19 @@ impl Client {
 }
 
 impl Pve for Client {
+    fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    fn selected(&self) -> Option<usize> {
+        self.selected
+    }
+
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
+        self.get_with_total(path).map(|(data, _)| data)
+    }
+
+    fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
         let (Some(base_url), Some(url)) = (self.base_url.as_deref(), self.url(path)) else {
             return Err(ToolError::Internal(
                 "the host passed no Proxmox endpoint in the call context; it must pass at \
@@ -123,7 +183,7 @@ impl Pve for Client {
                 .get(REASON_HEADER)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
             let body = read_body(response.into_body(), req).await?;
-            decode_response(req, status, reason.as_deref(), &body)
+            decode_envelope(req, status, reason.as_deref(), &body)
         })
     }
 }
@@ -186,6 +246,10 @@ pub mod fake {
         pub answers: HashMap<String, Result<Value, ToolError>>,
         /// Every path requested, in order.
         pub requests: Vec<String>,
+        /// What [`Pve::endpoints`] reports.
+        pub endpoints: Vec<Endpoint>,
+        /// Envelope `total`s by path with query, for [`Pve::get_with_total`].
+        pub totals: HashMap<String, u64>,
     }
 
     impl FakePve {
@@ -193,6 +257,12 @@ pub mod fake {
         pub fn with(mut self, path: &str, data: Value) -> Self {
             self.answers.insert(path.to_owned(), Ok(data));
             self
+        }
+
+        /// Adds a canned `data` value and envelope `total` for a path.
+        pub fn with_total(mut self, path: &str, data: Value, total: u64) -> Self {
+            self.totals.insert(path.to_owned(), total);
+            self.with(path, data)
         }
 
         /// Adds a canned error for a path.
@@ -203,6 +273,14 @@ pub mod fake {
     }
 
     impl Pve for FakePve {
+        fn endpoints(&self) -> &[Endpoint] {
+            &self.endpoints
+        }
+
+        fn selected(&self) -> Option<usize> {
+            (!self.endpoints.is_empty()).then_some(0)
+        }
+
         fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
             let key = path.to_path_and_query();
             self.requests.push(key.clone());
@@ -210,6 +288,11 @@ pub mod fake {
                 .get(&key)
                 .cloned()
                 .unwrap_or_else(|| panic!("unexpected request {key}"))
+        }
+
+        fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
+            let total = self.totals.get(&path.to_path_and_query()).copied();
+            Ok((self.get(path)?, total))
         }
     }
 }
@@ -231,6 +314,10 @@ mod tests {
         assert_eq!(v, json!({"version": "8.4.1"}));
         let v = decode_response(REQ, 200, None, br#"{"data":null}"#).unwrap();
         assert_eq!(v, Value::Null);
+        let (v, total) = decode_envelope(REQ, 200, None, br#"{"data":[],"total":42}"#).unwrap();
+        assert_eq!((v, total), (json!([]), Some(42)));
+        let (_, total) = decode_envelope(REQ, 200, None, br#"{"data":[]}"#).unwrap();
+        assert_eq!(total, None);
     }
 
     #[test]

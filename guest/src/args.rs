@@ -134,6 +134,18 @@ impl Args {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
+    /// The raw value of `key` (`null` counts as absent), for tools that
+    /// validate an argument shape `Args` has no reader for.
+    pub fn raw(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+
+    /// Removes `key` and returns its value; the registry uses it to take
+    /// the `cluster` argument out before a tool runs.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key)
+    }
+
     /// An optional integer within `min..=max`. `example` is shown in the
     /// message when the value has the wrong JSON type.
     pub fn integer(

@@ -14,15 +14,21 @@
 //! - [`upstream`]: Proxmox and transport errors → actionable messages,
 //! - [`resources`], [`resolve`]: guests from `/cluster/resources`, vmid →
 //!   node and type,
-//! - [`path`], [`schema`], [`json`], [`format`], [`error`]: helpers.
+//! - [`cluster`]: the `cluster` argument every tool takes → which
+//!   `call-context` endpoint to use,
+//! - [`paging`]: `limit`/`offset` and page facts for list tools,
+//! - [`path`], [`schema`], [`json`], [`format`], [`fetch`], [`error`]: helpers.
 
 #![warn(missing_docs)]
 
 pub mod api;
 pub mod args;
+pub mod cluster;
 pub mod error;
+pub mod fetch;
 pub mod format;
 pub mod json;
+pub mod paging;
 pub mod path;
 pub mod resolve;
 pub mod resources;
@@ -82,8 +88,8 @@ impl wit::Guest for Component {
                 name: t.name.to_owned(),
                 title: t.title.to_owned(),
                 description: t.description.to_owned(),
-                input_schema: (t.input_schema)().to_string(),
-                output_schema: Some((t.output_schema)().to_string()),
+                input_schema: t.full_input_schema().to_string(),
+                output_schema: Some(t.full_output_schema().to_string()),
                 annotations: wit::Annotations {
                     read_only: t.annotations.read_only,
                     destructive: t.annotations.destructive,
@@ -100,12 +106,25 @@ impl wit::Guest for Component {
         arguments: String,
     ) -> Result<wit::ToolOutput, wit::ToolError> {
         let tool = tools::find(&name).map_err(into_wit)?;
-        // The first endpoint is the default; there is no per-call choice
-        // of cluster yet. The client sends nothing until a tool asks, and
-        // tools validate their arguments before they ask, so bad arguments
-        // are reported even if the host sent no endpoint.
-        let mut client = api::Client::new(ctx.endpoints.first().map(|e| e.base_url.as_str()));
-        let out = tool.call(&mut client, &arguments).map_err(into_wit)?;
+        // The registry takes `cluster` out of the arguments; it names one
+        // of the endpoints, the first being the default. The client sends
+        // nothing until a tool asks, and tools validate their arguments
+        // before they ask, so bad arguments are reported even if the host
+        // sent no endpoint.
+        let parsed = tool.parse(&arguments).map_err(into_wit)?;
+        let endpoints: Vec<cluster::Endpoint> = ctx
+            .endpoints
+            .into_iter()
+            .map(|e| cluster::Endpoint {
+                name: e.name,
+                base_url: e.base_url,
+            })
+            .collect();
+        let selected = cluster::select(&endpoints, parsed.cluster.as_deref()).map_err(into_wit)?;
+        let name = selected.map(|i| endpoints[i].name.clone());
+        let mut client = api::Client::for_call(endpoints, selected);
+        let out = (tool.run)(&mut client, &parsed.args).map_err(into_wit)?;
+        let out = tools::with_cluster(out, name.as_deref());
         Ok(wit::ToolOutput {
             structured: out.structured.to_string(),
             summary: out.summary,

@@ -110,7 +110,9 @@ pub fn http_error(
         401 => format!(
             "Authentication failed: Proxmox rejected the API token ({said}). Check the token id \
              (form user@realm!tokenname) and its secret in the pve-mcp configuration, and that \
-             the token has not expired or been deleted (pveum user token list <user@realm>)."
+             the token has not expired or been deleted (pveum user token list <user@realm>). \
+             With user and password login, check PVE_USERNAME (user@realm) and PVE_PASSWORD, \
+             and that two-factor authentication is off for that user."
         ),
         403 => forbidden(&message, &said),
         500 if (lower.contains("configuration file") && lower.contains("does not exist"))

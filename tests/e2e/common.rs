@@ -24,6 +24,29 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_pve-mcp");
 /// The hostile component, built by the host's build script.
 pub const HOSTILE_WASM: &str = env!("PVE_MCP_HOSTILE_WASM_PATH");
 
+/// The full tool catalog, as `tools/list` must report it.
+pub const CATALOG: &[&str] = &[
+    "pve_list_vms",
+    "pve_get_vm_status",
+    "pve_list_clusters",
+    "pve_get_version",
+    "pve_get_cluster_status",
+    "pve_list_nodes",
+    "pve_get_node_metrics",
+    "pve_list_resources",
+    "pve_get_vm_config",
+    "pve_list_storage",
+    "pve_list_backups",
+    "pve_get_task_status",
+    "pve_list_snapshots",
+    "pve_list_tasks",
+    "pve_get_task_log",
+    "pve_get_vm_metrics",
+    "pve_get_vm_ips",
+    "pve_list_ha",
+    "pve_check_permissions",
+];
+
 /// Every test gets this long before it is failed, so a hang is a failure
 /// with a message rather than a stuck CI run.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -62,6 +85,9 @@ pub fn assert_no_schema_violations(sim: &Simulator) {
 /// How the server under test is configured.
 #[derive(Clone)]
 pub struct Opts {
+    /// Describe the default cluster through the environment (the
+    /// reference server's way); off when a config file lists the clusters.
+    pub env_cluster: bool,
     pub token_id: String,
     pub token_secret: String,
     pub tls: Tls,
@@ -81,6 +107,7 @@ pub enum Tls {
 impl Default for Opts {
     fn default() -> Self {
         Opts {
+            env_cluster: true,
             token_id: ADMIN_TOKEN_ID.into(),
             token_secret: ADMIN_TOKEN_SECRET.into(),
             tls: Tls::CaFile,
@@ -123,10 +150,14 @@ pub fn command(sim: &Simulator, opts: &Opts, dir: &Path, args: &[&str]) -> tokio
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", dir)
-        .env("PVE_MCP_CACHE_DIR", cache_dir())
-        .env("PVE_BASE_URL", sim.base_url())
-        .env("PVE_API_TOKEN_ID", &opts.token_id)
-        .env("PVE_API_TOKEN_SECRET", &opts.token_secret);
+        .env("PVE_MCP_CACHE_DIR", cache_dir());
+    if opts.env_cluster {
+        cmd.env("PVE_BASE_URL", sim.base_url());
+        if !opts.token_id.is_empty() {
+            cmd.env("PVE_API_TOKEN_ID", &opts.token_id)
+                .env("PVE_API_TOKEN_SECRET", &opts.token_secret);
+        }
+    }
     match &opts.tls {
         Tls::CaFile => {
             let ca = dir.join("pve-root-ca.pem");

@@ -3,6 +3,7 @@
 //! every request the guest makes.
 
 mod cli;
+mod clusters;
 mod common;
 mod errors;
 mod hostile;
@@ -10,6 +11,7 @@ mod interop;
 mod list_vms;
 mod protocol;
 mod secrets;
+mod tickets;
 mod tls;
 mod tools_list;
 mod vm_status;

@@ -3,13 +3,21 @@
 use crate::common::*;
 
 #[tokio::test]
-async fn both_tools_are_listed_with_schemas_and_read_only_annotations() {
+async fn every_tool_is_listed_with_schemas_and_read_only_annotations() {
     within(async {
         let sim = simulator().await;
         let server = Server::start(&sim, Opts::default()).await;
         let tools = server.client.list_all_tools().await.expect("tools/list");
-        let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
-        assert_eq!(names, ["pve_list_vms", "pve_get_vm_status"]);
+        let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(
+            names[..2],
+            ["pve_list_vms", "pve_get_vm_status"],
+            "the two core tools come first"
+        );
+        names.sort();
+        let mut expected: Vec<_> = CATALOG.iter().map(|s| s.to_string()).collect();
+        expected.sort();
+        assert_eq!(names, expected);
         for tool in &tools {
             let input = tool.input_schema.as_ref();
             assert_eq!(input["type"], "object", "{}", tool.name);
@@ -27,8 +35,26 @@ async fn both_tools_are_listed_with_schemas_and_read_only_annotations() {
             assert_eq!(a.destructive_hint, Some(false), "{}", tool.name);
             assert_eq!(a.idempotent_hint, Some(true), "{}", tool.name);
             assert_eq!(a.open_world_hint, Some(true), "{}", tool.name);
+            // Every tool can be pointed at any configured cluster, and says
+            // which one answered.
+            assert_eq!(
+                input["properties"]["cluster"]["type"], "string",
+                "{}",
+                tool.name
+            );
+            assert!(
+                output["required"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&serde_json::json!("cluster")),
+                "{}",
+                tool.name
+            );
         }
-        let status = &tools[1];
+        let status = tools
+            .iter()
+            .find(|t| t.name == "pve_get_vm_status")
+            .unwrap();
         let props = status.input_schema["properties"].as_object().unwrap();
         assert_eq!(props["vmid"]["minimum"], 100);
         assert_eq!(props["vmid"]["maximum"], 999_999_999);

@@ -552,7 +552,7 @@ mod tests {
             ),
             (
                 r#"{"foo": 1}"#,
-                "foo: unknown argument; valid arguments are limit, name, node, status, tag, vm_type",
+                "foo: unknown argument; valid arguments are cluster, limit, name, node, status, tag, vm_type",
             ),
         ] {
             let e = TOOL.call(&mut pve, args).unwrap_err();

@@ -598,7 +598,7 @@ mod tests {
             ),
             (
                 r#"{"vmid": 101, "foo": 1}"#,
-                "foo: unknown argument; valid arguments are node, vm_type, vmid",
+                "foo: unknown argument; valid arguments are cluster, node, vm_type, vmid",
             ),
         ] {
             let e = TOOL.call(&mut pve, args).unwrap_err();

@@ -125,6 +125,8 @@ pub(crate) enum Reply {
     /// `{"data": <raw>}` where `raw` is already-serialised JSON (used for big
     /// cached lists).
     RawData(Bytes),
+    /// `{"data": value, "total": n}`; PVE sets `total` only when truthy.
+    DataTotal(Value, u64),
 }
 
 impl Reply {
@@ -133,6 +135,14 @@ impl Reply {
             Reply::Data(v) => {
                 let mut obj = serde_json::Map::new();
                 obj.insert("data".into(), v);
+                Bytes::from(Value::Object(obj).to_string())
+            }
+            Reply::DataTotal(v, total) => {
+                let mut obj = serde_json::Map::new();
+                obj.insert("data".into(), v);
+                if total > 0 {
+                    obj.insert("total".into(), total.into());
+                }
                 Bytes::from(Value::Object(obj).to_string())
             }
             Reply::RawData(raw) => {

@@ -35,6 +35,44 @@
 //! large scenario adds guests `1000..` named `load-vm-NNNNN` /
 //! `load-ct-NNNNN` round-robin over the three nodes.
 //!
+//! # Read-catalog seed data (standard cluster)
+//!
+//! - **Config**: qemu `memory` is a string, `agent` is `"1"` (100, 102,
+//!   103, 110, 900); 101 has `virtio0`/`virtio1`, `net0`/`net1` and a
+//!   multi-line `description`; 102 is `win11` with OVMF; 900 is the
+//!   cloud-init template (`ciuser: ubuntu`, `cipassword: "**********"`,
+//!   URI-escaped `sshkeys`); 103 has `lock: backup`; 200 and 900 have
+//!   `template: 1`. Guests with snapshots carry `parent`.
+//! - **Snapshots**: 100 has `pre_upgrade` → `post_upgrade` → `kernel_617`
+//!   (current's parent, vmstate 1) plus the branch `test_branch` (parent
+//!   `pre_upgrade`, vmstate 1); 106 (lxc) has `before_bind_update`; the
+//!   others have only `current`.
+//! - **Storage**: `local` (dir; backup,iso,vztmpl), `local-lvm` (lvmthin;
+//!   images,rootdir), `nfs-backup` (nfs, shared; backup). `nfs-backup` holds
+//!   9 backups: 100 ×3 (newest with notes), 101 ×2, 106 ×2, 107 ×1
+//!   (protected, notes), 103 ×1. `local` on pve1: 104 (protected), 108, an
+//!   ISO and a CT template; on pve2: 110 and an ISO. `local-lvm` lists the
+//!   guests' disks.
+//! - **Agent** (`network-get-interfaces`): 100 answers (`lo`, `eth0` with
+//!   `10.0.0.100/24`); 101/104 → `No QEMU guest agent configured`; 110 and
+//!   900 → `VM <id> is not running`; 102 (paused) and 103 (hung agent) →
+//!   `QEMU guest agent is not running`. LXC `interfaces`: running CTs 106
+//!   (`10.0.0.106/24`), 107; stopped 108/200 → `CT <id> not running`.
+//!   Guest IPv4 is `10.0.<vmid/250>.<vmid%250>`.
+//! - **Tasks** (newest first; node lists need Sys.Audit or ownership):
+//!   pve1 has 7 finished tasks, among them [`LONG_LOG_UPID`] (vzdump, OK,
+//!   413 log lines), `qmstart 100` by `root@pam!mcp` (OK), `qmstart 104`
+//!   (`start failed: QEMU exited with code 1`) and `aptupdate`
+//!   (`WARNINGS: 2`); pve2 has a vzdump with `WARNINGS: 2`, `qmshutdown
+//!   103` failing with `VM 103 qmp command 'guest-ping' failed - got
+//!   timeout`, `qmstart 107`, and a RUNNING `vzdump 103`; pve3 one old
+//!   task (only in `/cluster/tasks`). The large scenario adds 5,000 tasks
+//!   on pve1/pve2 and one backup per generated guest (up to 5,000).
+//! - **HA**: `vm:100`, `vm:103` (group `prod-ha`) and `ct:106`, all
+//!   `started`; master and LRMs on pve1/pve2, pve3's LRM is dead.
+//! - **Permissions**: root tokens/tickets hold every privilege; the
+//!   auditor holds `VM.Audit` on [`AUDITOR_VISIBLE_VMIDS`] only.
+//!
 //! # Deviations from real PVE
 //!
 //! - Ticket signatures are HMAC-SHA256 with a per-run key, not RSA; keys are
@@ -43,6 +81,10 @@
 //! - No gzip, no 3-second delay on 401, 431 instead of a silent drop for
 //!   oversized headers, only the `json` format under `/api2`.
 //! - Counters are static: uptimes and traffic do not advance.
+//! - Config digests are 40 hex digits of a SHA-256 of the rendered config
+//!   (PVE: SHA-1 of the file). RRD series are synthetic but aligned to the
+//!   current time (hour: 60 × 60 s; day/week/month/year: 70 × 30 min / 3 h
+//!   / 12 h / 1 week; decade for nodes: 70 × 8 weeks).
 //!
 //! # Example
 //!
@@ -79,7 +121,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use seed::AUDITOR_VISIBLE_VMIDS;
+pub use seed::{AUDITOR_VISIBLE_VMIDS, LONG_LOG_UPID};
 
 /// Fixed API tokens the simulator accepts (it is a simulator: these are fake
 /// secrets and safe to print).
@@ -98,6 +140,27 @@ pub mod tokens {
     pub const TICKET_USER: &str = "root@pam";
     /// Password of [`TICKET_USER`].
     pub const TICKET_PASSWORD: &str = "demo-password";
+    /// The only API token of the secondary cluster
+    /// ([`crate::ClusterFlavor::Secondary`]); unknown to the primary.
+    pub const LAB_TOKEN_ID: &str = "root@pam!lab";
+    /// Secret of [`LAB_TOKEN_ID`].
+    pub const LAB_TOKEN_SECRET: &str = "3c2b1a09-8f7e-4d6c-b5a4-93827160fedc";
+    /// Password of [`TICKET_USER`] on the secondary cluster.
+    pub const LAB_TICKET_PASSWORD: &str = "lab-password";
+}
+
+/// Which simulated installation to serve.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ClusterFlavor {
+    /// `demo-cluster` with `pve1`..`pve3` (see the crate documentation).
+    #[default]
+    Primary,
+    /// A standalone node `lab1` (no corosync cluster: `/cluster/status`
+    /// has only the node's own entry, no HA) with guests 300-303 and its own
+    /// credentials ([`tokens::LAB_TOKEN_ID`], [`tokens::LAB_TICKET_PASSWORD`]).
+    /// The primary's tokens and tickets get 401 here, and vice versa.
+    /// Ignores [`Scenario::Large`].
+    Secondary,
 }
 
 /// Which cluster the simulator starts with.
@@ -134,6 +197,8 @@ pub struct SimConfig {
     /// How long a ticket from `POST /access/ticket` (and its CSRF token)
     /// stays valid. PVE uses two hours; tests may shorten it.
     pub ticket_lifetime: Duration,
+    /// Which installation to simulate (default: the primary cluster).
+    pub cluster: ClusterFlavor,
 }
 
 impl Default for SimConfig {
@@ -143,6 +208,7 @@ impl Default for SimConfig {
             schema_path: None,
             message_in_body: true,
             ticket_lifetime: Duration::from_secs(2 * 3600),
+            cluster: ClusterFlavor::Primary,
         }
     }
 }
@@ -288,6 +354,15 @@ impl Simulator {
     /// [`clear_requests`]: Simulator::clear_requests
     pub fn requests(&self) -> Vec<LoggedRequest> {
         self.handle.shared.log.snapshot()
+    }
+
+    /// Successful `POST /access/ticket` calls (password logins and ticket
+    /// renewals) since start; not reset by [`Simulator::clear_requests`].
+    pub fn login_count(&self) -> usize {
+        self.handle
+            .shared
+            .logins
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Forgets the logged requests.

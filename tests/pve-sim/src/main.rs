@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use pve_sim::{Scenario, SimConfig, Simulator, tokens};
+use pve_sim::{ClusterFlavor, Scenario, SimConfig, Simulator, tokens};
 
 /// Serve a simulated Proxmox VE cluster API on 127.0.0.1 until Ctrl-C.
 #[derive(Parser, Debug)]
@@ -26,6 +26,10 @@ struct Args {
     /// Old-style error bodies without "message" (PVE < 8.3).
     #[arg(long)]
     no_message: bool,
+    /// Serve the secondary installation (standalone node `lab1`, guests
+    /// 300-303, its own token and password) instead of `demo-cluster`.
+    #[arg(long)]
+    secondary: bool,
 }
 
 #[tokio::main]
@@ -45,6 +49,11 @@ async fn main() -> anyhow::Result<()> {
         },
         schema_path: args.schema,
         message_in_body: !args.no_message,
+        cluster: if args.secondary {
+            ClusterFlavor::Secondary
+        } else {
+            ClusterFlavor::Primary
+        },
         ..SimConfig::default()
     };
     let sim = Simulator::start_on(cfg, args.port).await?;
@@ -58,21 +67,34 @@ async fn main() -> anyhow::Result<()> {
     println!("  API base:      {}/api2/json", sim.base_url());
     println!("  CA file:       {}", ca_path.display());
     println!("  fingerprint:   {}", sim.leaf_fingerprint());
-    println!(
-        "  admin token:   PVEAPIToken={}={}",
-        tokens::ADMIN_TOKEN_ID,
-        tokens::ADMIN_TOKEN_SECRET
-    );
-    println!(
-        "  auditor token: PVEAPIToken={}={}",
-        tokens::AUDITOR_TOKEN_ID,
-        tokens::AUDITOR_TOKEN_SECRET
-    );
-    println!(
-        "  ticket login:  {} / {}",
-        tokens::TICKET_USER,
-        tokens::TICKET_PASSWORD
-    );
+    if args.secondary {
+        println!(
+            "  lab token:     PVEAPIToken={}={}",
+            tokens::LAB_TOKEN_ID,
+            tokens::LAB_TOKEN_SECRET
+        );
+        println!(
+            "  ticket login:  {} / {}",
+            tokens::TICKET_USER,
+            tokens::LAB_TICKET_PASSWORD
+        );
+    } else {
+        println!(
+            "  admin token:   PVEAPIToken={}={}",
+            tokens::ADMIN_TOKEN_ID,
+            tokens::ADMIN_TOKEN_SECRET
+        );
+        println!(
+            "  auditor token: PVEAPIToken={}={}",
+            tokens::AUDITOR_TOKEN_ID,
+            tokens::AUDITOR_TOKEN_SECRET
+        );
+        println!(
+            "  ticket login:  {} / {}",
+            tokens::TICKET_USER,
+            tokens::TICKET_PASSWORD
+        );
+    }
     println!("Press Ctrl-C to stop.");
 
     tokio::signal::ctrl_c()

@@ -75,6 +75,15 @@ impl Perm {
             any: false,
         }
     }
+
+    /// `check => ['perm', path, [privs], any => 1]`.
+    pub const fn check_any(path: &'static str, privs: &'static [&'static str]) -> Perm {
+        Perm::Check {
+            path,
+            privs,
+            any: true,
+        }
+    }
 }
 
 /// Applies a `Check` like PVE's `check_api2_permissions`: the message names

@@ -6,10 +6,10 @@ use std::sync::Mutex;
 
 use crate::perms::{Acl, AclEntry};
 use crate::state::{
-    Cluster, Guest, GuestKind, HaResource, Node, ResourceCache, RunState, RunStats, Storage, Token,
-    User,
+    Cluster, Guest, GuestKind, HaResource, Node, ResourceCache, RunState, RunStats, Snapshot,
+    Storage, Task, Token, User, Volume,
 };
-use crate::{Scenario, tokens};
+use crate::{ClusterFlavor, Scenario, tokens};
 
 /// Guests the auditor token (`auditor@pve!mcp`) holds `VM.Audit` on. It has
 /// no other privilege anywhere (no `Sys.Audit`, no `Datastore.Audit`).
@@ -20,7 +20,22 @@ const GIB: u64 = 1024 * 1024 * 1024;
 /// Upper bound for the large scenario, keeping vmids valid and memory sane.
 pub(crate) const MAX_GUESTS: usize = 1_000_000;
 
+/// 2026-11-28 00:00:00 UTC: the seed's "last night".
+pub(crate) const T0: u64 = 1_795_824_000;
+
+/// UPID of the standard seed's nightly backup on `pve1`, whose log is 400+
+/// lines long.
+pub const LONG_LOG_UPID: &str = "UPID:pve1:000A3F1C:14497B40:6B0A2790:vzdump::root@pam:";
+
+#[cfg(test)]
 pub(crate) fn build(scenario: &Scenario) -> Cluster {
+    build_flavor(scenario, &ClusterFlavor::Primary)
+}
+
+pub(crate) fn build_flavor(scenario: &Scenario, flavor: &ClusterFlavor) -> Cluster {
+    if *flavor == ClusterFlavor::Secondary {
+        return secondary();
+    }
     let mut guests: BTreeMap<u32, Guest> =
         standard_guests().into_iter().map(|g| (g.vmid, g)).collect();
     if let Scenario::Large { guests: total } = scenario {
@@ -75,6 +90,9 @@ pub(crate) fn build(scenario: &Scenario) -> Cluster {
                 acl: auditor_acl,
             },
         ],
+        clustered: true,
+        volumes: volumes(scenario),
+        tasks: tasks(scenario),
         generation: 0,
         resource_cache: Mutex::new(ResourceCache::default()),
     }
@@ -180,6 +198,7 @@ fn storages() -> Vec<Storage> {
             nodes: None,
             total: 100_861_726_720,
             used: per_node(14_298_456_064, 9_664_446_464, 7_516_192_768),
+            extra: vec![("path", "/var/lib/vz"), ("prune-backups", "keep-all=1")],
         },
         Storage {
             id: "local-lvm".into(),
@@ -189,6 +208,7 @@ fn storages() -> Vec<Storage> {
             nodes: None,
             total: 1_836_996_870_144,
             used: per_node(412_316_860_416, 287_762_808_832, 96_636_764_160),
+            extra: vec![("thinpool", "data"), ("vgname", "pve")],
         },
         Storage {
             id: "nfs-backup".into(),
@@ -198,6 +218,13 @@ fn storages() -> Vec<Storage> {
             nodes: None,
             total: 7_999_376_588_800,
             used: per_node(2_345_052_143_616, 2_345_052_143_616, 2_345_052_143_616),
+            extra: vec![
+                ("server", "192.0.2.50"),
+                ("export", "/export/pve-backup"),
+                ("path", "/mnt/pve/nfs-backup"),
+                ("options", "vers=4.2"),
+                ("prune-backups", "keep-daily=7,keep-weekly=4"),
+            ],
         },
     ]
 }
@@ -226,6 +253,16 @@ fn base(vmid: u32, kind: GuestKind, node: &str, name: Option<&str>) -> Guest {
         nics: 1,
         machine: "pc-i440fx-10.1+pve0",
         stats: RunStats::default(),
+        ostype: match kind {
+            GuestKind::Qemu => "l26",
+            GuestKind::Lxc => "debian",
+        },
+        description: None,
+        onboot: false,
+        agent_hangs: false,
+        cloudinit: false,
+        snapshots: Vec::new(),
+        current_parent: None,
     }
 }
 
@@ -264,6 +301,38 @@ fn standard_guests() -> Vec<Guest> {
     g.agent = true;
     g.memory_mib = 4096;
     g.balloon_mib = 2048;
+    g.onboot = true;
+    g.snapshots = vec![
+        snap(
+            "post_upgrade",
+            T0 - 20 * 86_400,
+            "after apt full-upgrade",
+            Some("pre_upgrade"),
+            false,
+        ),
+        snap(
+            "test_branch",
+            T0 - 25 * 86_400,
+            "experiment: nginx 1.27",
+            Some("pre_upgrade"),
+            true,
+        ),
+        snap(
+            "pre_upgrade",
+            T0 - 30 * 86_400,
+            "before dist-upgrade\nticket OPS-1234",
+            None,
+            false,
+        ),
+        snap(
+            "kernel_617",
+            T0 - 5 * 86_400,
+            "before kernel 6.17",
+            Some("post_upgrade"),
+            true,
+        ),
+    ];
+    g.current_parent = Some("kernel_617".into());
     out.push(g);
 
     let mut g = base(101, Qemu, "pve1", Some("db-primary"));
@@ -275,6 +344,8 @@ fn standard_guests() -> Vec<Guest> {
     g.memory_mib = 16384;
     g.maxdisk = 128 * GIB;
     g.nics = 2;
+    g.onboot = true;
+    g.description = Some("Primary PostgreSQL 16\nOwner: dba team\n".into());
     out.push(g);
 
     let mut g = base(102, Qemu, "pve2", Some("win-build-agent"));
@@ -285,6 +356,7 @@ fn standard_guests() -> Vec<Guest> {
     g.memory_mib = 8192;
     g.maxdisk = 100 * GIB;
     g.machine = "pc-q35-10.1+pve0";
+    g.ostype = "win11";
     out.push(g);
 
     let mut g = base(103, Qemu, "pve2", Some("mail-gateway"));
@@ -293,6 +365,8 @@ fn standard_guests() -> Vec<Guest> {
     g.tags = Some("mail".into());
     g.ha = ha(Some("prod-ha"));
     g.agent = true;
+    g.agent_hangs = true;
+    g.onboot = true;
     out.push(g);
 
     let mut g = base(104, Qemu, "pve1", Some("dev-sandbox"));
@@ -314,6 +388,15 @@ fn standard_guests() -> Vec<Guest> {
     g.memory_mib = 512;
     g.maxdisk = 8 * GIB;
     g.disk = 1_288_490_188;
+    g.onboot = true;
+    g.snapshots = vec![snap(
+        "before_bind_update",
+        T0 - 2 * 86_400,
+        "bind9 9.18 -> 9.20",
+        None,
+        false,
+    )];
+    g.current_parent = Some("before_bind_update".into());
     out.push(g);
 
     let mut g = base(107, Lxc, "pve2", Some("reverse-proxy"));
@@ -323,6 +406,7 @@ fn standard_guests() -> Vec<Guest> {
     g.memory_mib = 1024;
     g.maxdisk = 16 * GIB;
     g.disk = 3_435_973_836;
+    g.ostype = "alpine";
     out.push(g);
 
     let mut g = base(108, Lxc, "pve1", Some("ci-runner"));
@@ -341,6 +425,7 @@ fn standard_guests() -> Vec<Guest> {
     out.push(g);
 
     let mut g = base(110, Qemu, "pve2", None);
+    g.agent = true;
     g.memory_mib = 1024;
     g.maxdisk = 16 * GIB;
     out.push(g);
@@ -356,6 +441,7 @@ fn standard_guests() -> Vec<Guest> {
     let mut g = base(900, Qemu, "pve1", Some("ubuntu-2404-cloudinit"));
     g.template = true;
     g.agent = true;
+    g.cloudinit = true;
     g.maxdisk = 3_758_096_384;
     out.push(g);
 
@@ -393,11 +479,615 @@ fn generated_guest(i: usize) -> Guest {
 }
 
 /// SplitMix64: cheap, deterministic pseudo-random numbers per (vmid, salt).
-fn mix(v: u64, salt: u64) -> u64 {
+pub(crate) fn mix(v: u64, salt: u64) -> u64 {
     let mut z = v
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(salt.wrapping_mul(0xBF58_476D_1CE4_E5B9));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+fn snap(name: &str, t: u64, desc: &str, parent: Option<&str>, vmstate: bool) -> Snapshot {
+    Snapshot {
+        name: name.into(),
+        snaptime: t,
+        description: desc.into(),
+        parent: parent.map(str::to_string),
+        vmstate,
+    }
+}
+
+/// `vzdump-<type>-<vmid>-YYYY_MM_DD-HH_MM_SS.<ext>` for a UTC epoch.
+pub(crate) fn backup_name(kind: GuestKind, vmid: u32, t: u64) -> String {
+    let (y, mo, d, h, mi, s) = crate::util::civil(t);
+    let ext = match kind {
+        GuestKind::Qemu => "vma.zst",
+        GuestKind::Lxc => "tar.zst",
+    };
+    format!(
+        "backup/vzdump-{}-{vmid}-{y:04}_{mo:02}_{d:02}-{h:02}_{mi:02}_{s:02}.{ext}",
+        kind.as_str()
+    )
+}
+
+fn backup(
+    storage: &str,
+    node: Option<&str>,
+    kind: GuestKind,
+    vmid: u32,
+    t: u64,
+    size: u64,
+) -> Volume {
+    Volume {
+        storage: storage.into(),
+        node: node.map(str::to_string),
+        volid: format!("{storage}:{}", backup_name(kind, vmid, t)),
+        content: "backup",
+        format: match kind {
+            GuestKind::Qemu => "vma.zst",
+            GuestKind::Lxc => "tar.zst",
+        },
+        size,
+        ctime: Some(t),
+        vmid: Some(vmid),
+        notes: None,
+        protected: false,
+        subtype: Some(kind.as_str()),
+    }
+}
+
+fn image(
+    storage: &str,
+    node: &str,
+    name: &str,
+    vmid: u32,
+    size: u64,
+    content: &'static str,
+) -> Volume {
+    Volume {
+        storage: storage.into(),
+        node: Some(node.into()),
+        volid: format!("{storage}:{name}"),
+        content,
+        format: "raw",
+        size,
+        ctime: Some(T0 - 200 * 86_400 + u64::from(vmid) * 3_607),
+        vmid: Some(vmid),
+        notes: None,
+        protected: false,
+        subtype: None,
+    }
+}
+
+fn file(
+    storage: &str,
+    node: &str,
+    name: &str,
+    content: &'static str,
+    format: &'static str,
+    size: u64,
+    ctime: u64,
+) -> Volume {
+    Volume {
+        storage: storage.into(),
+        node: Some(node.into()),
+        volid: format!("{storage}:{name}"),
+        content,
+        format,
+        size,
+        ctime: Some(ctime),
+        vmid: None,
+        notes: None,
+        protected: false,
+        subtype: None,
+    }
+}
+
+fn volumes(scenario: &Scenario) -> Vec<Volume> {
+    use GuestKind::{Lxc, Qemu};
+    let nightly = |day: u64, offset: u64| T0 - day * 86_400 + 3_600 + offset;
+    let mut v = vec![
+        // nfs-backup (shared): the nightly job's archives.
+        backup("nfs-backup", None, Qemu, 100, nightly(0, 3), 3_912_228_127),
+        backup("nfs-backup", None, Qemu, 100, nightly(1, 4), 3_907_110_543),
+        backup("nfs-backup", None, Qemu, 100, nightly(2, 3), 3_899_802_311),
+        backup(
+            "nfs-backup",
+            None,
+            Qemu,
+            101,
+            nightly(0, 184),
+            41_872_118_016,
+        ),
+        backup(
+            "nfs-backup",
+            None,
+            Qemu,
+            101,
+            nightly(1, 190),
+            41_660_020_774,
+        ),
+        backup("nfs-backup", None, Lxc, 106, nightly(0, 1_102), 412_668_125),
+        backup("nfs-backup", None, Lxc, 106, nightly(1, 1_098), 411_002_876),
+        backup("nfs-backup", None, Lxc, 107, nightly(0, 17), 901_334_002),
+        backup("nfs-backup", None, Qemu, 103, nightly(1, 7), 2_118_773_004),
+        // local (per node): ad-hoc backups, ISOs and templates.
+        backup(
+            "local",
+            Some("pve1"),
+            Qemu,
+            104,
+            nightly(14, 1_337),
+            9_212_004_118,
+        ),
+        backup(
+            "local",
+            Some("pve1"),
+            Lxc,
+            108,
+            nightly(3, 602),
+            6_104_882_137,
+        ),
+        backup(
+            "local",
+            Some("pve2"),
+            Qemu,
+            110,
+            nightly(9, 59),
+            1_004_332_115,
+        ),
+        file(
+            "local",
+            "pve1",
+            "iso/ubuntu-24.04.3-live-server-amd64.iso",
+            "iso",
+            "iso",
+            3_213_064_192,
+            T0 - 90 * 86_400,
+        ),
+        file(
+            "local",
+            "pve1",
+            "vztmpl/debian-12-standard_12.12-1_amd64.tar.zst",
+            "vztmpl",
+            "tzst",
+            126_867_456,
+            T0 - 120 * 86_400,
+        ),
+        file(
+            "local",
+            "pve2",
+            "iso/virtio-win-0.1.285.iso",
+            "iso",
+            "iso",
+            771_035_136,
+            T0 - 60 * 86_400,
+        ),
+        // local-lvm (per node): guest disks.
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-100-disk-0",
+            100,
+            32 * GIB,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-101-disk-0",
+            101,
+            128 * GIB,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-101-disk-1",
+            101,
+            512 * GIB,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-104-disk-0",
+            104,
+            64 * GIB,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-106-disk-0",
+            106,
+            8 * GIB,
+            "rootdir",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-108-disk-0",
+            108,
+            64 * GIB,
+            "rootdir",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "base-200-disk-0",
+            200,
+            4 * GIB,
+            "rootdir",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "base-900-disk-0",
+            900,
+            3_758_096_384,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve1",
+            "vm-900-cloudinit",
+            900,
+            4_194_304,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve2",
+            "vm-102-disk-0",
+            102,
+            100 * GIB,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve2",
+            "vm-102-disk-1",
+            102,
+            4 * 1024 * 1024,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve2",
+            "vm-103-disk-0",
+            103,
+            32 * GIB,
+            "images",
+        ),
+        image(
+            "local-lvm",
+            "pve2",
+            "vm-107-disk-0",
+            107,
+            16 * GIB,
+            "rootdir",
+        ),
+        image(
+            "local-lvm",
+            "pve2",
+            "vm-110-disk-0",
+            110,
+            16 * GIB,
+            "images",
+        ),
+    ];
+    v[0].notes = Some("web-frontend-01 nightly".into());
+    v[7].notes = Some("reverse-proxy before TLS rework\nkeep until 2027".into());
+    v[7].protected = true;
+    v[9].protected = true;
+    if let Scenario::Large { guests } = scenario {
+        let extra = (*guests).min(MAX_GUESTS).saturating_sub(13).min(5_000);
+        for i in 0..extra {
+            let vmid = 1000 + i as u32;
+            let kind = if i % 5 == 4 { Lxc } else { Qemu };
+            let size = 500_000_000 + mix(u64::from(vmid), 13) % 20_000_000_000;
+            v.push(backup(
+                "nfs-backup",
+                None,
+                kind,
+                vmid,
+                nightly(0, 1_300 + i as u64 * 3),
+                size,
+            ));
+        }
+    }
+    v
+}
+
+/// Boot time of a node in the seed (for `pstart`).
+fn boot_time(node: &str) -> u64 {
+    match node {
+        "pve1" => T0 - 3_400_000,
+        "pve2" => T0 - 1_150_000,
+        _ => T0 - 9_000_000,
+    }
+}
+
+fn task(
+    node: &str,
+    start: u64,
+    ty: &str,
+    id: &str,
+    user: &str,
+    result: Option<(u64, &str)>,
+    lines: usize,
+) -> Task {
+    let pid = 10_000 + (mix(start, 21) % 4_000_000) as u32;
+    let pstart = start.saturating_sub(boot_time(node)) * 100 + mix(start, 22) % 100;
+    Task::new(node, pid, pstart, start, ty, id, user, result, lines)
+}
+
+fn tasks(scenario: &Scenario) -> Vec<Task> {
+    let root = "root@pam";
+    let tok = tokens::ADMIN_TOKEN_ID;
+    let mut t = vec![
+        // pve1
+        // Fixed pid/pstart so the long-log UPID is a constant.
+        Task::new(
+            "pve1",
+            0x000A_3F1C,
+            340_360_000,
+            T0 + 3_600,
+            "vzdump",
+            "",
+            root,
+            Some((1_243, "OK")),
+            412,
+        ),
+        task(
+            "pve1",
+            T0 + 9 * 3_600 + 12,
+            "qmstart",
+            "100",
+            tok,
+            Some((3, "OK")),
+            4,
+        ),
+        task(
+            "pve1",
+            T0 + 9 * 3_600 + 340,
+            "qmstart",
+            "104",
+            tok,
+            Some((2, "start failed: QEMU exited with code 1")),
+            6,
+        ),
+        task(
+            "pve1",
+            T0 + 10 * 3_600 + 5,
+            "vncproxy",
+            "100",
+            root,
+            Some((912, "OK")),
+            3,
+        ),
+        task(
+            "pve1",
+            T0 + 11 * 3_600,
+            "qmsnapshot",
+            "100",
+            root,
+            Some((14, "OK")),
+            5,
+        ),
+        task(
+            "pve1",
+            T0 + 12 * 3_600 + 30,
+            "aptupdate",
+            "",
+            root,
+            Some((22, "WARNINGS: 2")),
+            9,
+        ),
+        task(
+            "pve1",
+            T0 + 13 * 3_600,
+            "vzsnapshot",
+            "106",
+            tok,
+            Some((6, "OK")),
+            4,
+        ),
+        // pve2
+        task(
+            "pve2",
+            T0 + 3_600,
+            "vzdump",
+            "",
+            root,
+            Some((2_201, "WARNINGS: 2")),
+            30,
+        ),
+        task(
+            "pve2",
+            T0 + 14 * 3_600,
+            "qmshutdown",
+            "103",
+            tok,
+            Some((180, "VM 103 qmp command 'guest-ping' failed - got timeout")),
+            3,
+        ),
+        task(
+            "pve2",
+            T0 + 14 * 3_600 + 200,
+            "qmstart",
+            "107",
+            tok,
+            Some((1, "OK")),
+            2,
+        ),
+        // Running: tonight's backup of 103 (which holds its `backup` lock).
+        task("pve2", T0 + 86_400 + 3_600, "vzdump", "103", root, None, 7),
+        // pve3 (offline): only visible through /cluster/tasks.
+        task(
+            "pve3",
+            T0 - 3 * 86_400,
+            "qmstart",
+            "105",
+            root,
+            Some((2, "OK")),
+            3,
+        ),
+    ];
+    if let Scenario::Large { .. } = scenario {
+        let types = [
+            "qmstart",
+            "qmstop",
+            "vzdump",
+            "qmshutdown",
+            "vncproxy",
+            "qmreboot",
+        ];
+        for i in 0..5_000u64 {
+            let node = ["pve1", "pve2"][(i % 2) as usize];
+            let vmid = 1000 + (mix(i, 23) % 4_000);
+            let ty = types[(i % 6) as usize];
+            let status = if i % 17 == 5 {
+                format!("VM {vmid} not running")
+            } else if i % 29 == 7 {
+                "WARNINGS: 1".to_string()
+            } else {
+                "OK".to_string()
+            };
+            let start = T0 - 3_600 - i * 120;
+            t.push(task(
+                node,
+                start,
+                ty,
+                &vmid.to_string(),
+                root,
+                Some((1 + i % 90, &status)),
+                3,
+            ));
+        }
+    }
+    t.sort_by(|a, b| b.starttime.cmp(&a.starttime).then(a.upid.cmp(&b.upid)));
+    t
+}
+
+/// The second, standalone cluster (see `ClusterFlavor::Secondary`).
+fn secondary() -> Cluster {
+    use GuestKind::{Lxc, Qemu};
+    let node = Node {
+        name: "lab1".into(),
+        nodeid: 0,
+        ip: "198.51.100.21".into(),
+        online: true,
+        level: "",
+        cpu_model: "Intel(R) Core(TM) i5-12500T",
+        sockets: 1,
+        cores: 6,
+        threads: 12,
+        mhz: "2000.000",
+        cpu: 0.0412,
+        wait: 0.0021,
+        loadavg: ["0.41", "0.37", "0.30"],
+        maxmem: 67_108_864_000,
+        mem: 12_884_901_888,
+        swap_total: 0,
+        swap_used: 0,
+        ksm_shared: 0,
+        rootfs_total: 100_861_726_720,
+        rootfs_used: 8_589_934_592,
+        uptime: 864_000,
+        kernel_release: "6.17.2-1-pve",
+        kernel_version: "#1 SMP PREEMPT_DYNAMIC PMX 6.17.2-1 (2025-11-18T14:27Z)",
+        boot_efi: true,
+    };
+    let mut guests = Vec::new();
+    let mut g = base(300, Qemu, "lab1", Some("lab-k8s-master"));
+    running(&mut g, 400_000, 0.0812, 3_221_225_472);
+    g.agent = true;
+    g.memory_mib = 4096;
+    g.tags = Some("k8s;lab".into());
+    guests.push(g);
+    let mut g = base(301, Qemu, "lab1", Some("lab-k8s-worker"));
+    g.memory_mib = 8192;
+    g.tags = Some("k8s;lab".into());
+    guests.push(g);
+    let mut g = base(302, Lxc, "lab1", Some("lab-pihole"));
+    running(&mut g, 860_000, 0.004, 98_566_144);
+    g.memory_mib = 512;
+    g.maxdisk = 8 * GIB;
+    g.disk = 1_932_735_283;
+    guests.push(g);
+    let mut g = base(303, Lxc, "lab1", Some("lab-scratch"));
+    g.memory_mib = 1024;
+    guests.push(g);
+    let storages = vec![Storage {
+        id: "local".into(),
+        plugintype: "dir",
+        content: "backup,images,iso,rootdir,vztmpl",
+        shared: false,
+        nodes: None,
+        total: 100_861_726_720,
+        used: BTreeMap::from([("lab1".to_string(), 38_654_705_664)]),
+        extra: vec![("path", "/var/lib/vz")],
+    }];
+    let tasks = vec![
+        Task::new(
+            "lab1",
+            0x0001_2B3C,
+            0x0049_3E00,
+            T0 + 7_200,
+            "vzdump",
+            "302",
+            tokens::TICKET_USER,
+            Some((95, "OK")),
+            12,
+        ),
+        Task::new(
+            "lab1",
+            0x0001_4D20,
+            0x004A_0000,
+            T0 + 9_000,
+            "qmstart",
+            "300",
+            tokens::LAB_TOKEN_ID,
+            Some((2, "OK")),
+            3,
+        ),
+    ];
+    let volumes = vec![backup(
+        "local",
+        Some("lab1"),
+        Lxc,
+        302,
+        T0 + 7_203,
+        310_550_331,
+    )];
+    Cluster {
+        name: "lab-cluster".into(),
+        config_version: 1,
+        local_node: "lab1".into(),
+        version: "9.1.5",
+        release: "9.1",
+        repoid: "8f3a5c1e7b2d9046",
+        nodes: vec![node],
+        guests: guests.into_iter().map(|g| (g.vmid, g)).collect(),
+        storages,
+        pools: Vec::new(),
+        users: vec![User {
+            userid: tokens::TICKET_USER.into(),
+            password: Some(tokens::LAB_TICKET_PASSWORD.into()),
+            acl: Acl::Root,
+        }],
+        tokens: vec![Token {
+            full_id: tokens::LAB_TOKEN_ID.into(),
+            secret: tokens::LAB_TOKEN_SECRET.into(),
+            acl: Acl::Root,
+        }],
+        clustered: false,
+        volumes,
+        tasks,
+        generation: 0,
+        resource_cache: Mutex::new(ResourceCache::default()),
+    }
 }

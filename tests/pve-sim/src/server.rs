@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub router: Router,
     pub secret: [u8; 32],
     pub fingerprint: String,
+    /// Successful `POST /access/ticket` calls.
+    pub logins: std::sync::atomic::AtomicUsize,
 }
 
 pub(crate) struct Started {
@@ -71,7 +73,7 @@ pub(crate) async fn start(cfg: SimConfig, port: u16) -> anyhow::Result<Started> 
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let shared = Arc::new(Shared {
-        cluster: RwLock::new(seed::build(&cfg.scenario)),
+        cluster: RwLock::new(seed::build_flavor(&cfg.scenario, &cfg.cluster)),
         cfg,
         log: RequestLog::default(),
         violations: Mutex::new(Vec::new()),
@@ -81,6 +83,7 @@ pub(crate) async fn start(cfg: SimConfig, port: u16) -> anyhow::Result<Started> 
         router: Router::new(handlers::routes()),
         secret: material.secret,
         fingerprint: material.fingerprint.clone(),
+        logins: std::sync::atomic::AtomicUsize::new(0),
     });
     let (shutdown_tx, rx) = watch::channel(false);
     let acceptor = TlsAcceptor::from(material.config);

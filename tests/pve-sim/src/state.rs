@@ -95,6 +95,97 @@ pub(crate) struct Guest {
     pub nics: u32,
     pub machine: &'static str,
     pub stats: RunStats,
+    /// Config `ostype`.
+    pub ostype: &'static str,
+    /// Config `description` (the `#` comment lines).
+    pub description: Option<String>,
+    /// Start at boot (`onboot: 1`).
+    pub onboot: bool,
+    /// QEMU: the agent is enabled but does not answer (guest-ping times out).
+    pub agent_hangs: bool,
+    /// QEMU: has a cloud-init drive and `ciuser`/`cipassword`/`sshkeys`.
+    pub cloudinit: bool,
+    /// Snapshots in PVE's hash order; `current_parent` is the running
+    /// state's parent.
+    pub snapshots: Vec<Snapshot>,
+    pub current_parent: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub name: String,
+    pub snaptime: u64,
+    pub description: String,
+    pub parent: Option<String>,
+    /// QEMU: RAM state saved.
+    pub vmstate: bool,
+}
+
+/// A volume listed by `/nodes/{node}/storage/{storage}/content`.
+#[derive(Debug, Clone)]
+pub(crate) struct Volume {
+    pub storage: String,
+    /// Node the volume lives on for local storages; `None` for shared ones.
+    pub node: Option<String>,
+    pub volid: String,
+    pub content: &'static str,
+    pub format: &'static str,
+    pub size: u64,
+    pub ctime: Option<u64>,
+    pub vmid: Option<u32>,
+    pub notes: Option<String>,
+    pub protected: bool,
+    /// `qemu` or `lxc` for backups.
+    pub subtype: Option<&'static str>,
+}
+
+/// A worker task in a node's task list.
+#[derive(Debug, Clone)]
+pub(crate) struct Task {
+    pub upid: String,
+    pub node: String,
+    pub pid: u32,
+    pub pstart: u64,
+    pub starttime: u64,
+    pub ty: String,
+    pub id: String,
+    /// Full auth id as in the UPID (`user@realm` or `user@realm!token`).
+    pub user: String,
+    /// `None` while running.
+    pub endtime: Option<u64>,
+    /// Exit status (`OK`, `WARNINGS: n`, error text); `None` while running.
+    pub status: Option<String>,
+    /// Number of log lines before the final `TASK ...` line.
+    pub log_lines: usize,
+}
+
+impl Task {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        node: &str,
+        pid: u32,
+        pstart: u64,
+        starttime: u64,
+        ty: &str,
+        id: &str,
+        user: &str,
+        result: Option<(u64, &str)>,
+        log_lines: usize,
+    ) -> Task {
+        Task {
+            upid: format!("UPID:{node}:{pid:08X}:{pstart:08X}:{starttime:08X}:{ty}:{id}:{user}:"),
+            node: node.into(),
+            pid,
+            pstart,
+            starttime,
+            ty: ty.into(),
+            id: id.into(),
+            user: user.into(),
+            endtime: result.map(|(d, _)| starttime + d),
+            status: result.map(|(_, s)| s.to_string()),
+            log_lines,
+        }
+    }
 }
 
 impl Guest {
@@ -160,6 +251,8 @@ pub(crate) struct Storage {
     pub total: u64,
     /// Used bytes per node (shared storages use the same for all).
     pub used: BTreeMap<String, u64>,
+    /// Type-specific `storage.cfg` keys (`path`, `server`, `export`, ...).
+    pub extra: Vec<(&'static str, &'static str)>,
 }
 
 #[derive(Debug, Clone)]
@@ -201,6 +294,11 @@ pub(crate) struct Cluster {
     pub pools: Vec<String>,
     pub users: Vec<User>,
     pub tokens: Vec<Token>,
+    /// `false` for a standalone node (no corosync cluster).
+    pub clustered: bool,
+    pub volumes: Vec<Volume>,
+    /// Every node's tasks, newest first.
+    pub tasks: Vec<Task>,
     /// Bumped by every mutation; keys caches.
     pub generation: u64,
     pub resource_cache: Mutex<ResourceCache>,

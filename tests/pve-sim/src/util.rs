@@ -28,6 +28,37 @@ pub(crate) fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
+/// UTC calendar fields `(year, month, day, hour, minute, second)` of an
+/// epoch (Howard Hinnant's civil-from-days).
+pub(crate) fn civil(t: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (t / 86_400) as i64;
+    let secs = (t % 86_400) as u32;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, secs / 3_600, secs / 60 % 60, secs % 60)
+}
+
+/// Perl's `localtime` in scalar context (UTC): `Sun Nov 29 16:40:00 2026`.
+pub(crate) fn ctime(t: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, m, d, h, mi, s) = civil(t);
+    let wd = DAYS[((t / 86_400) % 7) as usize];
+    format!(
+        "{wd} {} {d:>2} {h:02}:{mi:02}:{s:02} {y}",
+        MONTHS[m as usize - 1]
+    )
+}
+
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Standard base64; `pad` adds `=` like MIME::Base64, without it the output
@@ -82,6 +113,14 @@ pub(crate) fn pct_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(1_795_827_603), (2026, 11, 28, 1, 0, 3));
+        assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
+        assert_eq!(ctime(1_795_827_603), "Sat Nov 28 01:00:03 2026");
+        assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
+    }
 
     #[test]
     fn base64_matches_rfc4648_vectors() {

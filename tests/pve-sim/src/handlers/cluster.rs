@@ -239,6 +239,20 @@ pub(crate) fn resources(ctx: &Ctx<'_>) -> HandlerResult {
 
 pub(crate) fn status(ctx: &Ctx<'_>) -> HandlerResult {
     let c = ctx.cluster();
+    if !c.clustered {
+        // Standalone node: PVE fakes a single entry for the local node.
+        let n = c.node(&c.local_node);
+        return Ok(Reply::Data(json!([{
+            "type": "node",
+            "id": format!("node/{}", c.local_node),
+            "name": c.local_node,
+            "nodeid": 0,
+            "ip": n.map(|n| n.ip.clone()).unwrap_or_default(),
+            "local": 1,
+            "online": 1,
+            "level": n.map_or("", |n| n.level),
+        }])));
+    }
     let mut out = vec![json!({
         "type": "cluster",
         "id": "cluster",

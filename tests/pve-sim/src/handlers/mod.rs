@@ -2,8 +2,13 @@
 
 mod access;
 mod cluster;
+mod config;
 mod guests;
+mod ha;
 mod nodes;
+mod rrd;
+mod storage;
+mod tasks;
 
 use std::sync::RwLockReadGuard;
 
@@ -52,6 +57,34 @@ pub(crate) fn pbool(b: bool) -> Value {
     Value::from(u8::from(b))
 }
 
+fn cf() -> Prop {
+    Prop::string().one_of(&["AVERAGE", "MAX"]).optional()
+}
+
+fn rrd_params() -> Vec<(&'static str, Prop)> {
+    vec![
+        ("node", Prop::node()),
+        ("vmid", Prop::vmid()),
+        (
+            "timeframe",
+            Prop::string().one_of(&["hour", "day", "week", "month", "year"]),
+        ),
+        ("cf", cf()),
+    ]
+}
+
+fn config_params() -> Vec<(&'static str, Prop)> {
+    vec![
+        ("node", Prop::node()),
+        ("vmid", Prop::vmid()),
+        ("current", Prop::boolean().optional()),
+        (
+            "snapshot",
+            Prop::string().format("pve-configid").max_len(40).optional(),
+        ),
+    ]
+}
+
 pub(crate) fn routes() -> Vec<Route> {
     const VM_AUDIT: Perm = Perm::check("/vms/{vmid}", &["VM.Audit"]);
     let node_vmid = || vec![("node", Prop::node()), ("vmid", Prop::vmid())];
@@ -93,6 +126,146 @@ pub(crate) fn routes() -> Vec<Route> {
         .perm(VM_AUDIT)
         .proxy("node")
         .params(node_vmid()),
+        Route::get("/nodes/{node}/rrddata", rrd::node_rrddata)
+            .perm(Perm::check("/nodes/{node}", &["Sys.Audit"]))
+            .params(vec![
+                ("node", Prop::node()),
+                (
+                    "timeframe",
+                    Prop::string().one_of(&["hour", "day", "week", "month", "year", "decade"]),
+                ),
+                ("cf", cf()),
+            ]),
+        Route::get("/nodes/{node}/qemu/{vmid}/rrddata", rrd::qemu_rrddata)
+            .perm(VM_AUDIT)
+            .params(rrd_params()),
+        Route::get("/nodes/{node}/lxc/{vmid}/rrddata", rrd::lxc_rrddata)
+            .perm(VM_AUDIT)
+            .params(rrd_params()),
+        Route::get("/nodes/{node}/qemu/{vmid}/config", config::qemu_config_get)
+            .perm(VM_AUDIT)
+            .proxy("node")
+            .params(config_params()),
+        Route::get("/nodes/{node}/lxc/{vmid}/config", config::lxc_config_get)
+            .perm(VM_AUDIT)
+            .proxy("node")
+            .params(config_params()),
+        Route::get("/nodes/{node}/qemu/{vmid}/snapshot", config::qemu_snapshots)
+            .perm(VM_AUDIT)
+            .proxy("node")
+            .params(node_vmid()),
+        Route::get("/nodes/{node}/lxc/{vmid}/snapshot", config::lxc_snapshots)
+            .perm(VM_AUDIT)
+            .proxy("node")
+            .params(node_vmid()),
+        Route::get(
+            "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+            config::agent_network,
+        )
+        .perm(Perm::check_any(
+            "/vms/{vmid}",
+            &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],
+        ))
+        .proxy("node")
+        .params(node_vmid()),
+        Route::get(
+            "/nodes/{node}/lxc/{vmid}/interfaces",
+            config::lxc_interfaces,
+        )
+        .perm(VM_AUDIT)
+        .proxy("node")
+        .params(node_vmid()),
+        Route::get("/storage", storage::config_index).params(vec![(
+            "type",
+            Prop::string()
+                .one_of(&[
+                    "btrfs",
+                    "cephfs",
+                    "cifs",
+                    "dir",
+                    "esxi",
+                    "iscsi",
+                    "iscsidirect",
+                    "lvm",
+                    "lvmthin",
+                    "nfs",
+                    "pbs",
+                    "rbd",
+                    "zfs",
+                    "zfspool",
+                ])
+                .optional(),
+        )]),
+        Route::get("/nodes/{node}/storage", storage::node_index)
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                ("content", Prop::string().optional()),
+                ("enabled", Prop::boolean().optional()),
+                ("format", Prop::boolean().optional()),
+                (
+                    "storage",
+                    Prop::string().format("pve-storage-id").optional(),
+                ),
+                ("target", Prop::node().optional()),
+            ]),
+        Route::get("/nodes/{node}/storage/{storage}/content", storage::content)
+            .perm(Perm::check_any(
+                "/storage/{storage}",
+                &["Datastore.Audit", "Datastore.AllocateSpace"],
+            ))
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                ("storage", Prop::string().format("pve-storage-id")),
+                ("content", Prop::string().optional()),
+                ("vmid", Prop::vmid().optional()),
+            ]),
+        Route::get("/nodes/{node}/tasks", tasks::node_tasks)
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                ("start", Prop::integer().min(0).optional()),
+                ("limit", Prop::integer().min(0).optional()),
+                ("since", Prop::integer().optional()),
+                ("until", Prop::integer().optional()),
+                ("userfilter", Prop::string().optional()),
+                ("typefilter", Prop::string().optional()),
+                ("vmid", Prop::vmid().optional()),
+                ("errors", Prop::boolean().optional()),
+                ("statusfilter", Prop::string().optional()),
+                (
+                    "source",
+                    Prop::string()
+                        .one_of(&["archive", "active", "all"])
+                        .optional(),
+                ),
+            ]),
+        Route::get("/nodes/{node}/tasks/{upid}/status", tasks::task_status)
+            .proxy("node")
+            .params(vec![("node", Prop::node()), ("upid", Prop::string())]),
+        Route::get("/nodes/{node}/tasks/{upid}/log", tasks::task_log)
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                ("upid", Prop::string()),
+                ("start", Prop::integer().min(0).optional()),
+                ("limit", Prop::integer().min(0).optional()),
+                ("download", Prop::boolean().optional()),
+            ]),
+        Route::get("/cluster/tasks", tasks::cluster_tasks),
+        Route::get("/cluster/ha/status/current", ha::status_current)
+            .perm(Perm::check("/", &["Sys.Audit"])),
+        Route::get("/cluster/ha/resources", ha::resources)
+            .perm(Perm::check("/", &["Sys.Audit"]))
+            .params(vec![(
+                "type",
+                Prop::string().one_of(&["ct", "vm"]).optional(),
+            )]),
+        Route::get("/access/permissions", access::permissions).params(vec![
+            ("path", Prop::string().optional()),
+            ("userid", Prop::string().optional()),
+        ]),
         Route::get("/access/ticket", access::get_ticket).perm(Perm::World),
         Route::post("/access/ticket", access::create_ticket)
             .perm(Perm::World)

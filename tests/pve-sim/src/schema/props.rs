@@ -138,6 +138,14 @@ impl Prop {
         self
     }
 
+    pub fn min(mut self, min: i64) -> Self {
+        self.minimum = Some(Bound {
+            value: min as f64,
+            text: min.to_string(),
+        });
+        self
+    }
+
     pub fn max_len(mut self, n: usize) -> Self {
         self.max_length = Some(n);
         self

@@ -3,6 +3,7 @@
 
 mod auth;
 mod endpoints;
+mod reads;
 mod transport;
 
 use std::collections::BTreeSet;

@@ -1,0 +1,372 @@
+//! `pve_check_permissions`: what the API token may do, from
+//! `/access/permissions[?path=]`, so an agent can explain a 403.
+
+use serde_json::{Map, Value, json};
+
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::{ToolError, quoted};
+use crate::json as pj;
+use crate::paging::{self, Page};
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 1000;
+/// Longest ACL path.
+const PATH_MAX: usize = 256;
+/// JSON Schema pattern of an ACL path.
+const PATH_PATTERN: &str = "^/([A-Za-z0-9_.@!-]+(/[A-Za-z0-9_.@!-]+)*)?$";
+
+/// Privileges the read tools need, and what for.
+const NEEDS: [(&str, &str); 5] = [
+    (
+        "VM.Audit",
+        "guest status, config, snapshots, metrics (on /vms/{vmid})",
+    ),
+    (
+        "Sys.Audit",
+        "node status, tasks of others, HA and cluster status (on /nodes/{node} or /)",
+    ),
+    (
+        "Datastore.Audit",
+        "storage status and content (on /storage/{storage})",
+    ),
+    (
+        "VM.Monitor",
+        "guest agent queries on PVE 8 and older (on /vms/{vmid})",
+    ),
+    (
+        "VM.GuestAgent.Audit",
+        "guest agent queries such as IP addresses on PVE 9 (on /vms/{vmid})",
+    ),
+];
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_check_permissions",
+    title: "Check the API token's permissions",
+    description: "List the privileges the pve-mcp API token has, per ACL path (e.g. /, \
+        /vms/100, /nodes/pve1, /storage/local), or for one path with a has-check of the \
+        privileges pve-mcp's tools need (VM.Audit, Sys.Audit, Datastore.Audit, VM.Monitor, \
+        VM.GuestAgent.Audit). Use it when a tool failed with \"Permission denied\" (HTTP 403) \
+        or returned fewer items than expected, to tell the user exactly which privilege is \
+        missing on which path and how to grant it. Paths are paged with limit (default 100, \
+        max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    let mut props = vec![(
+        "path",
+        json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN,
+            "description": "Only this ACL path, e.g. \"/vms/100\", \"/nodes/pve1\", \"/storage/local\" or \"/\"; also reports which of the tools' privileges are granted there. Omit to list every path with privileges."}),
+    )];
+    props.extend(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "paths"));
+    schema::input(&props, &[])
+}
+
+fn has_props() -> Vec<(&'static str, Value)> {
+    NEEDS
+        .iter()
+        .map(|(p, what)| (*p, schema::boolean(&format!("Granted? Needed for {what}"))))
+        .collect()
+}
+
+fn output_schema() -> Value {
+    let entry = schema::object(
+        "Privileges on one ACL path.",
+        &[
+            ("path", schema::string("ACL path")),
+            (
+                "privileges",
+                schema::strings("Privileges granted there, sorted"),
+            ),
+        ],
+    );
+    let mut has = schema::object(
+        "With path: whether each privilege the tools need is granted there; null without path.",
+        &has_props(),
+    );
+    has["type"] = json!(["object", "null"]);
+    let mut props = vec![
+        (
+            "path",
+            schema::nullable("string", "The path asked about; null for all"),
+        ),
+        (
+            "paths",
+            json!({"type": "array", "items": entry, "description": "ACL paths with their privileges, sorted by path"}),
+        ),
+        ("has", has),
+        (
+            "missing",
+            schema::strings(
+                "With path: the tools' privileges not granted there; empty without path",
+            ),
+        ),
+        (
+            "grant_hint",
+            schema::nullable(
+                "string",
+                "With path and something missing: a pveum command to grant read access; null otherwise",
+            ),
+        ),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+/// Validates an ACL path: `/` or `/seg[/seg...]` with `[A-Za-z0-9_.@!-]`.
+fn acl_path(args: &Args) -> Result<Option<&str>, ToolError> {
+    let Some(p) = args.string("path", PATH_MAX)? else {
+        return Ok(None);
+    };
+    let valid = p == "/"
+        || (p.starts_with('/')
+            && p[1..].split('/').all(|seg| {
+                !seg.is_empty()
+                    && seg != "."
+                    && seg != ".."
+                    && seg
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_.@!-".contains(&b))
+            }));
+    if !valid {
+        return Err(ToolError::field(
+            "path",
+            format!(
+                "{} is not an ACL path: it must start with '/' and have segments of letters, \
+                 digits and _ . - @ !, e.g. \"/vms/100\", \"/nodes/pve1\", \"/storage/local\" or \"/\"",
+                quoted(p, 64)
+            ),
+        ));
+    }
+    Ok(Some(p))
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let path = acl_path(args)?;
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let mut api = ApiPath::new("access").lit("permissions");
+    if let Some(p) = path {
+        api = api.query("path", p);
+    }
+    let data = pve.get(&api)?;
+    Ok(shape(path, &data, page))
+}
+
+fn privileges(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = match v {
+        Value::Object(m) => m.keys().cloned().collect(),
+        Value::Array(a) => a.iter().filter_map(|x| pj::text(Some(x))).collect(),
+        _ => Vec::new(),
+    };
+    out.sort();
+    out
+}
+
+/// Shapes a permissions map `{path: {priv: propagate}}`.
+pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
+    let empty = Map::new();
+    let map = data.as_object().unwrap_or(&empty);
+    let mut entries: Vec<(String, Vec<String>)> = map
+        .iter()
+        .map(|(p, v)| (p.clone(), privileges(v)))
+        .collect();
+    entries.sort();
+    let at_path: Vec<String> = path
+        .and_then(|p| entries.iter().find(|(e, _)| e == p))
+        .map(|(_, privs)| privs.clone())
+        .unwrap_or_default();
+    let (has, missing): (Value, Vec<&str>) = match path {
+        Some(_) => {
+            let mut has = Map::new();
+            let mut missing = Vec::new();
+            let granted = |p: &str| at_path.iter().any(|x| x == p);
+            // Guest-agent reads need VM.Monitor before PVE 9 and
+            // VM.GuestAgent.Audit since; either one covers the need.
+            let agent_ok = granted("VM.Monitor") || granted("VM.GuestAgent.Audit");
+            for (p, _) in NEEDS {
+                has.insert(p.to_owned(), granted(p).into());
+                let agent = p == "VM.Monitor" || p == "VM.GuestAgent.Audit";
+                if !granted(p) && (!agent || !agent_ok) {
+                    missing.push(p);
+                }
+            }
+            (Value::Object(has), missing)
+        }
+        None => (Value::Null, Vec::new()),
+    };
+    let grant_hint = match path {
+        Some(p) if !missing.is_empty() => Some(format!(
+            "Grant read access with: pveum acl modify {p} --tokens 'user@realm!tokenname' --roles \
+             PVEAuditor (use the pve-mcp token's id; a privilege-separated token needs the ACL on \
+             the token itself). Guest-agent queries additionally need VM.GuestAgent.Audit (PVE 9) \
+             or VM.Monitor (older), e.g. via a custom role."
+        )),
+        _ => None,
+    };
+    let list: Vec<Value> = entries
+        .iter()
+        .map(|(p, privs)| json!({"path": p, "privileges": privs}))
+        .collect();
+    let (page_items, info) = paging::paginate(list, page);
+    let mut structured = json!({
+        "path": path,
+        "paths": page_items,
+        "has": has,
+        "missing": missing,
+        "grant_hint": grant_hint,
+    });
+    info.insert_into(&mut structured);
+    let summary = match path {
+        Some(p) if at_path.is_empty() => format!(
+            "The API token has no privileges on {p}. Grant them, e.g. pveum acl modify {p} \
+             --tokens 'user@realm!tokenname' --roles PVEAuditor."
+        ),
+        Some(p) => {
+            let checked: Vec<&str> = NEEDS
+                .iter()
+                .map(|(n, _)| *n)
+                .filter(|n| at_path.iter().any(|x| x == n))
+                .collect();
+            let shown = if at_path.len() <= 8 {
+                at_path.join(", ")
+            } else if checked.is_empty() {
+                format!("{} privileges", at_path.len())
+            } else {
+                format!(
+                    "{} privileges, including {}",
+                    at_path.len(),
+                    checked.join(", ")
+                )
+            };
+            let mut s = format!("On {p} the API token has {shown}");
+            if missing.is_empty() {
+                s.push('.');
+            } else {
+                s.push_str(&format!("; it lacks {}.", missing.join(", ")));
+            }
+            s
+        }
+        None => {
+            let mut s = format!(
+                "The API token has privileges on {}",
+                crate::format::count(info.total, "path", "paths")
+            );
+            if info.total == 0 {
+                s.push_str(": it can read nothing; grant it a role, e.g. pveum acl modify / --tokens 'user@realm!tokenname' --roles PVEAuditor.");
+            } else {
+                s.push_str(&format!("; {}.", info.describe()));
+            }
+            s
+        }
+    };
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn all_paths() {
+        let data = json!({
+            "/": {"Sys.Audit": 1, "Datastore.Audit": 1, "VM.Audit": 1},
+            "/vms/100": {"VM.Audit": 1, "VM.PowerMgmt": 0},
+            "/access": {}
+        });
+        let mut pve = FakePve::default().with("/access/permissions", data);
+        let out = call(&mut pve, json!({})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(
+            s["paths"][0],
+            json!({"path": "/", "privileges": ["Datastore.Audit", "Sys.Audit", "VM.Audit"]})
+        );
+        assert_eq!(s["paths"][2]["path"], "/vms/100");
+        assert_eq!(s["has"], Value::Null);
+        assert_eq!(s["total"], 3);
+    }
+
+    #[test]
+    fn one_path_with_has_check() {
+        let mut pve = FakePve::default().with(
+            "/access/permissions?path=%2Fvms%2F100",
+            json!({"/vms/100": {"VM.Audit": 1, "VM.Monitor": 1}}),
+        );
+        let out = call(&mut pve, json!({"path": "/vms/100"})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["has"]["VM.Audit"], true);
+        assert_eq!(s["has"]["Sys.Audit"], false);
+        assert_eq!(s["missing"], json!(["Sys.Audit", "Datastore.Audit"]));
+        assert!(
+            s["grant_hint"]
+                .as_str()
+                .unwrap()
+                .contains("pveum acl modify /vms/100")
+        );
+        assert!(
+            out.summary
+                .starts_with("On /vms/100 the API token has VM.Audit, VM.Monitor"),
+            "{}",
+            out.summary
+        );
+
+        let mut pve =
+            FakePve::default().with("/access/permissions?path=%2Fnodes%2Fpve1", json!({}));
+        let out = call(&mut pve, json!({"path": "/nodes/pve1"})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert!(
+            out.summary.contains("no privileges on /nodes/pve1"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn bad_paths_make_no_request() {
+        let mut pve = FakePve::default();
+        for bad in [
+            "vms/100",
+            "/vms//100",
+            "/vms/100/",
+            "/vms/../x",
+            "/vms/1 0",
+            "/a?b",
+            "",
+        ] {
+            let e = call(&mut pve, json!({"path": bad})).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{bad}: {e:?}");
+            assert!(e.message().starts_with("path: "), "{e}");
+        }
+        assert!(pve.requests.is_empty());
+        let mut pve = FakePve::default().with(
+            "/access/permissions?path=%2F",
+            json!({"/": {"Sys.Audit": 1}}),
+        );
+        assert!(call(&mut pve, json!({"path": "/"})).is_ok());
+        let mut pve = FakePve::default().with(
+            "/access/permissions?path=%2Faccess%2Fusers%2Fapi%40pve",
+            json!({}),
+        );
+        assert!(call(&mut pve, json!({"path": "/access/users/api@pve"})).is_ok());
+    }
+}

@@ -1,0 +1,382 @@
+//! `pve_get_task_log`: lines of one task's log from
+//! `/nodes/{node}/tasks/{upid}/log`, by default the end of it.
+//!
+//! Proxmox's log endpoint takes `start` (lines to skip) and `limit`, and
+//! puts the log's line count in the envelope's `total`. It reads the whole
+//! file on every call anyway, so the cheapest way to the tail is: ask for
+//! the first `tail` lines; if `total` says that was all of it, done (one
+//! request, the common case for short tasks); otherwise ask again for
+//! `start = total - tail`. (`limit=0` is no probe: it means "everything".)
+
+use serde_json::{Value, json};
+
+use super::support;
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::json as pj;
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `tail` and `limit`.
+pub const DEFAULT_LINES: u64 = 50;
+/// Largest `tail` and `limit`.
+pub const MAX_LINES: u64 = 500;
+/// Largest `start`.
+const START_MAX: u64 = 10_000_000;
+/// Longest line text we pass on, in characters.
+const LINE_MAX: usize = 2000;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_get_task_log",
+    title: "Read a task's log",
+    description: "Read the log of one Proxmox task by its UPID. By default it returns the last \
+        50 lines (tail, max 500), which is where Proxmox writes why a task failed, and the final \
+        TASK OK / TASK ERROR line; pass start (0-based line offset) and limit to page forward \
+        from the beginning instead. Use it after pve_get_task_status or pve_list_tasks shows a \
+        failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
+        Sys.Audit on /nodes/{node} unless the token started the task itself.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(
+        &[
+            ("upid", support::upid_property()),
+            ("node", support::upid_node_property()),
+            (
+                "tail",
+                json!({"type": "integer", "minimum": 1, "maximum": MAX_LINES, "default": DEFAULT_LINES,
+                    "description": "Return the last this many lines (default 50, max 500). Not with start/limit."}),
+            ),
+            (
+                "start",
+                json!({"type": "integer", "minimum": 0, "maximum": START_MAX,
+                    "description": "Read forward from this 0-based line offset instead of the tail (0 = the first line)."}),
+            ),
+            (
+                "limit",
+                json!({"type": "integer", "minimum": 1, "maximum": MAX_LINES, "default": DEFAULT_LINES,
+                    "description": "With start: how many lines to read (default 50, max 500)."}),
+            ),
+        ],
+        &["upid"],
+    )
+}
+
+fn output_schema() -> Value {
+    let n = |ty, d| schema::nullable(ty, d);
+    let line = schema::object(
+        "One log line.",
+        &[
+            ("n", schema::typed("integer", "1-based line number")),
+            ("text", schema::string("Line text (cut at 2000 characters)")),
+        ],
+    );
+    schema::object(
+        "",
+        &[
+            ("upid", schema::string("The task id")),
+            ("node", schema::string("Node the task runs on")),
+            (
+                "mode",
+                schema::enumeration(
+                    &["tail", "range"],
+                    "tail: the end of the log; range: from start forward",
+                ),
+            ),
+            (
+                "lines",
+                json!({"type": "array", "items": line, "description": "The log lines, in order"}),
+            ),
+            (
+                "total_lines",
+                n(
+                    "integer",
+                    "Lines in the whole log; null if Proxmox did not say",
+                ),
+            ),
+            (
+                "first_line",
+                n("integer", "Number of the first line returned; null if none"),
+            ),
+            (
+                "last_line",
+                n("integer", "Number of the last line returned; null if none"),
+            ),
+            (
+                "has_more_before",
+                schema::boolean("true if earlier lines exist"),
+            ),
+            (
+                "has_more_after",
+                n("boolean", "true if later lines exist; null if unknown"),
+            ),
+            (
+                "task_result",
+                n(
+                    "string",
+                    "The final \"TASK OK\" / \"TASK ERROR: ...\" / \"TASK WARNINGS: n\" line if \
+                     this answer includes it; null otherwise (e.g. still running)",
+                ),
+            ),
+        ],
+    )
+}
+
+/// Numbered lines and the envelope's `total`.
+type Page = (Vec<(u64, String)>, Option<u64>);
+
+/// How the caller wants to read the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Tail(u64),
+    Range { start: u64, limit: u64 },
+}
+
+fn mode(args: &Args) -> Result<Mode, ToolError> {
+    let tail = args.integer("tail", 1, MAX_LINES, DEFAULT_LINES)?;
+    let start = args.integer("start", 0, START_MAX, 0)?;
+    let limit = args.integer("limit", 1, MAX_LINES, DEFAULT_LINES)?;
+    match (tail, start, limit) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(ToolError::field(
+            "tail",
+            "cannot be combined with start/limit; use tail for the end of the log, or start \
+             (+ limit) to read forward",
+        )),
+        (None, None, Some(_)) => Err(ToolError::field(
+            "limit",
+            "goes with start; pass start (0 = first line) too, or use tail for the end of the log",
+        )),
+        (None, Some(start), limit) => Ok(Mode::Range {
+            start,
+            limit: limit.unwrap_or(DEFAULT_LINES),
+        }),
+        (tail, None, None) => Ok(Mode::Tail(tail.unwrap_or(DEFAULT_LINES))),
+    }
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let (upid, node) = support::upid_and_node(args)?;
+    let mode = mode(args)?;
+    let mut fetch = |start: u64, limit: u64| -> Result<Page, ToolError> {
+        let path = ApiPath::new("nodes")
+            .seg(&node)
+            .lit("tasks")
+            .seg(&upid.raw)
+            .lit("log")
+            .query("start", &start.to_string())
+            .query("limit", &limit.to_string());
+        let (data, total) = pve.get_with_total(&path)?;
+        Ok((lines(&data), total))
+    };
+    let (start, limit) = match mode {
+        Mode::Tail(n) => (0, n),
+        Mode::Range { start, limit } => (start, limit),
+    };
+    let (mut got, mut total) = fetch(start, limit)?;
+    let mut start = start;
+    if let Mode::Tail(n) = mode
+        && let Some(t) = total
+        && t > n
+    {
+        start = t - n;
+        let (again, t2) = fetch(start, n)?;
+        got = again;
+        total = t2.or(total);
+    }
+    if total.is_none() && (got.len() as u64) < limit {
+        // A short page means the log ended there.
+        total = Some(start + got.len() as u64);
+    }
+    Ok(shape(&upid.raw, &node, mode, start, got, total))
+}
+
+/// `[{n, t}]` → `(n, text)`, tolerating missing numbers.
+fn lines(data: &Value) -> Vec<(u64, String)> {
+    let Some(items) = data.as_array() else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let text = match item.get("t") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => pj::text(Some(v)).unwrap_or_default(),
+            None => String::new(),
+        };
+        let n = pj::uint(item.get("n")).unwrap_or_else(|| out.last().map_or(1, |(p, _)| p + 1));
+        let text = if text.chars().count() > LINE_MAX {
+            let mut cut: String = text.chars().take(LINE_MAX).collect();
+            cut.push('…');
+            cut
+        } else {
+            text
+        };
+        out.push((n, text));
+    }
+    out
+}
+
+fn shape(
+    upid: &str,
+    node: &str,
+    mode: Mode,
+    start: u64,
+    got: Vec<(u64, String)>,
+    total: Option<u64>,
+) -> Output {
+    let first = got.first().map(|(n, _)| *n);
+    let last = got.last().map(|(n, _)| *n);
+    let has_more_before = first.map_or(start > 0, |f| f > 1);
+    let end = last.unwrap_or(start);
+    let has_more_after = total.map(|t| t > end);
+    let task_result = match (has_more_after, got.last()) {
+        (Some(false), Some((_, t))) if t.starts_with("TASK ") => Some(t.clone()),
+        _ => None,
+    };
+    let structured = json!({
+        "upid": upid,
+        "node": node,
+        "mode": match mode { Mode::Tail(_) => "tail", Mode::Range { .. } => "range" },
+        "lines": got.iter().map(|(n, t)| json!({"n": n, "text": t})).collect::<Vec<_>>(),
+        "total_lines": total,
+        "first_line": first,
+        "last_line": last,
+        "has_more_before": has_more_before,
+        "has_more_after": has_more_after,
+        "task_result": task_result,
+    });
+    let range = match (first, last) {
+        (Some(f), Some(l)) => format!("lines {f}-{l}"),
+        _ => "no lines".to_owned(),
+    };
+    let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+    let mut summary = format!("Task log on {node}: {range}{of}.");
+    match (&task_result, has_more_after) {
+        (Some(r), _) => summary.push_str(&format!(" Final status: {r}.")),
+        (None, Some(false)) => summary.push_str(" No TASK status line yet (still running?)."),
+        (None, _) => summary.push_str(" More lines follow; page on with start."),
+    }
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    const UPID: &str = "UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:";
+    const BASE: &str = "/nodes/pve1/tasks/UPID%3Apve1%3A0020C066%3A042DF204%3A69C26EB0%3Avzdump%3A%3Aroot%40pam%3A/log";
+
+    fn log(from: u64, to: u64, total: u64) -> Value {
+        Value::Array(
+            (from..=to)
+                .map(|n| {
+                    let t = if n == total {
+                        "TASK ERROR: job failed with err -5 - Input/output error".to_owned()
+                    } else {
+                        format!("INFO: line {n}")
+                    };
+                    json!({"n": n, "t": t})
+                })
+                .collect(),
+        )
+    }
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn short_log_needs_one_request() {
+        let mut pve =
+            FakePve::default().with_total(&format!("{BASE}?start=0&limit=50"), log(1, 12, 12), 12);
+        let out = call(&mut pve, json!({"upid": UPID})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(pve.requests.len(), 1);
+        assert_eq!(s["total_lines"], 12);
+        assert_eq!(
+            (s["first_line"].as_u64(), s["last_line"].as_u64()),
+            (Some(1), Some(12))
+        );
+        assert_eq!(s["has_more_before"], false);
+        assert_eq!(s["has_more_after"], false);
+        assert!(s["task_result"].as_str().unwrap().starts_with("TASK ERROR"));
+        assert!(out.summary.contains("TASK ERROR"), "{}", out.summary);
+    }
+
+    #[test]
+    fn long_log_tail_takes_two_requests() {
+        let mut pve = FakePve::default()
+            .with_total(&format!("{BASE}?start=0&limit=20"), log(1, 20, 1000), 1000)
+            .with_total(
+                &format!("{BASE}?start=980&limit=20"),
+                log(981, 1000, 1000),
+                1000,
+            );
+        let out = call(&mut pve, json!({"upid": UPID, "tail": 20})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["lines"].as_array().unwrap().len(), 20);
+        assert_eq!(s["first_line"], 981);
+        assert_eq!(s["has_more_before"], true);
+        assert_eq!(s["has_more_after"], false);
+        assert_eq!(s["mode"], "tail");
+    }
+
+    #[test]
+    fn range_pages_forward() {
+        let mut pve = FakePve::default().with_total(
+            &format!("{BASE}?start=100&limit=10"),
+            log(101, 110, 1000),
+            1000,
+        );
+        let out = call(&mut pve, json!({"upid": UPID, "start": 100, "limit": 10})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["mode"], "range");
+        assert_eq!(s["has_more_before"], true);
+        assert_eq!(s["has_more_after"], true);
+        assert_eq!(s["task_result"], Value::Null);
+        // Without an envelope total, a short page ends the log.
+        let mut pve = FakePve::default().with(&format!("{BASE}?start=0&limit=50"), log(1, 3, 3));
+        let out = call(&mut pve, json!({"upid": UPID, "start": 0})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["total_lines"], 3);
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for (args, needle) in [
+            (
+                json!({"upid": UPID, "tail": 0}),
+                "tail: must be an integer between 1 and 500",
+            ),
+            (json!({"upid": UPID, "tail": 501}), "tail: must be"),
+            (
+                json!({"upid": UPID, "tail": 5, "start": 0}),
+                "tail: cannot be combined",
+            ),
+            (json!({"upid": UPID, "limit": 5}), "limit: goes with start"),
+            (
+                json!({"upid": "nope"}),
+                "upid: \"nope\" is not a valid Proxmox task id",
+            ),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(e.message().contains(needle), "{args}: {e}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

@@ -1,0 +1,281 @@
+//! `pve_get_task_status`: one task's state from
+//! `/nodes/{node}/tasks/{upid}/status`, with the UPID parsed and validated
+//! before the request.
+
+use serde_json::{Value, json};
+
+use super::support::{self, Upid};
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::json as pj;
+use crate::path::ApiPath;
+use crate::schema;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_get_task_status",
+    title: "Get task status",
+    description: "Get the state of one Proxmox task (a start, stop, backup, migration, \
+        snapshot, ...) by its UPID: running or stopped, the exit status, and whether it ended \
+        ok, with warnings or with an error. Use it to follow up on a task an action returned or \
+        one pve_list_tasks showed; node is taken from the UPID. If it failed, read the reason \
+        with pve_get_task_log. Needs Sys.Audit on /nodes/{node} unless the token started the \
+        task itself.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(
+        &[
+            ("upid", support::upid_property()),
+            ("node", support::upid_node_property()),
+        ],
+        &["upid"],
+    )
+}
+
+fn output_schema() -> Value {
+    let n = |ty, d| schema::nullable(ty, d);
+    schema::object(
+        "",
+        &[
+            ("upid", schema::string("The task id")),
+            ("node", schema::string("Node the task runs on")),
+            ("pid", schema::typed("integer", "Worker process id")),
+            (
+                "pstart",
+                schema::typed("integer", "Process start, clock ticks since boot"),
+            ),
+            (
+                "starttime",
+                schema::typed("integer", "Start time, Unix epoch seconds"),
+            ),
+            ("starttime_iso", schema::string("Start time, ISO-8601 UTC")),
+            (
+                "type",
+                schema::string("Task type, e.g. qmstart, vzdump, qmigrate"),
+            ),
+            (
+                "id",
+                n(
+                    "string",
+                    "Object the task is about (often a vmid); null if none",
+                ),
+            ),
+            ("user", schema::string("User that started the task")),
+            (
+                "tokenid",
+                n(
+                    "string",
+                    "API token name if a token started it; null otherwise",
+                ),
+            ),
+            (
+                "status",
+                schema::enumeration(&["running", "stopped"], "Whether the task still runs"),
+            ),
+            (
+                "exitstatus",
+                n(
+                    "string",
+                    "Proxmox's exit status: OK, \"WARNINGS: n\" or the error message; null while running",
+                ),
+            ),
+            (
+                "outcome",
+                schema::enumeration(
+                    &support::OUTCOMES,
+                    "running, ok, warning (finished with warnings) or error",
+                ),
+            ),
+            ("hint", n("string", "What to do next; null if nothing")),
+        ],
+    )
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let (upid, node) = support::upid_and_node(args)?;
+    let path = ApiPath::new("nodes")
+        .seg(&node)
+        .lit("tasks")
+        .seg(&upid.raw)
+        .lit("status");
+    let data = pve.get(&path)?;
+    Ok(shape(&upid, &data))
+}
+
+/// Normalises a `tasks/{upid}/status` answer; the UPID's own fields win
+/// over missing ones.
+pub fn shape(upid: &Upid, data: &Value) -> Output {
+    let d = data.as_object();
+    let field = |k: &str| d.and_then(|d| d.get(k));
+    let running = match pj::text(field("status")).as_deref() {
+        Some("running") => true,
+        Some(_) => false,
+        None => pj::text(field("exitstatus")).is_none(),
+    };
+    let exitstatus = if running {
+        None
+    } else {
+        pj::text(field("exitstatus")).map(|s| s.trim().to_owned())
+    };
+    let outcome = if running {
+        "running"
+    } else {
+        // Stopped without an exit status is Proxmox's "unexpected status".
+        match exitstatus.as_deref() {
+            None => "error",
+            s => support::outcome(s),
+        }
+    };
+    let hint = match outcome {
+        "running" => Some(
+            "The task is still running; ask again later, or read its progress with pve_get_task_log."
+                .to_owned(),
+        ),
+        "error" => Some("Use pve_get_task_log to see why it failed (the end of the log).".to_owned()),
+        "warning" => Some("Use pve_get_task_log to read the warnings.".to_owned()),
+        _ => None,
+    };
+    let structured = json!({
+        "upid": upid.raw,
+        "node": upid.node,
+        "pid": upid.pid,
+        "pstart": upid.pstart,
+        "starttime": upid.starttime,
+        "starttime_iso": support::iso_utc(upid.starttime as i64),
+        "type": upid.task_type,
+        "id": upid.id,
+        "user": upid.user,
+        "tokenid": upid.tokenid,
+        "status": if running { "running" } else { "stopped" },
+        "exitstatus": exitstatus,
+        "outcome": outcome,
+        "hint": hint,
+    });
+    let what = match &upid.id {
+        Some(id) => format!("Task {} ({id}) on {}", upid.task_type, upid.node),
+        None => format!("Task {} on {}", upid.task_type, upid.node),
+    };
+    let started = support::iso_utc(upid.starttime as i64);
+    let summary = match outcome {
+        "running" => format!("{what}, started {started}, is still running."),
+        "ok" => format!("{what}, started {started}, finished OK."),
+        "warning" => format!(
+            "{what}, started {started}, finished with {}; see pve_get_task_log.",
+            exitstatus.as_deref().unwrap_or("warnings")
+        ),
+        _ => format!(
+            "{what}, started {started}, failed: {}. Use pve_get_task_log to see why.",
+            exitstatus.as_deref().unwrap_or("unexpected status")
+        ),
+    };
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    const UPID: &str = "UPID:node1:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:";
+    const PATH: &str = "/nodes/node1/tasks/UPID%3Anode1%3A000FF1FD%3A10F9374C%3A630D702C%3Avzdump%3A110%3Aroot%40pam%3A/status";
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn stopped_ok() {
+        let mut pve = FakePve::default().with(
+            PATH,
+            json!({"upid":UPID,"starttime":1661825068,"user":"root@pam","type":"vzdump","pstart":284768076,
+                "status":"stopped","exitstatus":"OK","pid":1044989,"id":"110","node":"node1"}),
+        );
+        let out = call(&mut pve, json!({"upid": UPID})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["outcome"], "ok");
+        assert_eq!(s["status"], "stopped");
+        assert_eq!(s["pid"], 1044989);
+        assert_eq!(s["id"], "110");
+        assert_eq!(s["starttime_iso"], "2022-08-30T02:04:28Z");
+        assert_eq!(s["hint"], Value::Null);
+        assert!(out.summary.contains("finished OK"), "{}", out.summary);
+    }
+
+    #[test]
+    fn failed_and_running_and_token() {
+        let mut pve = FakePve::default().with(
+            PATH,
+            json!({"status":"stopped","exitstatus":"VM 110 already running","upid":UPID}),
+        );
+        let out = call(&mut pve, json!({"upid": UPID, "node": "node1"})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["outcome"], "error");
+        assert!(
+            out.structured["hint"]
+                .as_str()
+                .unwrap()
+                .contains("pve_get_task_log")
+        );
+
+        let mut pve = FakePve::default().with(PATH, json!({"status":"running","upid":UPID}));
+        let out = call(&mut pve, json!({"upid": UPID})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["outcome"], "running");
+        assert_eq!(out.structured["exitstatus"], Value::Null);
+
+        let upid = "UPID:pve1:0020C066:142DF204A:69C26EB0:qmstart::api@pve!ci:";
+        let path = "/nodes/pve1/tasks/UPID%3Apve1%3A0020C066%3A142DF204A%3A69C26EB0%3Aqmstart%3A%3Aapi%40pve%21ci%3A/status";
+        let mut pve = FakePve::default().with(
+            path,
+            json!({"status":"stopped","exitstatus":"WARNINGS: 2","tokenid":"ci","user":"api@pve"}),
+        );
+        let out = call(&mut pve, json!({"upid": upid})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(
+            (s["user"].as_str(), s["tokenid"].as_str()),
+            (Some("api@pve"), Some("ci"))
+        );
+        assert_eq!(s["id"], Value::Null);
+        assert_eq!(s["outcome"], "warning");
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for (args, needle) in [
+            (json!({}), "upid: missing required argument"),
+            (json!({"upid": 5}), "upid: must be a string"),
+            (
+                json!({"upid": "UPID:node1:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam"}),
+                "trailing colon",
+            ),
+            (
+                json!({"upid": "UPID:node1:000FF1FZ:10F9374C:630D702C:vzdump:110:root@pam:"}),
+                "pid must be 8 hex",
+            ),
+            (
+                json!({"upid": UPID, "node": "pve2"}),
+                "node: \"pve2\" disagrees with the UPID",
+            ),
+            (json!({"upid": UPID, "node": "bad node"}), "node: "),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{args}: {e:?}");
+            assert!(e.message().contains(needle), "{args}: {e}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

@@ -1,0 +1,597 @@
+//! `pve_get_vm_config`: one guest's configuration from
+//! `GET /nodes/{node}/{qemu|lxc}/{vmid}/config`, with secrets masked and
+//! the commonly needed settings parsed out.
+//!
+//! Masking rule: `cipassword` is always `**********` (Proxmox already masks
+//! it; we never pass anything else through). Any other key whose name
+//! contains `password`, `secret`, `token` or `key` (case-insensitive) is
+//! replaced by `**********`, except `sshkeys` (public keys; shown
+//! URL-decoded) and `keyboard` (a keyboard layout). The masked keys are
+//! listed in `masked_keys`.
+
+use percent_encoding::percent_decode_str;
+use serde_json::{Map, Value, json};
+
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::{Args, VmType};
+use crate::error::ToolError;
+use crate::fetch;
+use crate::format;
+use crate::json as pj;
+use crate::path::ApiPath;
+use crate::resolve::{self, Target, Wanted};
+use crate::schema;
+
+/// What masked values read.
+pub const MASK: &str = "**********";
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_get_vm_config",
+    title: "Get VM/container configuration",
+    description: "Get one QEMU VM's or LXC container's configuration: every key as Proxmox \
+        stores it, plus parsed highlights (name, cores, sockets, memory MiB, disks with \
+        storage and size, NICs with model, MAC, bridge, VLAN and firewall, OS type, guest \
+        agent, tags, start at boot, template, lock). Use it to see how a guest is set up \
+        (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
+        live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
+        is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(&resolve::target_properties(), &["vmid"])
+}
+
+fn output_schema() -> Value {
+    let n = schema::nullable;
+    let disk = schema::object(
+        "One disk or mount point.",
+        &[
+            (
+                "key",
+                schema::string("Config key, e.g. scsi0, rootfs, mp0, efidisk0, unused0"),
+            ),
+            (
+                "storage",
+                n(
+                    "string",
+                    "Storage id; null for none/cdrom-without-media or a host path",
+                ),
+            ),
+            (
+                "volume",
+                n(
+                    "string",
+                    "Volume (storage:name) or path as configured; null if none",
+                ),
+            ),
+            (
+                "size",
+                n("string", "Size as configured, e.g. 32G; null if not set"),
+            ),
+            (
+                "media",
+                n("string", "cdrom for CD/DVD drives; null for disks"),
+            ),
+            (
+                "mountpoint",
+                n("string", "Container mount path (mp keys); null otherwise"),
+            ),
+        ],
+    );
+    let nic = schema::object(
+        "One network interface.",
+        &[
+            ("key", schema::string("Config key, e.g. net0")),
+            (
+                "model",
+                n(
+                    "string",
+                    "NIC model (virtio, e1000, ...) or container type (veth); null if unknown",
+                ),
+            ),
+            ("mac", n("string", "MAC address; null if not set")),
+            ("bridge", n("string", "Bridge, e.g. vmbr0; null if none")),
+            ("vlan", n("integer", "VLAN tag; null if none")),
+            (
+                "firewall",
+                schema::boolean("true if the Proxmox firewall is on for this NIC"),
+            ),
+            (
+                "name",
+                n(
+                    "string",
+                    "Interface name inside a container (eth0); null for VMs",
+                ),
+            ),
+        ],
+    );
+    let highlights = schema::object(
+        "Parsed settings; null where the config leaves them unset (Proxmox defaults apply).",
+        &[
+            (
+                "name",
+                n("string", "VM name or container hostname; null if unset"),
+            ),
+            (
+                "cores",
+                n("integer", "Cores (per socket for VMs); null if unset"),
+            ),
+            (
+                "sockets",
+                n("integer", "CPU sockets (VMs); null if unset or a container"),
+            ),
+            ("memory_mib", n("integer", "Memory, MiB; null if unset")),
+            (
+                "ostype",
+                n("string", "OS type, e.g. l26, win11, debian; null if unset"),
+            ),
+            (
+                "agent",
+                schema::boolean(
+                    "true if the QEMU guest agent is enabled (always false for containers)",
+                ),
+            ),
+            ("onboot", schema::boolean("true if started at host boot")),
+            ("template", schema::boolean("true for a template")),
+            (
+                "lock",
+                n(
+                    "string",
+                    "Config lock (backup, migrate, snapshot, ...); null if none",
+                ),
+            ),
+            ("tags", schema::strings("Tags")),
+            (
+                "disks",
+                json!({"type": "array", "items": disk, "description": "Disks, CD drives and mount points"}),
+            ),
+            (
+                "nics",
+                json!({"type": "array", "items": nic, "description": "Network interfaces"}),
+            ),
+        ],
+    );
+    schema::object(
+        "",
+        &[
+            ("vmid", schema::typed("integer", "VM/CT id")),
+            ("node", schema::string("Node the guest is on")),
+            (
+                "vm_type",
+                schema::vm_type("\"qemu\" (VM) or \"lxc\" (container)"),
+            ),
+            (
+                "config",
+                json!({"type": "object", "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+                    "description": "Every config key with its value as Proxmox gives it; secrets replaced by **********"}),
+            ),
+            (
+                "masked_keys",
+                schema::strings("Config keys whose values were masked"),
+            ),
+            ("highlights", highlights),
+            (
+                "digest",
+                n(
+                    "string",
+                    "SHA-1 of the config file, to detect changes; null if not reported",
+                ),
+            ),
+            ("resolved", resolve::resolved_schema()),
+        ],
+    )
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let target = Wanted::from_args(args)?.resolve(pve)?;
+    let path = ApiPath::new("nodes")
+        .seg(&target.node)
+        .lit(target.vm_type.as_str())
+        .id(target.vmid)
+        .lit("config");
+    let config = fetch::object(pve, &path)?;
+    Ok(shape(&target, &config))
+}
+
+/// Whether a config key's value must be masked (see the module docs).
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    if k == "sshkeys" || k == "keyboard" {
+        return false;
+    }
+    ["password", "secret", "token", "key"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// `a=1,b=2` → pairs; a leading bare value gets the key `""`.
+fn props(value: &str) -> Vec<(String, String)> {
+    value
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
+            None => (String::new(), p.trim().to_owned()),
+        })
+        .collect()
+}
+
+fn prop<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+fn is_indexed(key: &str, prefixes: &[&str]) -> bool {
+    prefixes.iter().any(|p| {
+        key.strip_prefix(p)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+fn disk(key: &str, value: &str) -> Value {
+    let pairs = props(value);
+    let volume = prop(&pairs, "")
+        .or(prop(&pairs, "volume"))
+        .or(prop(&pairs, "file"))
+        .map(str::to_owned);
+    let storage = volume
+        .as_deref()
+        .and_then(|v| v.split_once(':'))
+        .map(|(s, _)| s.to_owned())
+        .filter(|s| !s.is_empty() && !s.starts_with('/'));
+    json!({
+        "key": key,
+        "storage": storage,
+        "volume": volume.filter(|v| v != "none"),
+        "size": prop(&pairs, "size"),
+        "media": prop(&pairs, "media"),
+        "mountpoint": prop(&pairs, "mp"),
+    })
+}
+
+const QEMU_MODELS: [&str; 10] = [
+    "virtio",
+    "e1000",
+    "e1000e",
+    "rtl8139",
+    "vmxnet3",
+    "e1000-82540em",
+    "e1000-82544gc",
+    "e1000-82545em",
+    "i82551",
+    "ne2k_pci",
+];
+
+fn nic(key: &str, value: &str, vm_type: VmType) -> Value {
+    let pairs = props(value);
+    let (model, mac) = match vm_type {
+        VmType::Qemu => match pairs.iter().find(|(k, _)| {
+            QEMU_MODELS.contains(&k.as_str())
+                || k.starts_with("i8255")
+                || k == "pcnet"
+                || k == "ne2k_isa"
+        }) {
+            Some((m, mac)) => (Some(m.clone()), Some(mac.clone()).filter(|m| !m.is_empty())),
+            None => (
+                prop(&pairs, "model").map(str::to_owned),
+                prop(&pairs, "macaddr").map(str::to_owned),
+            ),
+        },
+        VmType::Lxc => (
+            prop(&pairs, "type")
+                .map(str::to_owned)
+                .or(Some("veth".to_owned())),
+            prop(&pairs, "hwaddr").map(str::to_owned),
+        ),
+    };
+    json!({
+        "key": key,
+        "model": model,
+        "mac": mac,
+        "bridge": prop(&pairs, "bridge"),
+        "vlan": prop(&pairs, "tag").and_then(|t| t.parse::<u64>().ok()),
+        "firewall": prop(&pairs, "firewall").is_some_and(|f| f == "1"),
+        "name": if vm_type == VmType::Lxc { prop(&pairs, "name") } else { None },
+    })
+}
+
+/// Natural order for indexed keys: scsi2 before scsi10.
+fn key_order(k: &str) -> (String, u64) {
+    let split = k.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    (k[..split].to_owned(), k[split..].parse().unwrap_or(0))
+}
+
+/// Masks the config and parses its highlights.
+pub fn shape(target: &Target, raw: &Map<String, Value>) -> Output {
+    let qemu = target.vm_type == VmType::Qemu;
+    let mut config = Map::new();
+    let mut masked = Vec::new();
+    for (k, v) in raw {
+        let value = if k == "cipassword" || is_secret_key(k) {
+            masked.push(k.clone());
+            Value::from(MASK)
+        } else if k == "sshkeys" {
+            v.as_str()
+                .map(|s| Value::from(percent_decode_str(s).decode_utf8_lossy().into_owned()))
+                .unwrap_or_else(|| v.clone())
+        } else if v.is_object() || v.is_array() {
+            Value::from(v.to_string())
+        } else {
+            v.clone()
+        };
+        config.insert(k.clone(), value);
+    }
+    masked.sort();
+    let s = |k: &str| config.get(k).and_then(|v| pj::text(Some(v)));
+    let mut keys: Vec<&String> = config.keys().collect();
+    keys.sort_by_key(|k| key_order(k));
+    let disk_prefixes: &[&str] = if qemu {
+        &[
+            "ide", "sata", "scsi", "virtio", "efidisk", "tpmstate", "unused",
+        ]
+    } else {
+        &["mp", "unused"]
+    };
+    let mut disks: Vec<Value> = Vec::new();
+    if !qemu && let Some(r) = s("rootfs") {
+        disks.push(disk("rootfs", &r));
+    }
+    let mut nics = Vec::new();
+    for k in &keys {
+        if is_indexed(k, disk_prefixes)
+            && let Some(v) = s(k)
+        {
+            disks.push(disk(k, &v));
+        } else if is_indexed(k, &["net"])
+            && let Some(v) = s(k)
+        {
+            nics.push(nic(k, &v, target.vm_type));
+        }
+    }
+    let memory_mib = s("memory").and_then(|m| {
+        let pairs = props(&m);
+        prop(&pairs, "")
+            .or(prop(&pairs, "current"))
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    let agent = qemu
+        && s("agent").is_some_and(|a| {
+            let pairs = props(&a);
+            prop(&pairs, "")
+                .or(prop(&pairs, "enabled"))
+                .is_some_and(|v| v == "1")
+        });
+    let highlights = json!({
+        "name": if qemu { s("name") } else { s("hostname") },
+        "cores": pj::uint(config.get("cores")),
+        "sockets": if qemu { pj::uint(config.get("sockets")) } else { None },
+        "memory_mib": memory_mib,
+        "ostype": s("ostype"),
+        "agent": agent,
+        "onboot": pj::flag(config.get("onboot")),
+        "template": pj::flag(config.get("template")),
+        "lock": s("lock"),
+        "tags": pj::tags(config.get("tags")),
+        "disks": disks,
+        "nics": nics,
+    });
+    let summary = summary(target, &highlights, &masked);
+    Output {
+        structured: json!({
+            "vmid": target.vmid,
+            "node": target.node,
+            "vm_type": target.vm_type.as_str(),
+            "digest": s("digest"),
+            "config": config,
+            "masked_keys": masked,
+            "highlights": highlights,
+            "resolved": target.resolved_json(),
+        }),
+        summary,
+    }
+}
+
+fn summary(target: &Target, h: &Value, masked: &[String]) -> String {
+    let mut parts = Vec::new();
+    match (h["cores"].as_u64(), h["sockets"].as_u64()) {
+        (Some(c), Some(s)) if s > 1 => parts.push(format!("{s}x{c} cores")),
+        (Some(c), _) => parts.push(format::count(c as usize, "core", "cores")),
+        _ => {}
+    }
+    if let Some(m) = h["memory_mib"].as_u64() {
+        parts.push(format!("{} memory", format::bytes(m * 1024 * 1024)));
+    }
+    let disks = h["disks"].as_array().map_or(0, Vec::len);
+    let nics = h["nics"].as_array().map_or(0, Vec::len);
+    parts.push(format::count(disks, "disk", "disks"));
+    parts.push(format::count(nics, "NIC", "NICs"));
+    if let Some(os) = h["ostype"].as_str() {
+        parts.push(format!("ostype {os}"));
+    }
+    let name = h["name"]
+        .as_str()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    let mut out = format!(
+        "{}{name} on {}: {}.",
+        target.label(),
+        target.node,
+        parts.join(", ")
+    );
+    if let Some(l) = h["lock"].as_str() {
+        out.push_str(&format!(" Locked ({l})."));
+    }
+    if !masked.is_empty() {
+        out.push_str(&format!(" Masked: {}.", masked.join(", ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::resources::fixtures::cluster_vms;
+
+    /// The PVE 8.2/QEMU 9.0 payload from the reference, plus cloud-init
+    /// keys, tags, a second disk and a VLAN NIC.
+    fn qemu_config() -> Value {
+        json!({"agent":"1","bios":"ovmf","boot":"order=sata0;sata1","cores":2,"cpu":"Cascadelake-Server-noTSX",
+            "digest":"1c6a44c158cd25dd20fb45a56bcf2c3258abde1b","efidisk0":"ceph-vm-data:vm-126-disk-0,size=128K",
+            "machine":"pc-i440fx-9.0","memory":"3072","meta":"creation-qemu=9.0.2,ctime=1727867268","name":"xx.example.com",
+            "numa":0,"ostype":"win10","scsihw":"virtio-scsi-single","smbios1":"uuid=42393877-1111","sockets":1,
+            "vmgenid":"c5b96294-2222","sata0":"none,media=cdrom","net0":"virtio=00:50:56:b9:02:4d,bridge=v656",
+            "scsi10":"local-lvm:vm-126-disk-2,size=10G","scsi2":"local-lvm:vm-126-disk-1,iothread=1,size=32G",
+            "net1":"e1000=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=20",
+            "cipassword":"**********","ciuser":"admin","sshkeys":"ssh-ed25519%20AAAAC3Nz%20me%40host%0A",
+            "keyboard":"de","tags":"prod;win","onboot":1,"lock":"backup"})
+    }
+
+    fn lxc_config() -> Value {
+        json!({"arch":"amd64","cores":2,"hostname":"ct-web","memory":512,"swap":512,"ostype":"debian",
+            "rootfs":"local-lvm:vm-101-disk-0,size=8G","mp0":"/mnt/host,mp=/data",
+            "net0":"name=eth0,bridge=vmbr0,firewall=1,hwaddr=BC:24:11:AA:BB:CC,ip=dhcp,type=veth",
+            "digest":"abc","unprivileged":1,"features":"nesting=1"})
+    }
+
+    fn call_q(args: &str) -> (Output, FakePve) {
+        let mut pve = FakePve::default()
+            .with("/cluster/resources?type=vm", cluster_vms())
+            .with("/nodes/node2/qemu/100/config", qemu_config())
+            .with("/nodes/node1/lxc/101/config", lxc_config());
+        let out = TOOL.call(&mut pve, args).unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        (out, pve)
+    }
+
+    #[test]
+    fn qemu_highlights_and_masking() {
+        let (out, pve) = call_q(r#"{"vmid": 100}"#);
+        assert_eq!(
+            pve.requests,
+            ["/cluster/resources?type=vm", "/nodes/node2/qemu/100/config"]
+        );
+        let s = &out.structured;
+        assert_eq!(s["config"]["cipassword"], MASK);
+        assert_eq!(s["config"]["sshkeys"], "ssh-ed25519 AAAAC3Nz me@host\n");
+        assert_eq!(s["config"]["keyboard"], "de");
+        assert_eq!(s["config"]["memory"], "3072");
+        assert_eq!(s["masked_keys"], json!(["cipassword"]));
+        let h = &s["highlights"];
+        assert_eq!(h["name"], "xx.example.com");
+        assert_eq!(h["cores"], 2);
+        assert_eq!(h["sockets"], 1);
+        assert_eq!(h["memory_mib"], 3072);
+        assert_eq!(h["agent"], true);
+        assert_eq!(h["onboot"], true);
+        assert_eq!(h["lock"], "backup");
+        assert_eq!(h["tags"], json!(["prod", "win"]));
+        let keys: Vec<&str> = h["disks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys, ["efidisk0", "sata0", "scsi2", "scsi10"]);
+        assert_eq!(
+            h["disks"][1],
+            json!({"key":"sata0","storage":null,"volume":null,"size":null,"media":"cdrom","mountpoint":null})
+        );
+        assert_eq!(
+            h["disks"][2],
+            json!({"key":"scsi2","storage":"local-lvm","volume":"local-lvm:vm-126-disk-1","size":"32G","media":null,"mountpoint":null})
+        );
+        assert_eq!(
+            h["nics"][0],
+            json!({"key":"net0","model":"virtio","mac":"00:50:56:b9:02:4d","bridge":"v656","vlan":null,"firewall":false,"name":null})
+        );
+        assert_eq!(h["nics"][1]["vlan"], 20);
+        assert_eq!(h["nics"][1]["firewall"], true);
+        assert_eq!(s["digest"], "1c6a44c158cd25dd20fb45a56bcf2c3258abde1b");
+        assert_eq!(
+            out.summary,
+            "VM 100 (xx.example.com) on node2: 2 cores, 3 GiB memory, 4 disks, 2 NICs, ostype win10. Locked (backup). Masked: cipassword."
+        );
+    }
+
+    #[test]
+    fn lxc_highlights() {
+        let (out, pve) = call_q(r#"{"vmid": 101, "node": "node1", "vm_type": "lxc"}"#);
+        assert_eq!(pve.requests, ["/nodes/node1/lxc/101/config"]);
+        let h = &out.structured["highlights"];
+        assert_eq!(h["name"], "ct-web");
+        assert_eq!(h["sockets"], Value::Null);
+        assert_eq!(h["memory_mib"], 512);
+        assert_eq!(h["agent"], false);
+        assert_eq!(h["disks"][0]["key"], "rootfs");
+        assert_eq!(h["disks"][0]["size"], "8G");
+        assert_eq!(
+            h["disks"][1],
+            json!({"key":"mp0","storage":null,"volume":"/mnt/host","size":null,"media":null,"mountpoint":"/data"})
+        );
+        assert_eq!(
+            h["nics"][0],
+            json!({"key":"net0","model":"veth","mac":"BC:24:11:AA:BB:CC","bridge":"vmbr0","vlan":null,"firewall":true,"name":"eth0"})
+        );
+        assert_eq!(out.structured["masked_keys"], json!([]));
+    }
+
+    #[test]
+    fn defensive_masking() {
+        for k in [
+            "cipassword",
+            "password",
+            "api_token",
+            "client-secret",
+            "privkey",
+            "KEY",
+        ] {
+            assert!(is_secret_key(k) || k == "cipassword", "{k}");
+        }
+        for k in ["sshkeys", "keyboard", "name", "net0", "description"] {
+            assert!(!is_secret_key(k), "{k}");
+        }
+        let mut raw = Map::new();
+        raw.insert("cipassword".into(), json!("plaintext?!"));
+        raw.insert("hookscript_token".into(), json!("abc"));
+        let t = Target {
+            vmid: 100,
+            node: "n".into(),
+            vm_type: VmType::Qemu,
+            node_resolved: false,
+            vm_type_resolved: false,
+        };
+        let out = shape(&t, &raw);
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["config"]["cipassword"], MASK);
+        assert_eq!(out.structured["config"]["hookscript_token"], MASK);
+        assert!(!out.structured.to_string().contains("plaintext"));
+        assert_eq!(
+            out.structured["masked_keys"],
+            json!(["cipassword", "hookscript_token"])
+        );
+    }
+
+    #[test]
+    fn validation_comes_first() {
+        let mut pve = FakePve::default();
+        for a in [
+            "{}",
+            r#"{"vmid": 99}"#,
+            r#"{"vmid": 100, "node": "a b"}"#,
+            r#"{"vmid": 100, "vm_type": "vm"}"#,
+        ] {
+            let e = TOOL.call(&mut pve, a).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{a}: {e:?}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

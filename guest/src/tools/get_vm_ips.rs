@@ -1,0 +1,421 @@
+//! `pve_get_vm_ips`: a guest's network interfaces and IP addresses, from
+//! the QEMU guest agent (`.../qemu/{vmid}/agent/network-get-interfaces`)
+//! or from the container's own view (`.../lxc/{vmid}/interfaces`).
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use serde_json::{Value, json};
+
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::{Args, VmType};
+use crate::error::ToolError;
+use crate::json as pj;
+use crate::path::ApiPath;
+use crate::resolve::{self, Target, Wanted};
+use crate::schema;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_get_vm_ips",
+    title: "Get VM/container IP addresses",
+    description: "Get the network interfaces and IP addresses of one guest as the guest itself \
+        sees them: for a QEMU VM through the QEMU guest agent (which must be enabled in the VM's \
+        options and running inside the guest), for an LXC container from the container. Use \
+        it to find the address to reach a guest on (the flat addresses list leaves out loopback \
+        and link-local ones). The guest must be running. Only vmid is required. Needs \
+        VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
+        for containers.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(&resolve::target_properties(), &["vmid"])
+}
+
+fn output_schema() -> Value {
+    let iface = schema::object(
+        "One interface.",
+        &[
+            (
+                "name",
+                schema::string("Interface name inside the guest, e.g. eth0"),
+            ),
+            (
+                "mac",
+                schema::nullable("string", "MAC address; null if unknown"),
+            ),
+            (
+                "ipv4",
+                schema::strings("IPv4 addresses in CIDR form, e.g. 192.168.1.10/24"),
+            ),
+            ("ipv6", schema::strings("IPv6 addresses in CIDR form")),
+        ],
+    );
+    let excluded = schema::object(
+        "An address left out of addresses.",
+        &[
+            ("address", schema::string("The address")),
+            (
+                "reason",
+                schema::enumeration(&["loopback", "link-local"], "Why it was left out"),
+            ),
+        ],
+    );
+    schema::object(
+        "",
+        &[
+            ("vmid", schema::typed("integer", "VM/CT id")),
+            ("node", schema::string("Node the guest is on")),
+            ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
+            (
+                "source",
+                schema::enumeration(
+                    &["guest-agent", "container"],
+                    "guest-agent: the QEMU guest agent; container: the container's interfaces",
+                ),
+            ),
+            (
+                "interfaces",
+                json!({"type": "array", "items": iface, "description": "Interfaces as the guest reports them"}),
+            ),
+            (
+                "addresses",
+                schema::strings(
+                    "Usable IP addresses (no prefix), IPv4 first; loopback and link-local left out",
+                ),
+            ),
+            (
+                "excluded",
+                json!({"type": "array", "items": excluded, "description": "Addresses left out of addresses, and why"}),
+            ),
+            ("resolved", resolve::resolved_schema()),
+        ],
+    )
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let target = Wanted::from_args(args)?.resolve(pve)?;
+    let base = ApiPath::new("nodes")
+        .seg(&target.node)
+        .lit(target.vm_type.as_str())
+        .id(target.vmid);
+    let path = match target.vm_type {
+        VmType::Qemu => base.lit("agent").lit("network-get-interfaces"),
+        VmType::Lxc => base.lit("interfaces"),
+    };
+    let data = pve.get(&path).map_err(|e| explain(&target, e))?;
+    Ok(shape(&target, &data))
+}
+
+/// Turns the guest-agent and stopped-guest failures into instructions.
+fn explain(target: &Target, e: ToolError) -> ToolError {
+    let ToolError::Upstream(msg) = &e else {
+        return e;
+    };
+    let lower = msg.to_ascii_lowercase();
+    let label = target.label();
+    let text = if lower.contains("no qemu guest agent configured") {
+        format!(
+            "{label} has no QEMU guest agent configured, so Proxmox cannot ask it for its IP \
+             addresses. Enable the agent option (qm set {} --agent enabled=1, then a full stop \
+             and start of the VM) and install qemu-guest-agent inside the guest.",
+            target.vmid
+        )
+    } else if lower.contains("guest agent is not running") {
+        format!(
+            "The QEMU guest agent in {label} is not running: install the qemu-guest-agent \
+             package inside the guest and start its service (e.g. systemctl enable --now \
+             qemu-guest-agent; on Windows the QEMU Guest Agent service from the virtio drivers)."
+        )
+    } else if lower.contains("not running") {
+        format!(
+            "{label} is not running, so it has no IP addresses to report; start it first \
+             (pve_get_vm_status shows its state)."
+        )
+    } else {
+        return e;
+    };
+    ToolError::Upstream(format!("{text} Proxmox said: {msg}"))
+}
+
+/// Why an address is not in the flat list, if it is excluded.
+fn excluded_reason(ip: &str) -> Option<&'static str> {
+    let bare = ip.split(['/', '%']).next().unwrap_or(ip);
+    if let Ok(v4) = bare.parse::<Ipv4Addr>() {
+        return if v4.is_loopback() {
+            Some("loopback")
+        } else if v4.is_link_local() {
+            Some("link-local")
+        } else {
+            None
+        };
+    }
+    if let Ok(v6) = bare.parse::<Ipv6Addr>() {
+        return if v6.is_loopback() {
+            Some("loopback")
+        } else if v6.segments()[0] & 0xffc0 == 0xfe80 {
+            Some("link-local")
+        } else {
+            None
+        };
+    }
+    None
+}
+
+struct Iface {
+    name: String,
+    mac: Option<String>,
+    ipv4: Vec<String>,
+    ipv6: Vec<String>,
+}
+
+fn push_addr(iface: &mut Iface, addr: &str, prefix: Option<u64>, family: Option<&str>) {
+    let addr = addr.trim();
+    if addr.is_empty() {
+        return;
+    }
+    let cidr = match (addr.contains('/'), prefix) {
+        (false, Some(p)) => format!("{addr}/{p}"),
+        _ => addr.to_owned(),
+    };
+    let v6 = match family {
+        Some(f) => f.eq_ignore_ascii_case("ipv6"),
+        None => addr.contains(':'),
+    };
+    if v6 {
+        iface.ipv6.push(cidr);
+    } else {
+        iface.ipv4.push(cidr);
+    }
+}
+
+fn interfaces(data: &Value) -> Vec<Iface> {
+    // The agent wraps its answer in {"result": [...]}; containers give a list.
+    let list = data
+        .get("result")
+        .and_then(Value::as_array)
+        .or_else(|| data.as_array());
+    let Some(list) = list else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|i| {
+            let name = pj::text(i.get("name"))?;
+            let mac = pj::text(i.get("hardware-address")).or_else(|| pj::text(i.get("hwaddr")));
+            let mut iface = Iface {
+                name,
+                mac,
+                ipv4: Vec::new(),
+                ipv6: Vec::new(),
+            };
+            if let Some(addrs) = i.get("ip-addresses").and_then(Value::as_array) {
+                for a in addrs {
+                    if let Some(ip) = pj::text(a.get("ip-address")) {
+                        let family = pj::text(a.get("ip-address-type"));
+                        push_addr(
+                            &mut iface,
+                            &ip,
+                            pj::uint(a.get("prefix")),
+                            family.as_deref(),
+                        );
+                    }
+                }
+            } else {
+                for (key, family) in [("inet", "ipv4"), ("inet6", "ipv6")] {
+                    if let Some(s) = pj::text(i.get(key)) {
+                        for a in s.split([' ', ',', ';']) {
+                            push_addr(&mut iface, a, None, Some(family));
+                        }
+                    }
+                }
+            }
+            Some(iface)
+        })
+        .collect()
+}
+
+/// Normalises the interface list.
+pub fn shape(target: &Target, data: &Value) -> Output {
+    let ifaces = interfaces(data);
+    let mut v4 = Vec::new();
+    let mut v6 = Vec::new();
+    let mut excluded = Vec::new();
+    for i in &ifaces {
+        for (list, out) in [(&i.ipv4, &mut v4), (&i.ipv6, &mut v6)] {
+            for cidr in list {
+                let bare = cidr.split('/').next().unwrap_or(cidr).to_owned();
+                match excluded_reason(cidr) {
+                    Some(reason) => excluded.push(json!({"address": bare, "reason": reason})),
+                    None if !out.contains(&bare) => out.push(bare),
+                    None => {}
+                }
+            }
+        }
+    }
+    let addresses: Vec<String> = v4.into_iter().chain(v6).collect();
+    let structured = json!({
+        "vmid": target.vmid,
+        "node": target.node,
+        "vm_type": target.vm_type.as_str(),
+        "source": match target.vm_type { VmType::Qemu => "guest-agent", VmType::Lxc => "container" },
+        "interfaces": ifaces.iter().map(|i| json!({
+            "name": i.name, "mac": i.mac, "ipv4": i.ipv4, "ipv6": i.ipv6,
+        })).collect::<Vec<_>>(),
+        "addresses": addresses,
+        "excluded": excluded,
+        "resolved": target.resolved_json(),
+    });
+    let summary = if addresses.is_empty() {
+        format!(
+            "{} on {} reports {} but no usable IP address ({} loopback/link-local left out).",
+            target.label(),
+            target.node,
+            crate::format::count(ifaces.len(), "interface", "interfaces"),
+            excluded.len()
+        )
+    } else {
+        let shown: Vec<&str> = addresses.iter().take(5).map(String::as_str).collect();
+        let more = if addresses.len() > 5 {
+            format!(" and {} more", addresses.len() - 5)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} on {}: {}{more} (loopback and link-local left out).",
+            target.label(),
+            target.node,
+            shown.join(", ")
+        )
+    };
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    const AGENT: &str = "/nodes/pve1/qemu/101/agent/network-get-interfaces";
+
+    fn agent_answer() -> Value {
+        json!({"result":[
+            {"name":"lo","hardware-address":"00:00:00:00:00:00","ip-addresses":[
+                {"ip-address":"127.0.0.1","ip-address-type":"ipv4","prefix":8},
+                {"ip-address":"::1","ip-address-type":"ipv6","prefix":128}],
+             "statistics":{"rx-bytes":100,"tx-bytes":100}},
+            {"name":"eth0","hardware-address":"bc:24:11:2a:3b:4c","ip-addresses":[
+                {"ip-address":"192.168.1.50","ip-address-type":"ipv4","prefix":24},
+                {"ip-address":"2001:db8::50","ip-address-type":"ipv6","prefix":64},
+                {"ip-address":"fe80::be24:11ff:fe2a:3b4c","ip-address-type":"ipv6","prefix":64}]},
+            {"name":"docker0","hardware-address":"02:42:ac:11:00:01"}
+        ]})
+    }
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn agent_interfaces() {
+        let mut pve = FakePve::default().with(AGENT, agent_answer());
+        let out = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["addresses"], json!(["192.168.1.50", "2001:db8::50"]));
+        assert_eq!(s["interfaces"][1]["ipv4"], json!(["192.168.1.50/24"]));
+        assert_eq!(s["interfaces"][1]["mac"], "bc:24:11:2a:3b:4c");
+        assert_eq!(s["interfaces"][2]["ipv4"], json!([]));
+        assert_eq!(s["excluded"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            s["excluded"][2],
+            json!({"address": "fe80::be24:11ff:fe2a:3b4c", "reason": "link-local"})
+        );
+        assert!(
+            out.summary.contains("192.168.1.50, 2001:db8::50"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn container_interfaces() {
+        let data = json!([
+            {"name":"lo","hwaddr":"00:00:00:00:00:00","inet":"127.0.0.1/8","inet6":"::1/128"},
+            {"name":"eth0","hwaddr":"bc:24:11:00:00:01","inet":"10.0.0.5/24","inet6":"fe80::1/64"}
+        ]);
+        let mut pve = FakePve::default().with("/nodes/pve1/lxc/200/interfaces", data);
+        let out = call(
+            &mut pve,
+            json!({"vmid": 200, "node": "pve1", "vm_type": "lxc"}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["addresses"], json!(["10.0.0.5"]));
+        assert_eq!(out.structured["source"], "container");
+        assert_eq!(
+            out.structured["interfaces"][1]["ipv6"],
+            json!(["fe80::1/64"])
+        );
+    }
+
+    #[test]
+    fn agent_errors_say_what_to_do() {
+        let up = |m: &str| {
+            ToolError::Upstream(format!(
+                "Proxmox returned an error (HTTP 500 \"{m}\"). [GET /api2/json{AGENT}]"
+            ))
+        };
+        for (msg, needle) in [
+            ("No QEMU guest agent configured", "Enable the agent option"),
+            (
+                "QEMU guest agent is not running",
+                "install the qemu-guest-agent package",
+            ),
+            ("VM 101 is not running", "is not running, so it has no IP"),
+        ] {
+            let mut pve = FakePve::default().failing(AGENT, up(msg));
+            let e = call(
+                &mut pve,
+                json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+            )
+            .unwrap_err();
+            assert!(matches!(e, ToolError::Upstream(_)));
+            assert!(e.message().contains(needle), "{e}");
+            assert!(e.message().contains(msg), "{e}");
+        }
+        let mut pve =
+            FakePve::default().failing(AGENT, ToolError::Upstream("Permission denied".into()));
+        let e = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.message(), "Permission denied");
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for args in [
+            json!({}),
+            json!({"vmid": "101"}),
+            json!({"vmid": 101, "node": "a/b"}),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{args}: {e:?}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

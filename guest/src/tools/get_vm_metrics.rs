@@ -1,0 +1,503 @@
+//! `pve_get_vm_metrics`: a guest's RRD history from
+//! `/nodes/{node}/{qemu|lxc}/{vmid}/rrddata`, summarised per data source.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::support;
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::format;
+use crate::json as pj;
+use crate::path::ApiPath;
+use crate::resolve::{self, Target, Wanted};
+use crate::schema;
+
+/// Timeframes Proxmox keeps.
+pub const TIMEFRAMES: [&str; 5] = ["hour", "day", "week", "month", "year"];
+/// Consolidation functions.
+pub const CFS: [&str; 2] = ["AVERAGE", "MAX"];
+/// Most raw points returned.
+pub const RAW_MAX: usize = 100;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_get_vm_metrics",
+    title: "Get VM/container metrics history",
+    description: "Get the CPU, memory, disk and network history of one QEMU VM or LXC container \
+        from Proxmox's RRD database over the last hour, day, week, month or year, summarised \
+        per metric (min, avg, max, last; CPU in percent, memory also as a fraction of the \
+        allotted memory, network and disk I/O in bytes per second). Use it to answer \"was it \
+        busy / out of memory / saturating its network lately\"; for the state right now use \
+        pve_get_vm_status. raw: true also returns the data points (at most 100, evenly \
+        downsampled). Only vmid is required. Needs VM.Audit on /vms/{vmid}.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    let mut props = resolve::target_properties();
+    props.extend([
+        (
+            "timeframe",
+            json!({"type": "string", "enum": TIMEFRAMES, "default": "hour",
+                "description": "Period to cover, ending now (default hour: about one point per minute; day: per 30 min; week: per 3 h; ...)."}),
+        ),
+        (
+            "cf",
+            json!({"type": "string", "enum": CFS, "default": "AVERAGE",
+                "description": "How Proxmox consolidates each interval: AVERAGE (default) or MAX (peaks)."}),
+        ),
+        (
+            "raw",
+            json!({"type": "boolean", "default": false,
+                "description": "Also return the data points (at most 100, evenly downsampled). Default false."}),
+        ),
+    ]);
+    schema::input(&props, &["vmid"])
+}
+
+fn output_schema() -> Value {
+    let n = |ty, d| schema::nullable(ty, d);
+    let series = schema::object(
+        "Statistics of one data source over the points that have it.",
+        &[
+            (
+                "name",
+                schema::string(
+                    "Data source: cpu, mem, mem_fraction, maxmem, maxcpu, disk, maxdisk, netin, \
+                     netout, diskread, diskwrite, or others Proxmox adds (memhost, pressure*)",
+                ),
+            ),
+            (
+                "unit",
+                schema::string("percent (cpu), fraction, bytes, bytes/s, cpus or raw"),
+            ),
+            ("min", schema::typed("number", "Smallest value")),
+            ("avg", schema::typed("number", "Mean value")),
+            ("max", schema::typed("number", "Largest value")),
+            (
+                "last",
+                schema::typed("number", "Value of the newest point that has it"),
+            ),
+            (
+                "points",
+                schema::typed("integer", "Points that have this data source"),
+            ),
+        ],
+    );
+    schema::object(
+        "",
+        &[
+            ("vmid", schema::typed("integer", "VM/CT id")),
+            ("node", schema::string("Node the guest is on")),
+            ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
+            (
+                "timeframe",
+                schema::enumeration(&TIMEFRAMES, "The timeframe"),
+            ),
+            (
+                "cf",
+                schema::enumeration(&CFS, "The consolidation function"),
+            ),
+            (
+                "points",
+                schema::typed("integer", "Data points Proxmox returned"),
+            ),
+            (
+                "first_time",
+                n(
+                    "integer",
+                    "Time of the oldest point, epoch seconds; null if none",
+                ),
+            ),
+            (
+                "first_time_iso",
+                n(
+                    "string",
+                    "Time of the oldest point, ISO-8601 UTC; null if none",
+                ),
+            ),
+            (
+                "last_time",
+                n(
+                    "integer",
+                    "Time of the newest point, epoch seconds; null if none",
+                ),
+            ),
+            (
+                "last_time_iso",
+                n(
+                    "string",
+                    "Time of the newest point, ISO-8601 UTC; null if none",
+                ),
+            ),
+            (
+                "series",
+                json!({"type": "array", "items": series,
+                    "description": "One entry per data source present; sources absent from every point (e.g. cpu of a stopped VM) are left out, not zero"}),
+            ),
+            (
+                "raw_points",
+                json!({"type": ["array", "null"],
+                    "items": {"type": "object", "additionalProperties": {"type": "number"}},
+                    "description": "With raw: the points ({time, <source>: value}, as Proxmox sends them), oldest first; null without raw"}),
+            ),
+            (
+                "raw_downsampled",
+                n(
+                    "boolean",
+                    "With raw: true if points were dropped evenly to keep at most 100; null without raw",
+                ),
+            ),
+            ("resolved", resolve::resolved_schema()),
+        ],
+    )
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let wanted = Wanted::from_args(args)?;
+    let timeframe = args.one_of("timeframe", &TIMEFRAMES)?.unwrap_or("hour");
+    let cf = args.one_of("cf", &CFS)?.unwrap_or("AVERAGE");
+    let raw = support::bool_arg(args, "raw")?.unwrap_or(false);
+    let target = wanted.resolve(pve)?;
+    let path = ApiPath::new("nodes")
+        .seg(&target.node)
+        .lit(target.vm_type.as_str())
+        .id(target.vmid)
+        .lit("rrddata")
+        .query("timeframe", timeframe)
+        .query("cf", cf);
+    let data = pve.get(&path)?;
+    Ok(shape(&target, timeframe, cf, raw, &data))
+}
+
+fn unit(name: &str) -> &'static str {
+    match name {
+        "cpu" => "percent",
+        "mem_fraction" => "fraction",
+        "maxcpu" => "cpus",
+        "mem" | "maxmem" | "disk" | "maxdisk" | "memhost" | "swap" | "maxswap" => "bytes",
+        "netin" | "netout" | "diskread" | "diskwrite" => "bytes/s",
+        _ => "raw",
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    min: f64,
+    max: f64,
+    sum: f64,
+    last: f64,
+    n: u64,
+}
+
+impl Stats {
+    fn add(&mut self, v: f64) {
+        if self.n == 0 {
+            self.min = v;
+            self.max = v;
+        }
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += v;
+        self.last = v;
+        self.n += 1;
+    }
+}
+
+fn round(v: f64) -> Value {
+    let r = if v.abs() >= 100.0 {
+        v.round()
+    } else {
+        (v * 10_000.0).round() / 10_000.0
+    };
+    pj::tidy(r)
+}
+
+/// Summarises an rrddata answer.
+pub fn shape(target: &Target, timeframe: &str, cf: &str, raw: bool, data: &Value) -> Output {
+    let mut points: Vec<&Map<String, Value>> = data
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_object).collect())
+        .unwrap_or_default();
+    points.sort_by_key(|p| pj::uint(p.get("time")).unwrap_or(0));
+    let mut stats: BTreeMap<String, Stats> = BTreeMap::new();
+    for p in &points {
+        for (k, v) in p.iter() {
+            if k == "time" {
+                continue;
+            }
+            let Some(mut x) = pj::num(Some(v)) else {
+                continue;
+            };
+            if k == "cpu" {
+                x *= 100.0;
+            }
+            stats.entry(k.clone()).or_default().add(x);
+        }
+        if let (Some(m), Some(max)) = (pj::num(p.get("mem")), pj::num(p.get("maxmem")))
+            && max > 0.0
+        {
+            stats.entry("mem_fraction".into()).or_default().add(m / max);
+        }
+    }
+    // Most useful first, then the rest alphabetically.
+    const ORDER: [&str; 11] = [
+        "cpu",
+        "mem",
+        "mem_fraction",
+        "netin",
+        "netout",
+        "diskread",
+        "diskwrite",
+        "disk",
+        "maxcpu",
+        "maxmem",
+        "maxdisk",
+    ];
+    let mut names: Vec<&String> = stats.keys().collect();
+    names.sort_by_key(|n| {
+        (
+            ORDER.iter().position(|o| o == n).unwrap_or(ORDER.len()),
+            n.as_str(),
+        )
+    });
+    let series: Vec<Value> = names
+        .iter()
+        .map(|name| {
+            let s = &stats[name.as_str()];
+            json!({
+                "name": name,
+                "unit": unit(name),
+                "min": round(s.min),
+                "avg": round(s.sum / s.n as f64),
+                "max": round(s.max),
+                "last": round(s.last),
+                "points": s.n,
+            })
+        })
+        .collect();
+    let time = |p: Option<&&Map<String, Value>>| p.and_then(|p| pj::uint(p.get("time")));
+    let (first, last) = (time(points.first()), time(points.last()));
+    let (raw_points, downsampled) = if raw {
+        let picked: Vec<&Map<String, Value>> = if points.len() > RAW_MAX {
+            let n = points.len();
+            (0..RAW_MAX)
+                .map(|i| points[(i * (n - 1) + (RAW_MAX - 1) / 2) / (RAW_MAX - 1)])
+                .collect()
+        } else {
+            points.clone()
+        };
+        let cleaned: Vec<Value> = picked
+            .iter()
+            .map(|p| {
+                Value::Object(
+                    p.iter()
+                        .filter_map(|(k, v)| pj::num(Some(v)).map(|x| (k.clone(), pj::tidy(x))))
+                        .collect(),
+                )
+            })
+            .collect();
+        (Some(cleaned), Some(points.len() > RAW_MAX))
+    } else {
+        (None, None)
+    };
+    let structured = json!({
+        "vmid": target.vmid,
+        "node": target.node,
+        "vm_type": target.vm_type.as_str(),
+        "timeframe": timeframe,
+        "cf": cf,
+        "points": points.len(),
+        "first_time": first,
+        "first_time_iso": first.map(|t| support::iso_utc(t as i64)),
+        "last_time": last,
+        "last_time_iso": last.map(|t| support::iso_utc(t as i64)),
+        "series": series,
+        "raw_points": raw_points,
+        "raw_downsampled": downsampled,
+        "resolved": target.resolved_json(),
+    });
+    let summary = summary(target, timeframe, cf, points.len(), &stats, downsampled);
+    Output {
+        structured,
+        summary,
+    }
+}
+
+fn summary(
+    target: &Target,
+    timeframe: &str,
+    cf: &str,
+    n: usize,
+    stats: &BTreeMap<String, Stats>,
+    downsampled: Option<bool>,
+) -> String {
+    let avg = |k: &str| stats.get(k).map(|s| (s.sum / s.n as f64, s.max));
+    let mut out = format!(
+        "{} over the last {timeframe} ({n} points, {cf})",
+        target.label()
+    );
+    let mut parts = Vec::new();
+    if let Some((a, m)) = avg("cpu") {
+        parts.push(format!(
+            "CPU avg {}% max {}%",
+            format::one_decimal(a),
+            format::one_decimal(m)
+        ));
+    }
+    if let Some((a, m)) = avg("mem_fraction") {
+        parts.push(format!(
+            "memory avg {} max {} of allotted",
+            format::percent(a),
+            format::percent(m)
+        ));
+    }
+    for (k, label) in [("netin", "net in"), ("netout", "net out")] {
+        if let Some((a, _)) = avg(k) {
+            parts.push(format!(
+                "{label} avg {}/s",
+                format::bytes(a.max(0.0) as u64)
+            ));
+        }
+    }
+    if parts.is_empty() {
+        out.push_str(if n == 0 {
+            ": no data."
+        } else {
+            ": no usage data (the guest was probably stopped)."
+        });
+    } else {
+        out.push_str(&format!(": {}.", parts.join(", ")));
+    }
+    if downsampled == Some(true) {
+        out.push_str(&format!(" Raw points downsampled to {RAW_MAX}."));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    fn running(n: u64) -> Value {
+        Value::Array(
+            (0..n)
+                .map(|i| {
+                    json!({"time": 1693110660 + i * 60, "maxcpu": 4, "cpu": 0.01 * (i % 5) as f64,
+                        "maxmem": 2147483648u64, "mem": 1073741824u64 + i * 1024, "maxdisk": 68719476736u64, "disk": 0,
+                        "netin": 1000.5, "netout": 200.0, "diskread": 0, "diskwrite": 4096.0})
+                })
+                .collect(),
+        )
+    }
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    const HOUR: &str = "/nodes/pve1/qemu/101/rrddata?timeframe=hour&cf=AVERAGE";
+
+    #[test]
+    fn summarises_per_source() {
+        let mut pve = FakePve::default().with(HOUR, running(60));
+        let out = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["points"], 60);
+        assert_eq!(s["raw_points"], Value::Null);
+        let cpu = &s["series"][0];
+        assert_eq!(cpu["name"], "cpu");
+        assert_eq!(cpu["unit"], "percent");
+        assert_eq!(cpu["max"], 4);
+        assert_eq!(cpu["min"], 0);
+        assert_eq!(s["series"][2]["name"], "mem_fraction");
+        assert_eq!(s["series"][2]["min"], 0.5);
+        assert_eq!(s["first_time_iso"], "2023-08-27T04:31:00Z");
+        assert!(
+            out.summary
+                .starts_with("VM 101 over the last hour (60 points, AVERAGE): CPU avg 2% max 4%"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn stopped_guest_skips_absent_sources() {
+        let data = json!([{"maxdisk":68719476736u64,"disk":0,"time":1693110660,"maxcpu":4,"maxmem":16777216000u64},
+                          {"maxdisk":68719476736u64,"disk":0,"time":1693110720,"maxcpu":4,"maxmem":16777216000u64}]);
+        let mut pve =
+            FakePve::default().with("/nodes/pve1/lxc/200/rrddata?timeframe=week&cf=MAX", data);
+        let out = call(&mut pve, json!({"vmid": 200, "node": "pve1", "vm_type": "lxc", "timeframe": "week", "cf": "MAX", "raw": true})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        let names: Vec<&str> = s["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["disk", "maxcpu", "maxmem", "maxdisk"]);
+        assert_eq!(s["raw_points"].as_array().unwrap().len(), 2);
+        assert_eq!(s["raw_downsampled"], false);
+        assert!(out.summary.contains("no usage data"), "{}", out.summary);
+    }
+
+    #[test]
+    fn raw_points_are_downsampled() {
+        let mut pve = FakePve::default().with(HOUR, running(250));
+        let out = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu", "raw": true}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        let pts = out.structured["raw_points"].as_array().unwrap();
+        assert_eq!(pts.len(), RAW_MAX);
+        assert_eq!(pts[0]["time"], 1693110660);
+        assert_eq!(pts[RAW_MAX - 1]["time"], 1693110660 + 249 * 60);
+        assert_eq!(out.structured["raw_downsampled"], true);
+        let empty = call(
+            &mut FakePve::default().with(HOUR, json!([])),
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &empty);
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for (args, needle) in [
+            (
+                json!({"vmid": 101, "timeframe": "minute"}),
+                "timeframe: must be one of",
+            ),
+            (
+                json!({"vmid": 101, "cf": "MIN"}),
+                "cf: must be \"AVERAGE\" or \"MAX\"",
+            ),
+            (
+                json!({"vmid": 101, "raw": "yes"}),
+                "raw: must be true or false",
+            ),
+            (json!({"timeframe": "hour"}), "vmid: missing"),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(e.message().contains(needle), "{args}: {e}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

@@ -1,0 +1,381 @@
+//! `pve_list_backups`: backup archives on one storage, from
+//! `GET /nodes/{node}/storage/{storage}/content?content=backup[&vmid=]`.
+
+use serde_json::{Map, Value, json};
+
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::{ToolError, quoted};
+use crate::fetch;
+use crate::format;
+use crate::json as pj;
+use crate::paging::{self, Page};
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 50;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 500;
+/// Longest storage id.
+pub const STORAGE_MAX: usize = 100;
+/// JSON Schema pattern of a storage id (`pve-storage-id`).
+pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]$";
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_backups",
+    title: "List backups on a storage",
+    description: "List the backup archives (vzdump, PBS snapshots) on one storage of one node, \
+        newest first: volid, vmid, guest type, format, size, creation time, notes, protection \
+        and verification state, plus the count and total size. Use it to check that a guest \
+        has recent backups or to find a volid to restore; pass vmid for one guest's backups. \
+        pve_list_storage with content backup lists the storages that hold backups. Paged with \
+        limit (default 50, max 500) and offset. Needs Datastore.Audit or \
+        Datastore.AllocateSpace on /storage/{storage}.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    let mut props = vec![
+        (
+            "node",
+            schema::node("Node to ask, e.g. \"pve1\"; for shared storage any node that has it."),
+        ),
+        (
+            "storage",
+            json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN,
+                "description": "Storage id, e.g. \"local\" or \"pbs\" (pve_list_storage with content \"backup\" lists them)."}),
+        ),
+        ("vmid", schema::vmid()),
+    ];
+    props.extend(paging::input_properties(
+        DEFAULT_LIMIT,
+        MAX_LIMIT,
+        "backups",
+    ));
+    schema::input(&props, &["node", "storage"])
+}
+
+fn output_schema() -> Value {
+    let n = schema::nullable;
+    let b = schema::object(
+        "One backup.",
+        &[
+            (
+                "volid",
+                schema::string(
+                    "Volume id, e.g. local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst",
+                ),
+            ),
+            (
+                "vmid",
+                n("integer", "Guest the backup is of; null if unknown"),
+            ),
+            ("subtype", n("string", "qemu or lxc; null if not reported")),
+            (
+                "format",
+                n(
+                    "string",
+                    "Archive format (vma.zst, tar.zst, pbs-vm, pbs-ct, ...); null if unknown",
+                ),
+            ),
+            ("size", n("integer", "Size, bytes; null if unknown")),
+            (
+                "size_human",
+                n(
+                    "string",
+                    "Size in binary units, e.g. 1.2 GiB; null if unknown",
+                ),
+            ),
+            (
+                "ctime",
+                n(
+                    "integer",
+                    "Creation time, seconds since the epoch; null if unknown",
+                ),
+            ),
+            (
+                "created",
+                n("string", "Creation time, ISO-8601 UTC; null if unknown"),
+            ),
+            ("notes", n("string", "Notes (first line); null if none")),
+            (
+                "protected",
+                schema::boolean("true if protected from pruning and deletion"),
+            ),
+            (
+                "encrypted",
+                schema::boolean("true if the backup is encrypted"),
+            ),
+            (
+                "verification",
+                n(
+                    "string",
+                    "Last verification result (ok, failed, ...; PBS only); null if never verified",
+                ),
+            ),
+        ],
+    );
+    let mut props = vec![
+        ("node", schema::string("Node asked")),
+        ("storage", schema::string("Storage listed")),
+        ("vmid", n("integer", "The vmid filter; null if none")),
+        (
+            "backups",
+            json!({"type": "array", "items": b, "description": "Backups, newest first, one page of them"}),
+        ),
+        (
+            "total_size",
+            json!({"type": "integer", "minimum": 0, "description": "Sum of sizes of all matching backups, bytes"}),
+        ),
+        (
+            "total_size_human",
+            schema::string("total_size in binary units"),
+        ),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+/// Whether `s` is a valid Proxmox storage id.
+pub fn is_storage_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 2
+        && b.len() <= STORAGE_MAX
+        && b[0].is_ascii_alphabetic()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let node = args.node("node")?.ok_or_else(|| {
+        ToolError::field(
+            "node",
+            "missing required argument; pass a node name, e.g. {\"node\": \"pve1\"}",
+        )
+    })?;
+    let storage = args.string("storage", STORAGE_MAX)?.ok_or_else(|| {
+        ToolError::field(
+            "storage",
+            "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}",
+        )
+    })?;
+    if !is_storage_id(storage) {
+        return Err(ToolError::field(
+            "storage",
+            format!(
+                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), e.g. \"local\"",
+                quoted(storage, 64)
+            ),
+        ));
+    }
+    let vmid = match args.raw("vmid") {
+        Some(_) => Some(args.vmid()?),
+        None => None,
+    };
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let mut path = ApiPath::new("nodes")
+        .seg(node)
+        .lit("storage")
+        .seg(storage)
+        .lit("content")
+        .query("content", "backup");
+    if let Some(v) = vmid {
+        path = path.query("vmid", &v.to_string());
+    }
+    let entries = fetch::list(pve, &path)?;
+    Ok(shape(&entries, node, storage, vmid, page))
+}
+
+fn record(e: &Map<String, Value>) -> Option<Value> {
+    let volid = pj::text(e.get("volid"))?;
+    let size = pj::uint(e.get("size"));
+    let ctime = pj::uint(e.get("ctime"));
+    let verification = e
+        .get("verification")
+        .and_then(Value::as_object)
+        .and_then(|v| pj::text(v.get("state")));
+    let notes = pj::text(e.get("notes"))
+        .and_then(|n| n.lines().next().map(str::to_owned))
+        .filter(|n| !n.is_empty());
+    Some(json!({
+        "volid": volid,
+        "vmid": pj::uint(e.get("vmid")),
+        "subtype": pj::text(e.get("subtype")),
+        "format": pj::text(e.get("format")),
+        "size": size,
+        "size_human": size.map(format::bytes),
+        "ctime": ctime,
+        "created": ctime.map(|t| format::iso_utc(t as i64)),
+        "notes": notes,
+        "protected": pj::flag(e.get("protected")),
+        "encrypted": pj::text(e.get("encrypted")).is_some_and(|s| s != "0"),
+        "verification": verification,
+    }))
+}
+
+/// Sorts newest first, totals and pages.
+pub fn shape(
+    entries: &[Value],
+    node: &str,
+    storage: &str,
+    vmid: Option<u32>,
+    page: Page,
+) -> Output {
+    let mut recs: Vec<Value> = entries
+        .iter()
+        .filter_map(Value::as_object)
+        // The content filter is Proxmox's; keep only backups in case a
+        // storage answers with more.
+        .filter(|e| {
+            e.get("content")
+                .and_then(Value::as_str)
+                .is_none_or(|c| c == "backup")
+        })
+        .filter_map(record)
+        .filter(|r| vmid.is_none_or(|v| r["vmid"].as_u64() == Some(u64::from(v))))
+        .collect();
+    recs.sort_by(|a, b| {
+        b["ctime"]
+            .as_u64()
+            .cmp(&a["ctime"].as_u64())
+            .then_with(|| a["volid"].as_str().cmp(&b["volid"].as_str()))
+    });
+    let total_size: u64 = recs.iter().filter_map(|r| r["size"].as_u64()).sum();
+    let newest = recs.first().map(|r| {
+        format!(
+            " Newest: {}{}.",
+            r["volid"].as_str().unwrap_or(""),
+            r["created"]
+                .as_str()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default()
+        )
+    });
+    let (recs, info) = paging::paginate(recs, page);
+    let of = vmid.map(|v| format!(" of {v}")).unwrap_or_default();
+    let summary = if info.total == 0 {
+        format!("No backups{of} on {storage} (node {node}).")
+    } else {
+        format!(
+            "{}{of} on {storage} (node {node}), {} in all; {}.{}",
+            format::count(info.total, "backup", "backups"),
+            format::bytes(total_size),
+            info.describe(),
+            newest.unwrap_or_default()
+        )
+    };
+    let mut structured = json!({
+        "node": node, "storage": storage, "vmid": vmid, "backups": recs,
+        "total_size": total_size, "total_size_human": format::bytes(total_size),
+    });
+    info.insert_into(&mut structured);
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+
+    fn fixture() -> Value {
+        json!([
+            {"volid":"local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst","content":"backup","format":"vma.zst",
+             "size":1288490189,"ctime":1709753290,"vmid":100,"subtype":"qemu","notes":"before upgrade\nsecond line","protected":1},
+            {"volid":"local:backup/vzdump-lxc-101-2026_03_24-11_00_00.tar.zst","content":"backup","format":"tar.zst",
+             "size":"1024","ctime":1774350000,"vmid":"101","subtype":"lxc"},
+            {"volid":"pbs:backup/vm/100/2025-01-01T00:00:00Z","content":"backup","format":"pbs-vm","size":2048,
+             "ctime":1735689600,"vmid":100,"verification":{"state":"ok","upid":"UPID:x"},"encrypted":"aa:bb"}
+        ])
+    }
+
+    #[test]
+    fn newest_first_with_totals() {
+        let path = "/nodes/pve1/storage/local/content?content=backup";
+        let mut pve = FakePve::default().with(path, fixture());
+        let out = TOOL
+            .call(&mut pve, r#"{"node": "pve1", "storage": "local"}"#)
+            .unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        let vols: Vec<&str> = s["backups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["volid"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            vols[0],
+            "local:backup/vzdump-lxc-101-2026_03_24-11_00_00.tar.zst"
+        );
+        assert_eq!(
+            vols[2],
+            "local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst"
+        );
+        assert_eq!(s["backups"][0]["vmid"], 101);
+        assert_eq!(s["backups"][0]["size"], 1024);
+        assert_eq!(s["backups"][0]["created"], "2026-03-24T11:00:00Z");
+        assert_eq!(s["backups"][0]["protected"], false);
+        assert_eq!(s["backups"][1]["verification"], "ok");
+        assert_eq!(s["backups"][1]["encrypted"], true);
+        let old = &s["backups"][2];
+        assert_eq!(old["notes"], "before upgrade");
+        assert_eq!(old["protected"], true);
+        assert_eq!(old["size_human"], "1.2 GiB");
+        assert_eq!(s["total_size"], 1288490189u64 + 1024 + 2048);
+        assert_eq!(s["total"], 3);
+        assert!(out.summary.starts_with("3 backups on local (node pve1), 1.2 GiB in all; showing all 3. Newest: local:backup/vzdump-lxc-101"), "{}", out.summary);
+    }
+
+    #[test]
+    fn vmid_filter_goes_to_proxmox_and_pages() {
+        let path = "/nodes/pve1/storage/pbs/content?content=backup&vmid=100";
+        let mut pve = FakePve::default().with(path, fixture());
+        let out = TOOL
+            .call(
+                &mut pve,
+                r#"{"node": "pve1", "storage": "pbs", "vmid": 100, "limit": 1}"#,
+            )
+            .unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        assert_eq!(pve.requests, [path]);
+        assert_eq!(out.structured["total"], 2);
+        assert_eq!(out.structured["returned"], 1);
+        assert_eq!(out.structured["next_offset"], 1);
+        assert_eq!(out.structured["vmid"], 100);
+    }
+
+    #[test]
+    fn validation_comes_first() {
+        let mut pve = FakePve::default();
+        for (a, start) in [
+            (r#"{"storage": "local"}"#, "node: missing"),
+            (r#"{"node": "pve1"}"#, "storage: missing"),
+            (
+                r#"{"node": "pve1", "storage": "../x"}"#,
+                "storage: \"../x\" is not a valid storage id",
+            ),
+            (
+                r#"{"node": "pve1", "storage": "local", "vmid": 5}"#,
+                "vmid: must be an integer between",
+            ),
+            (
+                r#"{"node": "pve1", "storage": "local", "limit": 501}"#,
+                "limit: ",
+            ),
+        ] {
+            let e = TOOL.call(&mut pve, a).unwrap_err();
+            assert!(e.message().starts_with(start), "{a}: {e}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

@@ -1,0 +1,144 @@
+//! `pve_list_clusters`: the Proxmox clusters this server is configured
+//! for, from the call context; makes no Proxmox request.
+
+use serde_json::{Value, json};
+
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::schema;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_clusters",
+    title: "List configured Proxmox clusters",
+    description: "List the Proxmox VE clusters this server is configured to reach: each one's \
+        name and base URL, and which one is the default. Use it when you need to ask a cluster \
+        other than the default: pass its name as the cluster argument of any other tool. \
+        Makes no Proxmox request and never shows credentials.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(&[], &[])
+}
+
+fn output_schema() -> Value {
+    let entry = schema::object(
+        "One configured cluster.",
+        &[
+            (
+                "name",
+                schema::string("Name to pass as the cluster argument"),
+            ),
+            (
+                "base_url",
+                schema::string("Proxmox API base URL, e.g. https://pve1.example:8006"),
+            ),
+            (
+                "default",
+                schema::boolean("true for the cluster used when cluster is omitted"),
+            ),
+        ],
+    );
+    schema::object(
+        "",
+        &[
+            (
+                "clusters",
+                json!({"type": "array", "items": entry, "description": "Configured clusters, default first"}),
+            ),
+            (
+                "default",
+                schema::nullable(
+                    "string",
+                    "Name of the default cluster; null if none is configured",
+                ),
+            ),
+            (
+                "count",
+                json!({"type": "integer", "minimum": 0, "description": "Number of configured clusters"}),
+            ),
+        ],
+    )
+}
+
+fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
+    let endpoints = pve.endpoints();
+    let clusters: Vec<Value> = endpoints
+        .iter()
+        .enumerate()
+        .map(|(i, e)| json!({"name": e.name, "base_url": e.base_url, "default": i == 0}))
+        .collect();
+    let default = endpoints.first().map(|e| e.name.clone());
+    let summary = match endpoints {
+        [] => "No Proxmox clusters are configured for this call.".to_owned(),
+        [one] => format!(
+            "1 cluster configured: {} ({}), the default.",
+            one.name, one.base_url
+        ),
+        many => format!(
+            "{} clusters configured: {}; default {}.",
+            many.len(),
+            many.iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            many[0].name
+        ),
+    };
+    Ok(Output {
+        structured: json!({"clusters": clusters, "default": default, "count": endpoints.len()}),
+        summary,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::cluster::Endpoint;
+
+    #[test]
+    fn lists_names_and_urls_without_requests() {
+        let mut pve = FakePve {
+            endpoints: vec![
+                Endpoint {
+                    name: "prod".into(),
+                    base_url: "https://pve1.example:8006".into(),
+                },
+                Endpoint {
+                    name: "lab".into(),
+                    base_url: "https://lab:8006".into(),
+                },
+            ],
+            ..FakePve::default()
+        };
+        let out = TOOL.call(&mut pve, "{}").unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        assert!(pve.requests.is_empty());
+        assert_eq!(
+            out.structured,
+            json!({"clusters": [
+                {"name": "prod", "base_url": "https://pve1.example:8006", "default": true},
+                {"name": "lab", "base_url": "https://lab:8006", "default": false}
+            ], "default": "prod", "count": 2})
+        );
+        assert_eq!(
+            out.summary,
+            "2 clusters configured: prod, lab; default prod."
+        );
+    }
+
+    #[test]
+    fn none_configured() {
+        let out = TOOL.call(&mut FakePve::default(), "").unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["default"], Value::Null);
+        assert!(out.summary.starts_with("No Proxmox clusters"));
+    }
+}

@@ -1,0 +1,491 @@
+//! `pve_list_ha`: the HA manager's view from `/cluster/ha/status/current`
+//! merged with the configured resources from `/cluster/ha/resources`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::support;
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::json as pj;
+use crate::paging::{self, Page};
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 1000;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_ha",
+    title: "List HA status and resources",
+    description: "Show the Proxmox high-availability (HA) manager's state: quorum, the current \
+        master node, each node's local resource manager (LRM) state, and every HA-managed guest \
+        with its requested state, the state the cluster resource manager (CRM) sees, its node, \
+        group and restart/relocate limits. Use it when a guest is HA-managed (pve_get_vm_status \
+        shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
+        health after a node failure. Resources are sorted by sid and paged with limit \
+        (default 100, max 1000) and offset. Needs Sys.Audit on /.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(
+        &paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "HA resources"),
+        &[],
+    )
+}
+
+fn output_schema() -> Value {
+    let n = |ty, d| schema::nullable(ty, d);
+    let lrm = schema::object(
+        "One node's local resource manager.",
+        &[
+            ("node", schema::string("Node")),
+            (
+                "state",
+                n(
+                    "string",
+                    "LRM state parsed from status: active, idle, wait_for_agent_lock, ...; null if not given",
+                ),
+            ),
+            (
+                "status",
+                schema::string(
+                    "Proxmox's status text, e.g. \"pve1 (active, Tue Mar 24 11:00:00 2026)\"",
+                ),
+            ),
+            (
+                "timestamp",
+                n(
+                    "integer",
+                    "Last status update, epoch seconds; null if unknown",
+                ),
+            ),
+            (
+                "timestamp_iso",
+                n(
+                    "string",
+                    "Last status update, ISO-8601 UTC; null if unknown",
+                ),
+            ),
+        ],
+    );
+    let resource = schema::object(
+        "One HA resource.",
+        &[
+            (
+                "sid",
+                schema::string("HA service id, e.g. vm:100 or ct:200"),
+            ),
+            ("type", n("string", "vm or ct; null if unknown")),
+            (
+                "vmid",
+                n("integer", "The guest's vmid; null if the sid has none"),
+            ),
+            (
+                "state",
+                n(
+                    "string",
+                    "Requested state (started, stopped, ignored, disabled); null if unknown",
+                ),
+            ),
+            (
+                "crm_state",
+                n(
+                    "string",
+                    "State the CRM sees (started, stopped, fence, error, migrate, ...); null if not reported",
+                ),
+            ),
+            (
+                "actual_state",
+                n(
+                    "string",
+                    "Verbose service state from the HA status; null if not reported",
+                ),
+            ),
+            (
+                "status",
+                n(
+                    "string",
+                    "Proxmox's status text for the service; null if not reported",
+                ),
+            ),
+            (
+                "node",
+                n("string", "Node the resource is on; null if unknown"),
+            ),
+            ("group", n("string", "HA group; null if none")),
+            (
+                "max_restart",
+                n(
+                    "integer",
+                    "Restart attempts on the same node; null if default",
+                ),
+            ),
+            (
+                "max_relocate",
+                n("integer", "Relocation attempts; null if default"),
+            ),
+            ("comment", n("string", "Comment; null if none")),
+        ],
+    );
+    let count = schema::object(
+        "Resources in one state.",
+        &[
+            (
+                "state",
+                schema::string("CRM state, else requested state, else \"unknown\""),
+            ),
+            ("count", schema::typed("integer", "Number of resources")),
+        ],
+    );
+    let mut props = vec![
+        (
+            "quorum",
+            schema::object(
+                "Cluster quorum as the HA manager sees it.",
+                &[
+                    ("ok", schema::boolean("true if the HA quorum status is OK")),
+                    (
+                        "quorate",
+                        n(
+                            "boolean",
+                            "Whether the cluster is quorate; null if not reported",
+                        ),
+                    ),
+                    (
+                        "status",
+                        n(
+                            "string",
+                            "Proxmox's quorum status text; null if not reported",
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        (
+            "master",
+            schema::object(
+                "The current HA master (CRM).",
+                &[
+                    ("node", n("string", "Master node; null if there is none")),
+                    ("status", n("string", "Proxmox's status text; null if none")),
+                    (
+                        "timestamp",
+                        n("integer", "Last update, epoch seconds; null if unknown"),
+                    ),
+                    (
+                        "timestamp_iso",
+                        n("string", "Last update, ISO-8601 UTC; null if unknown"),
+                    ),
+                ],
+            ),
+        ),
+        (
+            "lrm",
+            json!({"type": "array", "items": lrm, "description": "Each node's LRM, by node"}),
+        ),
+        (
+            "resources",
+            json!({"type": "array", "items": resource, "description": "HA resources by sid"}),
+        ),
+        (
+            "counts",
+            json!({"type": "array", "items": count, "description": "All resources (not just this page) by state"}),
+        ),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let status = pve.get(
+        &ApiPath::new("cluster")
+            .lit("ha")
+            .lit("status")
+            .lit("current"),
+    )?;
+    let resources = pve.get(&ApiPath::new("cluster").lit("ha").lit("resources"))?;
+    Ok(shape(&status, &resources, page))
+}
+
+/// One JSON object from Proxmox.
+type Entry = Map<String, Value>;
+
+/// `pve1 (active, Tue ...)` → `active`.
+fn paren_state(status: &str) -> Option<String> {
+    let inner = status.split_once('(')?.1;
+    let word = inner.split([',', ')']).next()?.trim();
+    (!word.is_empty()).then(|| word.to_owned())
+}
+
+fn iso(t: Option<u64>) -> Option<String> {
+    t.map(|t| support::iso_utc(t as i64))
+}
+
+/// Merges the HA status and the resource configuration.
+pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
+    let entries: Vec<&Map<String, Value>> = status
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_object).collect())
+        .unwrap_or_default();
+    let kind = |e: &Map<String, Value>| {
+        pj::text(e.get("type")).unwrap_or_else(|| {
+            pj::text(e.get("id"))
+                .map(|id| id.split(':').next().unwrap_or("").to_owned())
+                .unwrap_or_default()
+        })
+    };
+    let quorum = entries.iter().find(|e| kind(e) == "quorum");
+    let quorum_status = quorum.and_then(|q| pj::text(q.get("status")));
+    let quorate = quorum
+        .and_then(|q| q.get("quorate"))
+        .map(|v| pj::flag(Some(v)));
+    let master = entries.iter().find(|e| kind(e) == "master");
+    let master_ts = master.and_then(|m| pj::uint(m.get("timestamp")));
+    let mut lrm: Vec<Value> = entries
+        .iter()
+        .filter(|e| kind(e) == "lrm")
+        .map(|e| {
+            let status = pj::text(e.get("status")).unwrap_or_default();
+            let ts = pj::uint(e.get("timestamp"));
+            let node = pj::text(e.get("node")).or_else(|| {
+                pj::text(e.get("id")).and_then(|id| id.strip_prefix("lrm:").map(str::to_owned))
+            });
+            json!({
+                "node": node.unwrap_or_default(),
+                "state": paren_state(&status),
+                "status": status,
+                "timestamp": ts,
+                "timestamp_iso": iso(ts),
+            })
+        })
+        .collect();
+    lrm.sort_by(|a, b| a["node"].as_str().cmp(&b["node"].as_str()));
+
+    // sid → (config, status entry)
+    let mut merged: BTreeMap<String, (Option<&Entry>, Option<&Entry>)> = BTreeMap::new();
+    for r in resources
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+    {
+        if let Some(sid) = pj::text(r.get("sid")) {
+            merged.entry(sid).or_default().0 = Some(r);
+        }
+    }
+    for e in entries.iter().filter(|e| kind(e) == "service") {
+        let sid = pj::text(e.get("sid")).or_else(|| {
+            pj::text(e.get("id")).and_then(|id| id.strip_prefix("service:").map(str::to_owned))
+        });
+        if let Some(sid) = sid {
+            merged.entry(sid).or_default().1 = Some(e);
+        }
+    }
+    let all: Vec<Value> = merged
+        .iter()
+        .map(|(sid, (cfg, st))| {
+            let get = |k: &str| {
+                cfg.and_then(|c| c.get(k))
+                    .or_else(|| st.and_then(|s| s.get(k)))
+            };
+            let from_sid = sid.split_once(':');
+            let ty = pj::text(cfg.and_then(|c| c.get("type")))
+                .or_else(|| from_sid.map(|(t, _)| t.to_owned()));
+            json!({
+                "sid": sid,
+                "type": ty,
+                "vmid": from_sid.and_then(|(_, id)| id.parse::<u64>().ok()),
+                "state": pj::text(cfg.and_then(|c| c.get("state")))
+                    .or_else(|| pj::text(st.and_then(|s| s.get("request_state")))),
+                "crm_state": pj::text(st.and_then(|s| s.get("crm_state"))),
+                "actual_state": pj::text(st.and_then(|s| s.get("state"))),
+                "status": pj::text(st.and_then(|s| s.get("status"))),
+                "node": pj::text(st.and_then(|s| s.get("node"))),
+                "group": pj::text(get("group")),
+                "max_restart": pj::uint(get("max_restart")),
+                "max_relocate": pj::uint(get("max_relocate")),
+                "comment": pj::text(cfg.and_then(|c| c.get("comment"))),
+            })
+        })
+        .collect();
+    let mut by_state: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &all {
+        let s = r["crm_state"]
+            .as_str()
+            .or(r["state"].as_str())
+            .unwrap_or("unknown");
+        *by_state.entry(s.to_owned()).or_default() += 1;
+    }
+    let counts: Vec<Value> = by_state
+        .iter()
+        .map(|(s, c)| json!({"state": s, "count": c}))
+        .collect();
+    let (page_items, info) = paging::paginate(all, page);
+    let ok = quorum_status.as_deref() == Some("OK");
+    let master_node = master.and_then(|m| pj::text(m.get("node")));
+    let mut structured = json!({
+        "quorum": {"ok": ok, "quorate": quorate, "status": quorum_status},
+        "master": {
+            "node": master_node,
+            "status": master.and_then(|m| pj::text(m.get("status"))),
+            "timestamp": master_ts,
+            "timestamp_iso": iso(master_ts),
+        },
+        "lrm": lrm,
+        "resources": page_items,
+        "counts": counts,
+    });
+    info.insert_into(&mut structured);
+
+    let mut summary = if info.total == 0 && master_node.is_none() {
+        "HA is not in use: no HA resources configured and no HA master.".to_owned()
+    } else {
+        let states = by_state
+            .iter()
+            .map(|(s, c)| format!("{c} {s}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "HA quorum {}, master {}; {}{}.",
+            if ok { "OK" } else { "NOT OK" },
+            master_node.as_deref().unwrap_or("none"),
+            crate::format::count(info.total, "resource", "resources"),
+            if states.is_empty() {
+                String::new()
+            } else {
+                format!(" ({states})")
+            }
+        )
+    };
+    if info.returned < info.total {
+        summary.push_str(&format!(" {}.", info.describe()));
+    }
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    const STATUS: &str = "/cluster/ha/status/current";
+    const RESOURCES: &str = "/cluster/ha/resources";
+
+    fn status() -> Value {
+        json!([
+            {"id":"quorum","type":"quorum","node":"pve1","status":"OK","quorate":1},
+            {"id":"master","type":"master","node":"pve1","status":"pve1 (active, Tue Mar 24 11:00:00 2026)","timestamp":1774350000},
+            {"id":"lrm:pve2","type":"lrm","node":"pve2","status":"pve2 (idle, Tue Mar 24 11:00:02 2026)","timestamp":1774350002},
+            {"id":"lrm:pve1","type":"lrm","node":"pve1","status":"pve1 (active, Tue Mar 24 11:00:01 2026)","timestamp":1774350001},
+            {"id":"service:vm:100","type":"service","sid":"vm:100","node":"pve1","state":"started","crm_state":"started",
+             "request_state":"started","max_restart":1,"max_relocate":1,"status":"vm:100 (pve1, started)"},
+            {"id":"service:ct:200","type":"service","sid":"ct:200","node":"pve2","state":"error","crm_state":"error",
+             "request_state":"started","status":"ct:200 (pve2, error)"}
+        ])
+    }
+
+    fn resources() -> Value {
+        json!([
+            {"sid":"vm:100","type":"vm","state":"started","group":"prod","max_restart":1,"max_relocate":1,"digest":"abc"},
+            {"sid":"ct:200","type":"ct","state":"started","comment":"db"},
+            {"sid":"vm:300","type":"vm","state":"stopped","digest":"abc"}
+        ])
+    }
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn merges_status_and_resources() {
+        let mut pve = FakePve::default()
+            .with(STATUS, status())
+            .with(RESOURCES, resources());
+        let out = call(&mut pve, json!({})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(
+            s["quorum"],
+            json!({"ok": true, "quorate": true, "status": "OK"})
+        );
+        assert_eq!(s["master"]["node"], "pve1");
+        assert_eq!(s["lrm"][0]["node"], "pve1");
+        assert_eq!(s["lrm"][1]["state"], "idle");
+        let sids: Vec<&str> = s["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["sid"].as_str().unwrap())
+            .collect();
+        assert_eq!(sids, ["ct:200", "vm:100", "vm:300"]);
+        assert_eq!(s["resources"][0]["crm_state"], "error");
+        assert_eq!(s["resources"][0]["vmid"], 200);
+        assert_eq!(s["resources"][1]["group"], "prod");
+        assert_eq!(s["resources"][2]["crm_state"], Value::Null);
+        assert_eq!(s["resources"][2]["state"], "stopped");
+        assert_eq!(
+            s["counts"],
+            json!([{"state":"error","count":1},{"state":"started","count":1},{"state":"stopped","count":1}])
+        );
+        assert_eq!(
+            out.summary,
+            "HA quorum OK, master pve1; 3 resources (1 error, 1 started, 1 stopped)."
+        );
+    }
+
+    #[test]
+    fn unused_ha_and_paging() {
+        let mut pve = FakePve::default()
+            .with(
+                STATUS,
+                json!([{"id":"quorum","type":"quorum","node":"pve1","status":"OK","quorate":1}]),
+            )
+            .with(RESOURCES, json!([]));
+        let out = call(&mut pve, json!({})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert!(
+            out.summary.starts_with("HA is not in use"),
+            "{}",
+            out.summary
+        );
+
+        let mut pve = FakePve::default()
+            .with(STATUS, status())
+            .with(RESOURCES, resources());
+        let out = call(&mut pve, json!({"limit": 1, "offset": 1})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["resources"][0]["sid"], "vm:100");
+        assert_eq!(out.structured["next_offset"], 2);
+        assert_eq!(out.structured["counts"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for args in [
+            json!({"limit": 0}),
+            json!({"limit": 1001}),
+            json!({"offset": "1"}),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{args}: {e:?}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

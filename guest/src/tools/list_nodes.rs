@@ -1,0 +1,236 @@
+//! `pve_list_nodes`: the cluster's nodes with their load from `GET /nodes`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::fetch;
+use crate::format;
+use crate::json as pj;
+use crate::paging::{self, Page};
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 1000;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_nodes",
+    title: "List nodes",
+    description: "List the Proxmox VE nodes with status (online, offline, unknown), CPU, \
+        memory and root-disk use, uptime, subscription level and SSL fingerprint. Use it to \
+        find node names for other tools or to spot overloaded or offline nodes; for one \
+        node's details (load average, kernel, versions, history) use pve_get_node_metrics. \
+        Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    schema::input(
+        &paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "nodes"),
+        &[],
+    )
+}
+
+fn output_schema() -> Value {
+    let n = schema::nullable;
+    let node = schema::object(
+        "One node.",
+        &[
+            ("node", schema::string("Node name")),
+            ("status", schema::string("online, offline or unknown")),
+            (
+                "cpu",
+                n(
+                    "number",
+                    "CPU use as a fraction of maxcpu (0.25 = 25%); null if unknown",
+                ),
+            ),
+            ("maxcpu", n("integer", "Number of CPUs; null if unknown")),
+            ("mem", n("integer", "Memory in use, bytes; null if unknown")),
+            (
+                "maxmem",
+                n("integer", "Memory size, bytes; null if unknown"),
+            ),
+            (
+                "disk",
+                n("integer", "Root disk used, bytes; null if unknown"),
+            ),
+            (
+                "maxdisk",
+                n("integer", "Root disk size, bytes; null if unknown"),
+            ),
+            (
+                "uptime",
+                n("integer", "Seconds since boot; null if unknown"),
+            ),
+            (
+                "level",
+                n("string", "Subscription level (c, b, s, p); null if none"),
+            ),
+            (
+                "ssl_fingerprint",
+                n(
+                    "string",
+                    "SHA-256 fingerprint of the node certificate; null if not reported",
+                ),
+            ),
+        ],
+    );
+    let mut props = vec![
+        (
+            "nodes",
+            json!({"type": "array", "items": node, "description": "Nodes by name, one page of them"}),
+        ),
+        (
+            "count_by_status",
+            json!({
+                "type": "object",
+                "additionalProperties": {"type": "integer", "minimum": 1},
+                "description": "Number of nodes per status, over all nodes (not only this page)"
+            }),
+        ),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let entries = fetch::list(pve, &ApiPath::new("nodes"))?;
+    Ok(shape(&entries, page))
+}
+
+/// Shapes a `/nodes` answer.
+pub fn shape(entries: &[Value], page: Page) -> Output {
+    let mut nodes: Vec<Value> = entries
+        .iter()
+        .filter_map(Value::as_object)
+        .filter_map(|e| {
+            Some(json!({
+                "node": pj::text(e.get("node"))?,
+                "status": pj::text(e.get("status")).unwrap_or_else(|| "unknown".to_owned()),
+                "cpu": pj::fraction(e.get("cpu")).map(pj::tidy),
+                "maxcpu": pj::uint(e.get("maxcpu")),
+                "mem": pj::uint(e.get("mem")),
+                "maxmem": pj::uint(e.get("maxmem")),
+                "disk": pj::uint(e.get("disk")),
+                "maxdisk": pj::uint(e.get("maxdisk")),
+                "uptime": pj::uint(e.get("uptime")),
+                "level": pj::text(e.get("level")),
+                "ssl_fingerprint": pj::text(e.get("ssl_fingerprint")),
+            }))
+        })
+        .collect();
+    nodes.sort_by(|a, b| a["node"].as_str().cmp(&b["node"].as_str()));
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &nodes {
+        *counts
+            .entry(n["status"].as_str().unwrap_or("unknown").to_owned())
+            .or_default() += 1;
+    }
+    let (nodes, info) = paging::paginate(nodes, page);
+    let breakdown = counts
+        .iter()
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let summary = if info.total == 0 {
+        "No nodes visible (the API token may lack Sys.Audit).".to_owned()
+    } else {
+        format!(
+            "{} ({breakdown}); {}.",
+            format::count(info.total, "node", "nodes"),
+            info.describe()
+        )
+    };
+    let mut structured = json!({"nodes": nodes, "count_by_status": counts});
+    info.insert_into(&mut structured);
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+
+    fn fixture() -> Value {
+        json!([
+            {"uptime":2236708,"level":"","maxmem":33568288768u64,"disk":2310930432u64,"node":"node1","maxdisk":940743983104u64,
+             "mem":11508809728u64,"ssl_fingerprint":"80:D4:F2:DF:77:99:69:F5","status":"online","type":"node",
+             "cpu":0.00348605577689243,"id":"node/node1","maxcpu":12},
+            {"id":"node/node3","node":"node3","type":"node","status":"offline","ssl_fingerprint":"AA:BB"},
+            {"uptime":"100","level":"c","maxmem":16668827648u64,"disk":1,"node":"node2","maxdisk":2,
+             "mem":1681965056,"status":"online","type":"node","cpu":0,"id":"node/node2","maxcpu":4}
+        ])
+    }
+
+    fn call(args: &str) -> Output {
+        let mut pve = FakePve::default().with("/nodes", fixture());
+        let out = TOOL.call(&mut pve, args).unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        out
+    }
+
+    #[test]
+    fn lists_sorted_with_counts() {
+        let out = call("{}");
+        let s = &out.structured;
+        assert_eq!(s["total"], 3);
+        assert_eq!(s["count_by_status"], json!({"online": 2, "offline": 1}));
+        assert_eq!(
+            s["nodes"][0],
+            json!({"node":"node1","status":"online","cpu":0.0035,"maxcpu":12,"mem":11508809728u64,
+                "maxmem":33568288768u64,"disk":2310930432u64,"maxdisk":940743983104u64,"uptime":2236708,
+                "level":null,"ssl_fingerprint":"80:D4:F2:DF:77:99:69:F5"})
+        );
+        assert_eq!(s["nodes"][1]["node"], "node2");
+        assert_eq!(s["nodes"][1]["uptime"], 100);
+        assert_eq!(s["nodes"][1]["level"], "c");
+        let offline = &s["nodes"][2];
+        assert_eq!(offline["cpu"], Value::Null);
+        assert_eq!(offline["mem"], Value::Null);
+        assert_eq!(out.summary, "3 nodes (1 offline, 2 online); showing all 3.");
+    }
+
+    #[test]
+    fn pages() {
+        let out = call(r#"{"limit": 1, "offset": 1}"#);
+        assert_eq!(out.structured["nodes"][0]["node"], "node2");
+        assert_eq!(out.structured["next_offset"], 2);
+        assert_eq!(out.structured["omitted"], 2);
+        assert!(
+            out.summary.contains("showing 2-2 of 3; pass offset 2"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn bad_paging_is_rejected_before_any_request() {
+        let mut pve = FakePve::default();
+        for a in [
+            r#"{"limit": 0}"#,
+            r#"{"limit": 1001}"#,
+            r#"{"offset": -1}"#,
+            r#"{"offset": "1"}"#,
+        ] {
+            let e = TOOL.call(&mut pve, a).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{a}: {e:?}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

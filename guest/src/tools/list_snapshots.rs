@@ -1,0 +1,414 @@
+//! `pve_list_snapshots`: a guest's snapshots from
+//! `/nodes/{node}/{qemu|lxc}/{vmid}/snapshot`, turned from Proxmox's hash
+//! order (with the pseudo-snapshot `current` last) into a plain tree.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::{Value, json};
+
+use super::support;
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::{Args, VmType};
+use crate::error::ToolError;
+use crate::json as pj;
+use crate::paging::{self, Page};
+use crate::path::ApiPath;
+use crate::resolve::{self, Target, Wanted};
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 500;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_snapshots",
+    title: "List snapshots",
+    description: "List the snapshots of one QEMU VM or LXC container as a tree: each with \
+        name, description, creation time, whether it includes RAM (vmstate), parent, depth and \
+        children, plus the path from the oldest ancestor to the current state and which \
+        snapshot the current state is based on. Use it before a rollback or cleanup, or to see \
+        how old a guest's snapshots are. Only vmid is required: node and vm_type are looked up \
+        when omitted. Snapshots are ordered by creation time, paged with limit (default 100, \
+        max 500) and offset. Needs VM.Audit on /vms/{vmid}.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    let mut props = resolve::target_properties();
+    props.extend(paging::input_properties(
+        DEFAULT_LIMIT,
+        MAX_LIMIT,
+        "snapshots",
+    ));
+    schema::input(&props, &["vmid"])
+}
+
+fn output_schema() -> Value {
+    let n = |ty, d| schema::nullable(ty, d);
+    let snap = schema::object(
+        "One snapshot.",
+        &[
+            ("name", schema::string("Snapshot name")),
+            ("description", n("string", "Description; null if empty")),
+            (
+                "snaptime",
+                n(
+                    "integer",
+                    "Creation time, Unix epoch seconds; null if unknown",
+                ),
+            ),
+            (
+                "snaptime_iso",
+                n("string", "Creation time, ISO-8601 UTC; null if unknown"),
+            ),
+            (
+                "vmstate",
+                n(
+                    "boolean",
+                    "true if it includes RAM (VM state); null for containers",
+                ),
+            ),
+            ("parent", n("string", "Parent snapshot; null for a root")),
+            (
+                "depth",
+                schema::typed("integer", "0 for a root, parent's depth + 1 otherwise"),
+            ),
+            (
+                "children",
+                schema::strings("Names of snapshots taken from this one"),
+            ),
+            (
+                "snapstate",
+                n(
+                    "string",
+                    "Set while a snapshot operation is in progress or failed (prepare, delete); null normally",
+                ),
+            ),
+            (
+                "on_current_path",
+                schema::boolean("true if the current state descends from it"),
+            ),
+        ],
+    );
+    let mut props = vec![
+        ("vmid", schema::typed("integer", "VM/CT id")),
+        ("node", schema::string("Node the guest is on")),
+        ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
+        (
+            "snapshots",
+            json!({"type": "array", "items": snap, "description": "Snapshots by creation time, oldest first ('current' is not one)"}),
+        ),
+        (
+            "current_path",
+            schema::strings(
+                "Snapshot names from the oldest ancestor to the one the current state sits on; empty if none",
+            ),
+        ),
+        (
+            "current_parent",
+            n(
+                "string",
+                "The snapshot the current state is based on; null if none",
+            ),
+        ),
+        (
+            "running",
+            n(
+                "boolean",
+                "Whether the guest runs now, as the snapshot list reports; null if not given",
+            ),
+        ),
+        ("resolved", resolve::resolved_schema()),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let wanted = Wanted::from_args(args)?;
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let target = wanted.resolve(pve)?;
+    let path = ApiPath::new("nodes")
+        .seg(&target.node)
+        .lit(target.vm_type.as_str())
+        .id(target.vmid)
+        .lit("snapshot");
+    let data = pve.get(&path)?;
+    Ok(shape(&target, &data, page))
+}
+
+struct Snap {
+    name: String,
+    description: Option<String>,
+    snaptime: Option<u64>,
+    vmstate: bool,
+    parent: Option<String>,
+    snapstate: Option<String>,
+}
+
+/// Builds the tree from a snapshot list.
+pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
+    let items = data.as_array().cloned().unwrap_or_default();
+    let mut current: Option<&Value> = None;
+    let mut snaps: BTreeMap<String, Snap> = BTreeMap::new();
+    for item in &items {
+        let Some(name) = pj::text(item.get("name")) else {
+            continue;
+        };
+        if name == "current" {
+            current = Some(item);
+            continue;
+        }
+        snaps.insert(
+            name.clone(),
+            Snap {
+                name,
+                description: pj::text(item.get("description"))
+                    .map(|d| d.trim_end().to_owned())
+                    .filter(|d| !d.is_empty()),
+                snaptime: pj::uint(item.get("snaptime")).filter(|t| *t > 0),
+                vmstate: pj::flag(item.get("vmstate")),
+                parent: pj::text(item.get("parent")),
+                snapstate: pj::text(item.get("snapstate")),
+            },
+        );
+    }
+    // A parent that is not in the list (deleted, hidden) makes a root.
+    let parent_of = |n: &str| -> Option<&str> {
+        snaps
+            .get(n)
+            .and_then(|s| s.parent.as_deref())
+            .filter(|p| snaps.contains_key(*p))
+    };
+    let ancestry = |start: Option<&str>| -> Vec<String> {
+        let mut path = Vec::new();
+        let mut seen = HashSet::new();
+        let mut at = start.filter(|s| snaps.contains_key(*s));
+        while let Some(n) = at {
+            if !seen.insert(n.to_owned()) {
+                break; // a cycle; Proxmox never writes one
+            }
+            path.push(n.to_owned());
+            at = parent_of(n);
+        }
+        path.reverse();
+        path
+    };
+    let current_parent = current.and_then(|c| pj::text(c.get("parent")));
+    let current_path = ancestry(current_parent.as_deref());
+    let on_path: HashSet<&str> = current_path.iter().map(String::as_str).collect();
+
+    let mut ordered: Vec<&Snap> = snaps.values().collect();
+    ordered.sort_by(|a, b| {
+        a.snaptime
+            .cmp(&b.snaptime)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let qemu = target.vm_type == VmType::Qemu;
+    let all: Vec<Value> = ordered
+        .iter()
+        .map(|s| {
+            let children: Vec<&str> = ordered
+                .iter()
+                .filter(|c| parent_of(&c.name) == Some(s.name.as_str()))
+                .map(|c| c.name.as_str())
+                .collect();
+            json!({
+                "name": s.name,
+                "description": s.description,
+                "snaptime": s.snaptime,
+                "snaptime_iso": s.snaptime.map(|t| support::iso_utc(t as i64)),
+                "vmstate": if qemu { Some(s.vmstate) } else { None },
+                "parent": parent_of(&s.name),
+                "depth": ancestry(Some(&s.name)).len().saturating_sub(1),
+                "children": children,
+                "snapstate": s.snapstate,
+                "on_current_path": on_path.contains(s.name.as_str()),
+            })
+        })
+        .collect();
+    let running = current
+        .and_then(|c| c.get("running"))
+        .map(|r| pj::flag(Some(r)));
+    let (page_items, info) = paging::paginate(all, page);
+    let mut structured = json!({
+        "vmid": target.vmid,
+        "node": target.node,
+        "vm_type": target.vm_type.as_str(),
+        "snapshots": page_items,
+        "current_path": current_path,
+        "current_parent": current_parent.filter(|p| snaps.contains_key(p)),
+        "running": running,
+        "resolved": target.resolved_json(),
+    });
+    info.insert_into(&mut structured);
+
+    let mut summary = format!(
+        "{} on {} has {}",
+        target.label(),
+        target.node,
+        crate::format::count(info.total, "snapshot", "snapshots")
+    );
+    match structured["current_parent"].as_str() {
+        Some(p) => summary.push_str(&format!("; the current state is based on {p}")),
+        None if info.total > 0 => summary.push_str("; the current state is based on none of them"),
+        None => {}
+    }
+    if let Some(newest) = ordered
+        .iter()
+        .rev()
+        .find_map(|s| s.snaptime.map(|t| (s, t)))
+    {
+        summary.push_str(&format!(
+            "; newest {} ({})",
+            newest.0.name,
+            support::iso_utc(newest.1 as i64)
+        ));
+    }
+    summary.push('.');
+    if info.returned < info.total {
+        summary.push_str(&format!(" {}.", info.describe()));
+    }
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    fn qemu_snaps() -> Value {
+        // Hash order, `current` last, as Proxmox sends it.
+        json!([
+            {"name":"after-upgrade","snaptime":1709800000,"description":"","vmstate":0,"parent":"before-upgrade"},
+            {"name":"base","snaptime":1709700000,"description":"fresh install\n","vmstate":0},
+            {"name":"experiment","snaptime":1709900000,"description":"try","vmstate":1,"parent":"base"},
+            {"name":"before-upgrade","snaptime":1709753290,"description":"pre","vmstate":"1","parent":"base"},
+            {"name":"current","digest":"e2f5f35c85b2ca35e5f9ab789436b25c1d71cbad","running":1,
+             "description":"You are here!","parent":"after-upgrade"}
+        ])
+    }
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn tree_and_current_path() {
+        let mut pve = FakePve::default().with("/nodes/pve1/qemu/101/snapshot", qemu_snaps());
+        let out = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        let names: Vec<&str> = s["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["base", "before-upgrade", "after-upgrade", "experiment"]
+        );
+        assert_eq!(
+            s["current_path"],
+            json!(["base", "before-upgrade", "after-upgrade"])
+        );
+        assert_eq!(s["current_parent"], "after-upgrade");
+        assert_eq!(s["running"], true);
+        let base = &s["snapshots"][0];
+        assert_eq!(base["depth"], 0);
+        assert_eq!(base["children"], json!(["before-upgrade", "experiment"]));
+        assert_eq!(base["description"], "fresh install");
+        assert_eq!(base["parent"], Value::Null);
+        assert_eq!(s["snapshots"][2]["depth"], 2);
+        assert_eq!(s["snapshots"][1]["vmstate"], true);
+        assert_eq!(s["snapshots"][3]["on_current_path"], false);
+        assert_eq!(s["snapshots"][2]["description"], Value::Null);
+        assert_eq!(s["total"], 4);
+        assert!(out.summary.contains("4 snapshots"), "{}", out.summary);
+        assert!(
+            out.summary.contains("based on after-upgrade"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn lxc_and_dangling_parent_and_no_snapshots() {
+        // The pve7x capture: the parents are not in the list.
+        let data = json!([{"description":"description2","name":"snapshot2","parent":"parent1","snaptime":1709753290},
+            {"description":"You are here!","digest":"e2f5f35c85b2ca35e5f9ab789436b25c1d71cbad","name":"current","parent":"parent2","running":1}]);
+        let mut pve = FakePve::default().with("/nodes/pve1/lxc/200/snapshot", data);
+        let out = call(
+            &mut pve,
+            json!({"vmid": 200, "node": "pve1", "vm_type": "lxc"}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["snapshots"][0]["parent"], Value::Null);
+        assert_eq!(s["snapshots"][0]["vmstate"], Value::Null);
+        assert_eq!(s["current_parent"], Value::Null);
+        assert_eq!(s["current_path"], json!([]));
+
+        let mut pve = FakePve::default().with(
+            "/nodes/pve1/qemu/101/snapshot",
+            json!([{"name":"current","digest":"x","running":0,"description":"You are here!"}]),
+        );
+        let out = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu", "limit": 1}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["total"], 0);
+        assert_eq!(out.structured["running"], false);
+        assert_eq!(out.summary, "VM 101 on pve1 has 0 snapshots.");
+    }
+
+    #[test]
+    fn resolves_and_pages() {
+        let mut pve = FakePve::default()
+            .with(
+                "/cluster/resources?type=vm",
+                crate::resources::fixtures::cluster_vms(),
+            )
+            .with("/nodes/node2/qemu/100/snapshot", qemu_snaps());
+        let out = call(&mut pve, json!({"vmid": 100, "limit": 2, "offset": 1})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["snapshots"][0]["name"], "before-upgrade");
+        assert_eq!(s["returned"], 2);
+        assert_eq!(s["next_offset"], 3);
+        assert_eq!(s["resolved"]["node"], true);
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for args in [
+            json!({}),
+            json!({"vmid": 99}),
+            json!({"vmid": 101, "limit": 501}),
+            json!({"vmid": 101, "vm_type": "vm"}),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{args}: {e:?}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

@@ -1,0 +1,324 @@
+//! `pve_list_storage`: storages with their usage on one node
+//! (`GET /nodes/{node}/storage`) or their cluster-wide configuration
+//! (`GET /storage`, no usage).
+
+use serde_json::{Map, Value, json};
+
+use super::list_resources::{ratio, split_list};
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::fetch;
+use crate::format;
+use crate::json as pj;
+use crate::paging::{self, Page};
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 1000;
+/// Content types a storage can hold.
+pub const CONTENTS: [&str; 6] = ["images", "rootdir", "backup", "iso", "vztmpl", "snippets"];
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_storage",
+    title: "List storage",
+    description: "List storages: id, type, content types, shared, enabled, and with node also \
+        active state and usage (total, used, avail bytes, used_fraction). Use it to find where \
+        backups, ISOs or disks can go, or which storage is filling up: pass node for usage \
+        (without node only the cluster-wide configuration is listed, usage fields are null). \
+        content filters by what a storage holds, e.g. backup. Sorted by id; limit (default \
+        100, max 1000) and offset page. Lists only storages the token may audit.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    let mut props = vec![
+        (
+            "node",
+            schema::node(
+                "Node whose view (with usage) to list, e.g. \"pve1\". Omit for the cluster-wide configuration without usage.",
+            ),
+        ),
+        (
+            "content",
+            schema::enumeration(&CONTENTS, "Only storages that hold this content type."),
+        ),
+    ];
+    props.extend(paging::input_properties(
+        DEFAULT_LIMIT,
+        MAX_LIMIT,
+        "storages",
+    ));
+    schema::input(&props, &[])
+}
+
+fn output_schema() -> Value {
+    let n = schema::nullable;
+    let st = schema::object(
+        "One storage.",
+        &[
+            ("storage", schema::string("Storage id")),
+            (
+                "type",
+                n(
+                    "string",
+                    "Storage type (dir, lvmthin, zfspool, nfs, cifs, rbd, cephfs, pbs, ...); null if unknown",
+                ),
+            ),
+            (
+                "content",
+                schema::strings(
+                    "Content types it holds (images, rootdir, backup, iso, vztmpl, snippets, import)",
+                ),
+            ),
+            (
+                "shared",
+                n(
+                    "boolean",
+                    "true if shared between nodes; null if the configuration does not say",
+                ),
+            ),
+            (
+                "enabled",
+                n("boolean", "false if disabled; null if unknown"),
+            ),
+            (
+                "active",
+                n(
+                    "boolean",
+                    "true if usable on the node right now; null without node",
+                ),
+            ),
+            (
+                "total",
+                n("integer", "Size, bytes; null without node or if unknown"),
+            ),
+            (
+                "used",
+                n("integer", "Used, bytes; null without node or if unknown"),
+            ),
+            (
+                "avail",
+                n(
+                    "integer",
+                    "Available, bytes; null without node or if unknown",
+                ),
+            ),
+            (
+                "used_fraction",
+                n(
+                    "number",
+                    "used / total (0..1); null without node or if unknown",
+                ),
+            ),
+            (
+                "nodes",
+                json!({"type": ["array", "null"], "items": {"type": "string"},
+                "description": "Nodes the storage is restricted to (configuration view only); null if all or unknown"}),
+            ),
+        ],
+    );
+    let mut props = vec![
+        (
+            "node",
+            n(
+                "string",
+                "The node asked about; null for the configuration view",
+            ),
+        ),
+        (
+            "usage_included",
+            schema::boolean(
+                "true if usage figures come from the node; false for the configuration view",
+            ),
+        ),
+        (
+            "storages",
+            json!({"type": "array", "items": st, "description": "Matching storages by id, one page of them"}),
+        ),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let node = args.node("node")?;
+    let content = args.one_of("content", &CONTENTS)?;
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let path = match node {
+        Some(n) => ApiPath::new("nodes").seg(n).lit("storage"),
+        None => ApiPath::new("storage"),
+    };
+    let entries = fetch::list(pve, &path)?;
+    Ok(shape(&entries, node, content, page))
+}
+
+fn record(e: &Map<String, Value>, with_usage: bool) -> Option<Value> {
+    let storage = pj::text(e.get("storage"))?;
+    let (total, used) = (pj::uint(e.get("total")), pj::uint(e.get("used")));
+    let enabled = if with_usage {
+        e.get("enabled").map(|v| pj::flag(Some(v)))
+    } else {
+        Some(!pj::flag(e.get("disable")))
+    };
+    let nodes = (!with_usage)
+        .then(|| split_list(e.get("nodes")))
+        .filter(|n| !n.is_empty());
+    Some(json!({
+        "storage": storage,
+        "type": pj::text(e.get("type")),
+        "content": split_list(e.get("content")),
+        "shared": if with_usage { Some(pj::flag(e.get("shared"))) } else { e.get("shared").map(|v| pj::flag(Some(v))) },
+        "enabled": enabled,
+        "active": if with_usage { e.get("active").map(|v| pj::flag(Some(v))) } else { None },
+        "total": total,
+        "used": used,
+        "avail": pj::uint(e.get("avail")),
+        "used_fraction": pj::fraction(e.get("used_fraction")).or(ratio(used, total)).map(pj::tidy),
+        "nodes": nodes,
+    }))
+}
+
+/// Filters, sorts and pages the storages.
+pub fn shape(entries: &[Value], node: Option<&str>, content: Option<&str>, page: Page) -> Output {
+    let with_usage = node.is_some();
+    let mut recs: Vec<Value> = entries
+        .iter()
+        .filter_map(Value::as_object)
+        .filter_map(|e| record(e, with_usage))
+        .filter(|r| {
+            content.is_none_or(|c| {
+                r["content"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == c))
+            })
+        })
+        .collect();
+    recs.sort_by(|a, b| a["storage"].as_str().cmp(&b["storage"].as_str()));
+    let (recs, info) = paging::paginate(recs, page);
+    let what = match content {
+        Some(c) => format!(" holding {c}"),
+        None => String::new(),
+    };
+    let mut summary = match node {
+        Some(n) => {
+            let fullest = recs
+                .iter()
+                .filter_map(|r| Some((r["used_fraction"].as_f64()?, r["storage"].as_str()?)))
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            let mut s = format!(
+                "{}{what} on node {n}; {}.",
+                format::count(info.total, "storage", "storages"),
+                info.describe()
+            );
+            if let Some((f, id)) = fullest {
+                s.push_str(&format!(" Fullest: {id} at {}.", format::percent(f)));
+            }
+            s
+        }
+        None => format!(
+            "{}{what} configured; {}. Usage is not included: pass node for total/used/avail.",
+            format::count(info.total, "storage", "storages"),
+            info.describe()
+        ),
+    };
+    if info.total == 0 {
+        summary.push_str(" The token lists only storages it may audit (Datastore.Audit).");
+    }
+    let mut structured = json!({"node": node, "usage_included": with_usage, "storages": recs});
+    info.insert_into(&mut structured);
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+
+    fn node_storage() -> Value {
+        json!([
+            {"type":"dir","used_fraction":0.85,"storage":"local","content":"iso,backup,vztmpl","used":85734563840u64,
+             "active":1,"enabled":1,"shared":0,"total":100861726720u64,"avail":9956425728u64},
+            {"type":"lvmthin","storage":"local-lvm","content":"rootdir,images","used":1000,"active":1,"enabled":1,
+             "shared":0,"total":4000,"avail":3000},
+            {"type":"nfs","storage":"nas","content":"backup","active":0,"enabled":1,"shared":1}
+        ])
+    }
+
+    fn config() -> Value {
+        json!([
+            {"storage":"local","type":"dir","path":"/var/lib/vz","content":"iso,vztmpl,backup","digest":"x"},
+            {"storage":"nas","type":"nfs","content":"backup","server":"10.0.0.5","export":"/b","disable":1,"nodes":"pve1,pve2","shared":1}
+        ])
+    }
+
+    fn call(path: &str, data: Value, args: &str) -> Output {
+        let mut pve = FakePve::default().with(path, data);
+        let out = TOOL.call(&mut pve, args).unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        assert_eq!(pve.requests, [path]);
+        out
+    }
+
+    #[test]
+    fn node_view_has_usage() {
+        let out = call("/nodes/pve1/storage", node_storage(), r#"{"node": "pve1"}"#);
+        let s = &out.structured;
+        assert_eq!(s["usage_included"], true);
+        assert_eq!(
+            s["storages"][0],
+            json!({"storage":"local","type":"dir","content":["backup","iso","vztmpl"],"shared":false,"enabled":true,
+                "active":true,"total":100861726720u64,"used":85734563840u64,"avail":9956425728u64,"used_fraction":0.85,"nodes":null})
+        );
+        assert_eq!(s["storages"][1]["used_fraction"], 0.25);
+        assert_eq!(s["storages"][2]["total"], Value::Null);
+        assert_eq!(s["storages"][2]["active"], false);
+        assert_eq!(
+            out.summary,
+            "3 storages on node pve1; showing all 3. Fullest: local at 85%."
+        );
+    }
+
+    #[test]
+    fn config_view_says_no_usage_and_filters() {
+        let out = call("/storage", config(), r#"{"content": "backup"}"#);
+        let s = &out.structured;
+        assert_eq!(s["usage_included"], false);
+        assert_eq!(s["node"], Value::Null);
+        assert_eq!(s["total"], 2);
+        let nas = &s["storages"][1];
+        assert_eq!(nas["enabled"], false);
+        assert_eq!(nas["shared"], true);
+        assert_eq!(nas["nodes"], json!(["pve1", "pve2"]));
+        assert_eq!(nas["active"], Value::Null);
+        assert_eq!(s["storages"][0]["shared"], Value::Null);
+        assert!(out.summary.contains("pass node"), "{}", out.summary);
+        let out = call("/storage", config(), r#"{"content": "images"}"#);
+        assert_eq!(out.structured["total"], 0);
+    }
+
+    #[test]
+    fn validation_comes_first() {
+        let mut pve = FakePve::default();
+        for a in [
+            r#"{"node": "-x"}"#,
+            r#"{"content": "disk"}"#,
+            r#"{"limit": 0}"#,
+        ] {
+            let e = TOOL.call(&mut pve, a).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{a}: {e:?}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}

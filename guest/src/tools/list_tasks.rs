@@ -1,0 +1,529 @@
+//! `pve_list_tasks`: recent Proxmox tasks, cluster-wide from
+//! `/cluster/tasks` or for one node from `/nodes/{node}/tasks`.
+//!
+//! `/cluster/tasks` accepts no parameters at all (sending any gets a 400),
+//! so there every filter and the paging run here. `/nodes/{node}/tasks`
+//! filters and pages itself, and we pass it only parameters it declares:
+//! `start`, `limit`, `since`, `typefilter`, `vmid`, `errors`, `source`.
+
+use serde_json::{Map, Value, json};
+
+use super::support;
+use super::{Annotations, Output, Tool};
+use crate::api::Pve;
+use crate::args::{Args, VMID_MAX, VMID_MIN};
+use crate::error::ToolError;
+use crate::json as pj;
+use crate::paging::{self, Page, PageInfo};
+use crate::path::ApiPath;
+use crate::schema;
+
+/// Default for `limit`.
+pub const DEFAULT_LIMIT: u64 = 50;
+/// Largest `limit`.
+pub const MAX_LIMIT: u64 = 500;
+/// Longest `type` filter.
+const TYPE_MAX: usize = 64;
+
+/// The tool.
+pub static TOOL: Tool = Tool {
+    name: "pve_list_tasks",
+    title: "List tasks",
+    description: "List recent Proxmox tasks (starts, stops, backups, migrations, snapshots, \
+        ...), newest first, each with its UPID, type, object id, user, start/end time, duration \
+        and outcome (running, ok, warning, error). Use it to find out what happened to a guest \
+        or node, whether a backup failed, or what is running now; filter by node, vmid, type \
+        (e.g. vzdump, qmstart), errors, since or running. Without node it reads the cluster-wide \
+        recent-task list; with node it reads that node's full task archive. Paged with limit \
+        (default 50, max 500) and offset. Tasks of others are only listed with Sys.Audit on \
+        the node. Follow up with pve_get_task_status or pve_get_task_log.",
+    input_schema,
+    output_schema,
+    annotations: Annotations::READ_ONLY,
+    run,
+};
+
+fn input_schema() -> Value {
+    let mut props = vec![
+        (
+            "node",
+            schema::node(
+                "Only tasks of this node, read from its full task archive. Omit for the \
+                 cluster-wide list of recent tasks.",
+            ),
+        ),
+        (
+            "vmid",
+            schema::integer(VMID_MIN, VMID_MAX, "Only tasks about this VM/CT id."),
+        ),
+        (
+            "type",
+            json!({"type": "string", "minLength": 1, "maxLength": TYPE_MAX, "pattern": "^[A-Za-z0-9_.-]+$",
+                "description": "Only tasks of this type, e.g. \"vzdump\", \"qmstart\", \"qmigrate\", \"vzstart\"."}),
+        ),
+        ("errors", schema::boolean("true: only failed tasks.")),
+        (
+            "since",
+            json!({"type": ["integer", "string"],
+                "description": "Only tasks started at or after this time: Unix epoch seconds or ISO-8601 (\"2026-03-24\", \"2026-03-24T10:00:00Z\")."}),
+        ),
+        (
+            "running",
+            schema::boolean(
+                "true: only tasks still running; false: only finished ones. Omit for both.",
+            ),
+        ),
+    ];
+    props.extend(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "tasks"));
+    schema::input(&props, &[])
+}
+
+/// The schema of one task entry; shared with other task tools.
+pub fn task_schema() -> Value {
+    let n = |ty, d| schema::nullable(ty, d);
+    schema::object(
+        "One task.",
+        &[
+            (
+                "upid",
+                schema::string("Task id; pass it to pve_get_task_status / pve_get_task_log"),
+            ),
+            ("node", schema::string("Node the task ran on")),
+            ("type", schema::string("Task type, e.g. vzdump, qmstart")),
+            (
+                "id",
+                n(
+                    "string",
+                    "Object the task is about (often a vmid); null if none",
+                ),
+            ),
+            ("user", n("string", "User that started it; null if unknown")),
+            (
+                "tokenid",
+                n(
+                    "string",
+                    "API token name if a token started it; null otherwise",
+                ),
+            ),
+            (
+                "starttime",
+                n("integer", "Start, Unix epoch seconds; null if unknown"),
+            ),
+            (
+                "starttime_iso",
+                n("string", "Start, ISO-8601 UTC; null if unknown"),
+            ),
+            (
+                "endtime",
+                n("integer", "End, Unix epoch seconds; null while running"),
+            ),
+            (
+                "endtime_iso",
+                n("string", "End, ISO-8601 UTC; null while running"),
+            ),
+            (
+                "duration",
+                n("integer", "Seconds from start to end; null while running"),
+            ),
+            (
+                "status",
+                schema::enumeration(&support::OUTCOMES, "running, ok, warning or error"),
+            ),
+            (
+                "exitstatus",
+                n(
+                    "string",
+                    "Proxmox's raw status text (OK, \"WARNINGS: n\", the error); null while running",
+                ),
+            ),
+        ],
+    )
+}
+
+fn output_schema() -> Value {
+    let count = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
+    let mut props = vec![
+        (
+            "tasks",
+            json!({"type": "array", "items": task_schema(), "description": "The tasks, newest first"}),
+        ),
+        (
+            "source",
+            schema::enumeration(
+                &["cluster", "node"],
+                "cluster: /cluster/tasks (recent tasks, filtered by pve-mcp); node: the node's task archive",
+            ),
+        ),
+        (
+            "counts",
+            schema::object(
+                "Tasks in this answer by status.",
+                &[
+                    ("running", count("Still running")),
+                    ("ok", count("Finished OK")),
+                    ("warning", count("Finished with warnings")),
+                    ("error", count("Failed")),
+                ],
+            ),
+        ),
+    ];
+    props.extend(paging::output_properties());
+    schema::object("", &props)
+}
+
+/// The validated filters.
+#[derive(Debug, Clone, Default)]
+struct Filters {
+    node: Option<String>,
+    vmid: Option<u64>,
+    task_type: Option<String>,
+    errors: bool,
+    since: Option<i64>,
+    running: Option<bool>,
+}
+
+fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
+    let task_type = args.string("type", TYPE_MAX)?;
+    if let Some(t) = task_type
+        && !t
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    {
+        return Err(ToolError::field(
+            "type",
+            "must be a task type such as \"vzdump\" or \"qmstart\" (letters, digits, '_', '.', '-')",
+        ));
+    }
+    let f = Filters {
+        node: args.node("node")?.map(str::to_owned),
+        vmid: args.integer("vmid", VMID_MIN, VMID_MAX, 101)?,
+        task_type: task_type.map(str::to_owned),
+        errors: support::bool_arg(args, "errors")?.unwrap_or(false),
+        since: support::time_arg(args, "since")?,
+        running: support::bool_arg(args, "running")?,
+    };
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    match &f.node {
+        None => {
+            let data = pve.get(&ApiPath::new("cluster").lit("tasks"))?;
+            let mut tasks: Vec<Value> = data
+                .as_array()
+                .map(|a| a.iter().filter_map(task).collect())
+                .unwrap_or_default();
+            tasks.retain(|t| keep(t, &f));
+            tasks.sort_by_key(|t| std::cmp::Reverse(t["starttime"].as_u64().unwrap_or(0)));
+            let (tasks, info) = paging::paginate(tasks, page);
+            Ok(shape(tasks, info, "cluster", &f))
+        }
+        Some(node) => {
+            let mut path = ApiPath::new("nodes")
+                .seg(node)
+                .lit("tasks")
+                .query("start", &page.offset.to_string())
+                .query("limit", &page.limit.to_string());
+            if let Some(since) = f.since {
+                path = path.query("since", &since.to_string());
+            }
+            if let Some(t) = &f.task_type {
+                path = path.query("typefilter", t);
+            }
+            if let Some(v) = f.vmid {
+                path = path.query("vmid", &v.to_string());
+            }
+            if f.errors {
+                path = path.query("errors", "1");
+            }
+            let source = match f.running {
+                Some(true) => "active",
+                Some(false) => "archive",
+                None => "all",
+            };
+            path = path.query("source", source);
+            let (data, total) = pve.get_with_total(&path)?;
+            let mut tasks: Vec<Value> = data
+                .as_array()
+                .map(|a| a.iter().filter_map(task).collect())
+                .unwrap_or_default();
+            tasks.truncate(page.limit as usize);
+            tasks.sort_by_key(|t| std::cmp::Reverse(t["starttime"].as_u64().unwrap_or(0)));
+            let returned = tasks.len();
+            let total = total
+                .map(|t| t as usize)
+                .unwrap_or(page.offset as usize + returned)
+                .max(page.offset as usize + returned);
+            let end = page.offset as usize + returned;
+            let info = PageInfo {
+                total,
+                returned,
+                omitted: total - returned,
+                offset: page.offset,
+                limit: page.limit,
+                next_offset: (end < total).then_some(end as u64),
+            };
+            Ok(shape(tasks, info, "node", &f))
+        }
+    }
+}
+
+/// Normalises one task entry (from either endpoint); `None` without a UPID.
+pub fn task(v: &Value) -> Option<Value> {
+    let upid = pj::text(v.get("upid"))?;
+    let parsed = support::parse_upid(&upid).ok();
+    let raw_user = pj::text(v.get("user")).or_else(|| {
+        parsed.as_ref().map(|p| match &p.tokenid {
+            Some(t) => format!("{}!{t}", p.user),
+            None => p.user.clone(),
+        })
+    });
+    let (user, tokenid) = match raw_user.as_deref().and_then(|u| u.split_once('!')) {
+        Some((u, t)) => (Some(u.to_owned()), Some(t.to_owned())),
+        None => (raw_user, pj::text(v.get("tokenid"))),
+    };
+    let starttime = pj::uint(v.get("starttime")).or(parsed.as_ref().map(|p| p.starttime));
+    let endtime = pj::uint(v.get("endtime"));
+    let raw_status = pj::text(v.get("status")).map(|s| s.trim().to_owned());
+    let status = match (&raw_status, endtime) {
+        (None, None) => "running",
+        (None, Some(_)) => "error",
+        (Some(s), _) => support::outcome(Some(s)),
+    };
+    let exitstatus = raw_status.filter(|_| status != "running");
+    let node = pj::text(v.get("node")).or(parsed.as_ref().map(|p| p.node.clone()))?;
+    let task_type = pj::text(v.get("type"))
+        .or(parsed.as_ref().map(|p| p.task_type.clone()))
+        .unwrap_or_default();
+    let id = match v.get("id") {
+        Some(x) => pj::text(Some(x)),
+        None => parsed.as_ref().and_then(|p| p.id.clone()),
+    };
+    let iso = |t: Option<u64>| t.map(|t| support::iso_utc(t as i64));
+    Some(json!({
+        "upid": upid,
+        "node": node,
+        "type": task_type,
+        "id": id,
+        "user": user,
+        "tokenid": tokenid,
+        "starttime": starttime,
+        "starttime_iso": iso(starttime),
+        "endtime": endtime,
+        "endtime_iso": iso(endtime),
+        "duration": match (starttime, endtime) {
+            (Some(s), Some(e)) if e >= s => Some(e - s),
+            _ => None,
+        },
+        "status": status,
+        "exitstatus": exitstatus,
+    }))
+}
+
+/// The client-side filters for `/cluster/tasks`.
+fn keep(t: &Value, f: &Filters) -> bool {
+    let status = t["status"].as_str().unwrap_or("");
+    f.vmid
+        .is_none_or(|v| t["id"].as_str() == Some(v.to_string().as_str()))
+        && f.task_type.as_deref().is_none_or(|ty| t["type"] == ty)
+        && (!f.errors || status == "error")
+        && f.since
+            .is_none_or(|s| t["starttime"].as_i64().is_some_and(|st| st >= s))
+        && f.running.is_none_or(|r| r == (status == "running"))
+}
+
+fn shape(tasks: Vec<Value>, info: PageInfo, source: &str, f: &Filters) -> Output {
+    let mut counts = Map::new();
+    for o in support::OUTCOMES {
+        let n = tasks.iter().filter(|t| t["status"] == o).count();
+        counts.insert(o.to_owned(), n.into());
+    }
+    let mut structured = json!({
+        "tasks": tasks,
+        "source": source,
+        "counts": counts,
+    });
+    info.insert_into(&mut structured);
+    let scope = match &f.node {
+        Some(n) => format!("on node {n}"),
+        None => "in the cluster's recent-task list".to_owned(),
+    };
+    let c = |k: &str| counts[k].as_u64().unwrap_or(0);
+    let mut summary = format!(
+        "{} matching {scope}; {}.",
+        crate::format::count(info.total, "task", "tasks"),
+        info.describe()
+    );
+    if info.total == 0 {
+        let on = f
+            .node
+            .as_deref()
+            .map_or("/".to_owned(), |n| format!("/nodes/{n}"));
+        summary.push_str(&format!(
+            " Without Sys.Audit on {on} the token sees only tasks it started itself \
+             (pve_check_permissions shows its privileges)."
+        ));
+    }
+    if info.returned > 0 {
+        summary.push_str(&format!(
+            " Shown: {} running, {} ok, {} warning, {} error.",
+            c("running"),
+            c("ok"),
+            c("warning"),
+            c("error")
+        ));
+    }
+    Output {
+        structured,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+
+    fn cluster_tasks() -> Value {
+        json!([
+            {"upid":"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:","node":"pve1","pid":2146406,
+             "starttime":1774350000,"type":"vzdump","id":"","user":"root@pam","status":"OK","endtime":1774350433,"saved":"1"},
+            {"upid":"UPID:pve2:00001234:00ABCDEF:69C27000:qmstart:101:api@pve!ci:","node":"pve2",
+             "starttime":1774350336,"type":"qmstart","id":"101","user":"api@pve","tokenid":"ci",
+             "status":"VM 101 already running","endtime":1774350337},
+            {"upid":"UPID:pve2:00001235:00ABCDF0:69C27100:qmigrate:102:root@pam:","node":"pve2",
+             "starttime":1774350592,"type":"qmigrate","id":"102","user":"root@pam"},
+            {"upid":"UPID:pve1:00001236:00ABCDF1:69C26000:vzdump:101:root@pam:","node":"pve1",
+             "starttime":1774346240,"type":"vzdump","id":"101","user":"root@pam","status":"WARNINGS: 1","endtime":1774346300}
+        ])
+    }
+
+    fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
+        TOOL.call(pve, &args.to_string())
+    }
+
+    #[test]
+    fn cluster_list_is_sorted_and_classified() {
+        let mut pve = FakePve::default().with("/cluster/tasks", cluster_tasks());
+        let out = call(&mut pve, json!({})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        let types: Vec<&str> = s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["qmigrate", "qmstart", "vzdump", "vzdump"]);
+        assert_eq!(
+            s["counts"],
+            json!({"running": 1, "ok": 1, "warning": 1, "error": 1})
+        );
+        let t = &s["tasks"][1];
+        assert_eq!(t["status"], "error");
+        assert_eq!(t["exitstatus"], "VM 101 already running");
+        assert_eq!(
+            (t["user"].as_str(), t["tokenid"].as_str()),
+            (Some("api@pve"), Some("ci"))
+        );
+        assert_eq!(t["duration"], 1);
+        let t = &s["tasks"][2];
+        assert_eq!(t["id"], Value::Null);
+        assert_eq!(t["starttime_iso"], "2026-03-24T11:00:00Z");
+        assert_eq!(s["tasks"][0]["endtime"], Value::Null);
+        assert_eq!(s["total"], 4);
+        assert_eq!(pve.requests, ["/cluster/tasks"]);
+    }
+
+    #[test]
+    fn cluster_filters_and_paging_are_client_side() {
+        let mut pve = FakePve::default().with("/cluster/tasks", cluster_tasks());
+        let out = call(&mut pve, json!({"vmid": 101})).unwrap();
+        assert_eq!(out.structured["total"], 2);
+        let out = call(&mut pve, json!({"type": "vzdump", "limit": 1})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["total"], 2);
+        assert_eq!(out.structured["returned"], 1);
+        assert_eq!(out.structured["next_offset"], 1);
+        let out = call(&mut pve, json!({"errors": true})).unwrap();
+        assert_eq!(out.structured["tasks"][0]["type"], "qmstart");
+        assert_eq!(out.structured["total"], 1);
+        let out = call(&mut pve, json!({"running": true})).unwrap();
+        assert_eq!(out.structured["tasks"][0]["type"], "qmigrate");
+        let out = call(&mut pve, json!({"since": "2026-03-24T11:00:00Z"})).unwrap();
+        assert_eq!(out.structured["total"], 3);
+        let out = call(&mut pve, json!({"since": 1774350400})).unwrap();
+        assert_eq!(out.structured["total"], 1);
+        assert!(pve.requests.iter().all(|r| r == "/cluster/tasks"));
+    }
+
+    #[test]
+    fn node_list_passes_only_accepted_parameters() {
+        let path = "/nodes/pve1/tasks?start=10&limit=2&since=1774310400&typefilter=vzdump&vmid=101&errors=1&source=archive";
+        let mut pve = FakePve::default().with_total(
+            path,
+            json!([{"pid":2146406,"type":"vzdump","user":"root@pam","starttime":1774350000,"pstart":70119940,"status":"backup failed",
+                "node":"pve1","id":"101","endtime":1774350433,"upid":"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump:101:root@pam:"}]),
+            11,
+        );
+        let out = call(
+            &mut pve,
+            json!({"node": "pve1", "vmid": 101, "type": "vzdump", "errors": true, "since": "2026-03-24",
+                   "running": false, "limit": 2, "offset": 10}),
+        )
+        .unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(s["source"], "node");
+        assert_eq!(
+            (
+                s["total"].as_u64(),
+                s["returned"].as_u64(),
+                s["omitted"].as_u64()
+            ),
+            (Some(11), Some(1), Some(10))
+        );
+        assert_eq!(s["next_offset"], Value::Null);
+        assert_eq!(s["tasks"][0]["status"], "error");
+
+        let mut pve = FakePve::default().with_total(
+            "/nodes/pve1/tasks?start=0&limit=50&source=active",
+            json!([{"upid":"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:","node":"pve1","starttime":1774350000,
+                "type":"vzdump","id":"","user":"root@pam","status":"RUNNING"}]),
+            1,
+        );
+        let out = call(&mut pve, json!({"node": "pve1", "running": true})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["tasks"][0]["status"], "running");
+        assert_eq!(out.structured["tasks"][0]["exitstatus"], Value::Null);
+
+        let mut pve =
+            FakePve::default().with("/nodes/pve1/tasks?start=0&limit=50&source=all", json!([]));
+        let out = call(&mut pve, json!({"node": "pve1"})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(out.structured["total"], 0);
+    }
+
+    #[test]
+    fn bad_arguments_make_no_request() {
+        let mut pve = FakePve::default();
+        for (args, needle) in [
+            (
+                json!({"limit": 501}),
+                "limit: must be an integer between 1 and 500",
+            ),
+            (json!({"limit": 0}), "limit: must be"),
+            (json!({"offset": -1}), "offset: must be"),
+            (json!({"vmid": 99}), "vmid: must be"),
+            (json!({"errors": "true"}), "errors: must be a boolean"),
+            (json!({"running": 1}), "running: must be true or false"),
+            (json!({"since": "yesterday"}), "since: must be Unix epoch"),
+            (json!({"since": -5}), "since: must be"),
+            (json!({"type": "a b"}), "type: must be a task type"),
+            (json!({"node": "x y"}), "node: "),
+        ] {
+            let e = call(&mut pve, args.clone()).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidArguments(_)), "{args}: {e:?}");
+            assert!(e.message().contains(needle), "{args}: {e}");
+        }
+        assert!(pve.requests.is_empty());
+    }
+}
