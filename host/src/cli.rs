@@ -123,27 +123,30 @@ pub fn failure(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// `pve-mcp serve`.
-pub async fn serve(global: &Global) -> ExitCode {
-    if let Some(code) = check_transport() {
-        return code;
-    }
-    let config = match global.load_config() {
-        Ok(c) => c,
-        Err(e) => return config_failure(&e),
-    };
-    let app = match App::start(
+/// Loads the configuration and starts the host on it; a failure has been
+/// reported and becomes the exit code.
+async fn start_configured(global: &Global) -> Result<App, ExitCode> {
+    let config = global.load_config().map_err(|e| config_failure(&e))?;
+    App::start(
         &config.clusters,
         &config.sandbox,
         &global.component(),
         &global.cache(),
     )
     .await
-    {
+    .map_err(|e| failure(&e))
+}
+
+/// `pve-mcp serve`.
+pub async fn serve(global: &Global) -> ExitCode {
+    if let Some(code) = check_transport() {
+        return code;
+    }
+    let app = match start_configured(global).await {
         Ok(app) => Arc::new(app),
-        Err(e) => return failure(&e),
+        Err(code) => return code,
     };
-    tracing::info!(endpoint = %config.default_cluster().endpoint.base_url(), "serving MCP on stdio");
+    tracing::info!("serving MCP on stdio");
     match McpServer::new(app).serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => failure(&e),
@@ -226,22 +229,10 @@ pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match global.load_config() {
-        Ok(c) => c,
-        Err(e) => return config_failure(&e),
-    };
-    let app = match App::start(
-        &config.clusters,
-        &config.sandbox,
-        &global.component(),
-        &global.cache(),
-    )
-    .await
-    {
-        Ok(app) => app,
-        Err(e) => return failure(&e),
-    };
-    print_call(&app, tool, &args).await
+    match start_configured(global).await {
+        Ok(app) => print_call(&app, tool, &args).await,
+        Err(code) => code,
+    }
 }
 
 /// Runs a call and prints its result: the MCP `CallToolResult` as JSON on

@@ -29,10 +29,9 @@ impl Demo {
     pub async fn start(global: &Global) -> anyhow::Result<Demo> {
         let simulator = Simulator::start(SimConfig::default()).await?;
         let cluster = demo_cluster(&simulator)?;
-        let limits = match &global.config {
-            Some(_) => global.load_config().map(|c| c.sandbox).unwrap_or_default(),
-            None => SandboxLimits::default(),
-        };
+        // The demo's own cluster replaces any configured one, and it keeps
+        // the default sandbox limits so it behaves the same everywhere.
+        let limits = SandboxLimits::default();
         let app = App::start(&[cluster], &limits, &global.component(), &global.cache()).await?;
         Ok(Demo { simulator, app })
     }

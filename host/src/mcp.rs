@@ -14,9 +14,13 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use crate::app::App;
 use crate::tools::{CallOutcome, ToolInfo};
 
-const INSTRUCTIONS: &str = "Read-only access to a Proxmox VE cluster. Start with pve_list_vms to see guests \
-(filter by node, vm_type, status, name or tag), then pve_get_vm_status for one guest by vmid; node and \
-vm_type are resolved automatically when omitted. Tool errors explain what went wrong and what to try next.";
+const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
+vm_type, status, name or tag) or pve_get_cluster_status (quorum and nodes); then drill into one guest with \
+pve_get_vm_status, pve_get_vm_config, pve_list_snapshots, pve_get_vm_metrics or pve_get_vm_ips (node and \
+vm_type are looked up from the vmid when omitted). Tasks: pve_list_tasks, pve_get_task_status, \
+pve_get_task_log. Lists are bounded: follow next_offset to page. Every tool takes an optional cluster \
+(see pve_list_clusters). When a call fails with 403, pve_check_permissions explains which privilege is \
+missing. Tool errors say what went wrong and what to try next.";
 
 /// The MCP server: a thin layer over [`App`].
 #[derive(Clone)]

@@ -174,7 +174,7 @@ impl Sandbox {
         let pre = bindings::PveToolsPre::new(pre)
             .map_err(anyhow::Error::from)
             .context("the component does not implement the pve-mcp:guest/pve-tools world")?;
-        let ticker = EpochTicker::start(engine.clone());
+        let ticker = EpochTicker::start(engine.clone()).context("starting the epoch thread")?;
         let mut sandbox = Sandbox {
             engine,
             pre,
@@ -478,7 +478,7 @@ struct EpochTicker {
 }
 
 impl EpochTicker {
-    fn start(engine: Engine) -> EpochTicker {
+    fn start(engine: Engine) -> std::io::Result<EpochTicker> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         std::thread::Builder::new()
@@ -488,9 +488,8 @@ impl EpochTicker {
                     std::thread::sleep(EPOCH_TICK);
                     engine.increment_epoch();
                 }
-            })
-            .expect("spawning the epoch thread");
-        EpochTicker { stop }
+            })?;
+        Ok(EpochTicker { stop })
     }
 }
 

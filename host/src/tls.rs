@@ -128,13 +128,14 @@ pub fn client_config(mode: &TlsMode) -> anyhow::Result<ClientConfig> {
         TlsMode::Fingerprint(fp) => builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(PinnedVerifier {
-                expected: *fp,
+                expected: Some(*fp),
                 algorithms: provider.signature_verification_algorithms,
             }))
             .with_no_client_auth(),
         TlsMode::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerifier {
+            .with_custom_certificate_verifier(Arc::new(PinnedVerifier {
+                expected: None,
                 algorithms: provider.signature_verification_algorithms,
             }))
             .with_no_client_auth(),
@@ -163,11 +164,13 @@ impl fmt::Display for FingerprintMismatch {
 
 impl std::error::Error for FingerprintMismatch {}
 
-/// Accepts exactly one end-entity certificate, by SHA-256 of its DER. The
-/// handshake signature is still verified, so a server must hold the key.
+/// Accepts exactly one end-entity certificate, by SHA-256 of its DER, or
+/// (with no pin, for `PVE_VERIFY_SSL=false`) any certificate. Either way the
+/// handshake signature is still verified, so a server must hold the key of
+/// the certificate it shows.
 #[derive(Debug)]
 struct PinnedVerifier {
-    expected: Fingerprint,
+    expected: Option<Fingerprint>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
@@ -180,60 +183,19 @@ impl ServerCertVerifier for PinnedVerifier {
         _ocsp: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(expected) = self.expected else {
+            return Ok(ServerCertVerified::assertion());
+        };
         let seen = Fingerprint::of(end_entity);
-        if seen == self.expected {
+        if seen == expected {
             Ok(ServerCertVerified::assertion())
         } else {
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::Other(rustls::OtherError(Arc::new(
-                    FingerprintMismatch {
-                        expected: self.expected,
-                        seen,
-                    },
+                    FingerprintMismatch { expected, seen },
                 ))),
             ))
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// `PVE_VERIFY_SSL=false`: anyone on the path can read the token.
-#[derive(Debug)]
-struct NoVerifier {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for NoVerifier {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
