@@ -2,6 +2,10 @@
 //! HTTPS to the Proxmox simulator, and the official API schema checking
 //! every request the guest makes.
 
+mod catalog_guests;
+mod catalog_infra;
+mod catalog_tasks;
+mod catalog_vm_detail;
 mod cli;
 mod clusters;
 mod common;
