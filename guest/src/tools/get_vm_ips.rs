@@ -173,7 +173,7 @@ struct Iface {
     ipv6: Vec<String>,
 }
 
-fn push_addr(iface: &mut Iface, addr: &str, prefix: Option<u64>, family: Option<&str>) {
+fn push_addr(iface: &mut Iface, addr: &str, prefix: Option<u64>) {
     let addr = addr.trim();
     if addr.is_empty() {
         return;
@@ -182,11 +182,10 @@ fn push_addr(iface: &mut Iface, addr: &str, prefix: Option<u64>, family: Option<
         (false, Some(p)) => format!("{addr}/{p}"),
         _ => addr.to_owned(),
     };
-    let v6 = match family {
-        Some(f) => f.eq_ignore_ascii_case("ipv6"),
-        None => addr.contains(':'),
-    };
-    if v6 {
+    // The family labels differ between sources ("ipv6" from the agent,
+    // "inet6" from containers, free text in the schema); the address itself
+    // is unambiguous, as only IPv6 has colons.
+    if addr.contains(':') {
         iface.ipv6.push(cidr);
     } else {
         iface.ipv4.push(cidr);
@@ -215,20 +214,14 @@ fn interfaces(data: &Value) -> Vec<Iface> {
             if let Some(addrs) = i.get("ip-addresses").and_then(Value::as_array) {
                 for a in addrs {
                     if let Some(ip) = pj::text(a.get("ip-address")) {
-                        let family = pj::text(a.get("ip-address-type"));
-                        push_addr(
-                            &mut iface,
-                            &ip,
-                            pj::uint(a.get("prefix")),
-                            family.as_deref(),
-                        );
+                        push_addr(&mut iface, &ip, pj::uint(a.get("prefix")));
                     }
                 }
             } else {
-                for (key, family) in [("inet", "ipv4"), ("inet6", "ipv6")] {
+                for key in ["inet", "inet6"] {
                     if let Some(s) = pj::text(i.get(key)) {
                         for a in s.split([' ', ',', ';']) {
-                            push_addr(&mut iface, a, None, Some(family));
+                            push_addr(&mut iface, a, None);
                         }
                     }
                 }

@@ -61,7 +61,12 @@ fn input_schema() -> Value {
             json!({"type": "string", "minLength": 1, "maxLength": TYPE_MAX, "pattern": "^[A-Za-z0-9_.-]+$",
                 "description": "Only tasks of this type, e.g. \"vzdump\", \"qmstart\", \"qmigrate\", \"vzstart\"."}),
         ),
-        ("errors", schema::boolean("true: only failed tasks.")),
+        (
+            "errors",
+            schema::boolean(
+                "true: only finished tasks that did not end OK (errors and warnings), as Proxmox's own filter; each task's status says which.",
+            ),
+        ),
         (
             "since",
             json!({"type": ["integer", "string"],
@@ -202,6 +207,13 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         since: support::time_arg(args, "since")?,
         running: support::bool_arg(args, "running")?,
     };
+    if f.errors && f.running == Some(true) {
+        return Err(ToolError::InvalidArguments(
+            "errors: a running task has not failed yet; use errors: true for finished tasks that \
+             did not end OK, or running: true for tasks still running, not both"
+                .into(),
+        ));
+    }
     let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
     match &f.node {
         None => {
@@ -233,9 +245,12 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
             if f.errors {
                 path = path.query("errors", "1");
             }
+            // Proxmox's errors filter only drops tasks that ended OK, so
+            // running ones would pass it: ask for finished tasks only.
             let source = match f.running {
                 Some(true) => "active",
                 Some(false) => "archive",
+                None if f.errors => "archive",
                 None => "all",
             };
             path = path.query("source", source);
@@ -323,7 +338,7 @@ fn keep(t: &Value, f: &Filters) -> bool {
     f.vmid
         .is_none_or(|v| t["id"].as_str() == Some(v.to_string().as_str()))
         && f.task_type.as_deref().is_none_or(|ty| t["type"] == ty)
-        && (!f.errors || status == "error")
+        && (!f.errors || status == "error" || status == "warning")
         && f.since
             .is_none_or(|s| t["starttime"].as_i64().is_some_and(|st| st >= s))
         && f.running.is_none_or(|r| r == (status == "running"))
@@ -445,7 +460,13 @@ mod tests {
         assert_eq!(out.structured["next_offset"], 1);
         let out = call(&mut pve, json!({"errors": true})).unwrap();
         assert_eq!(out.structured["tasks"][0]["type"], "qmstart");
-        assert_eq!(out.structured["total"], 1);
+        assert!(
+            out.structured["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["status"] == "error" || t["status"] == "warning")
+        );
         let out = call(&mut pve, json!({"running": true})).unwrap();
         assert_eq!(out.structured["tasks"][0]["type"], "qmigrate");
         let out = call(&mut pve, json!({"since": "2026-03-24T11:00:00Z"})).unwrap();
