@@ -7,42 +7,6 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// `path?query` of every request the simulator saw.
-fn paths(sim: &Simulator) -> Vec<String> {
-    sim.requests()
-        .iter()
-        .map(|r| format!("{}?{}", r.path, r.query))
-        .collect()
-}
-
-/// A number within 1e-4 of `expected`.
-fn assert_approx(v: &Value, expected: f64) {
-    let got = v
-        .as_f64()
-        .unwrap_or_else(|| panic!("{v} is not a number (expected {expected})"));
-    assert!((got - expected).abs() < 1e-4, "{got} != {expected}");
-}
-
-/// Each bad argument is refused, names its field, and nothing is sent.
-async fn assert_all_invalid(sim: &Simulator, server: &Server, cases: &[(&str, Value, &str)]) {
-    for (tool, args, field) in cases {
-        let message = server.err(tool, args.clone()).await;
-        assert!(
-            message.starts_with("Invalid arguments: "),
-            "{tool}({args}): {message}"
-        );
-        assert!(
-            message.contains(field),
-            "{tool}({args}) does not name {field}: {message}"
-        );
-    }
-    assert!(
-        sim.requests().is_empty(),
-        "validation must happen before any request: {:?}",
-        sim.requests()
-    );
-}
-
 fn storage_ids(out: &Value) -> Vec<String> {
     out["storages"]
         .as_array()

@@ -3,56 +3,13 @@
 //! `pve_check_permissions`, against the seeded cluster (and the large one
 //! for bounded output).
 
-use pve_sim::{LONG_LOG_UPID, Scenario, SimConfig, Simulator};
+use pve_sim::LONG_LOG_UPID;
 use serde_json::{Value, json};
 
 use crate::common::*;
 
 /// A well-formed UPID of a task that does not exist on pve1.
 const UNKNOWN_UPID: &str = "UPID:pve1:00001234:00ABCDEF:6B0A2790:qmstart:100:root@pam:";
-
-/// `path?query` of every request the simulator saw.
-fn paths(sim: &Simulator) -> Vec<String> {
-    sim.requests()
-        .iter()
-        .map(|r| format!("{}?{}", r.path, r.query))
-        .collect()
-}
-
-/// The human summary: the first text block (the second is the JSON).
-fn summary(result: &rmcp::model::CallToolResult) -> String {
-    text(result).lines().next().unwrap_or_default().to_owned()
-}
-
-/// Each bad argument is refused, names its field, and nothing is sent.
-async fn assert_all_invalid(sim: &Simulator, server: &Server, cases: &[(&str, Value, &str)]) {
-    for (tool, args, field) in cases {
-        let message = server.err(tool, args.clone()).await;
-        assert!(
-            message.starts_with("Invalid arguments: "),
-            "{tool}({args}): {message}"
-        );
-        assert!(
-            message.contains(field),
-            "{tool}({args}) does not name {field}: {message}"
-        );
-    }
-    assert!(
-        sim.requests().is_empty(),
-        "validation must happen before any request: {:?}",
-        sim.requests()
-    );
-}
-
-async fn large_simulator() -> Simulator {
-    Simulator::start(SimConfig {
-        scenario: Scenario::Large { guests: 5000 },
-        schema_path: Some(schema_path()),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("starting the large simulator")
-}
 
 /// `(type, id)` of each task in a `pve_list_tasks` answer.
 fn kinds(out: &Value) -> Vec<(String, String)> {

@@ -1,43 +1,9 @@
 //! The per-guest detail read tools end to end: `pve_list_snapshots`,
 //! `pve_get_vm_metrics` and `pve_get_vm_ips`, against the seeded cluster.
 
-use pve_sim::Simulator;
 use serde_json::{Value, json};
 
 use crate::common::*;
-
-/// `path?query` of every request the simulator saw.
-fn paths(sim: &Simulator) -> Vec<String> {
-    sim.requests()
-        .iter()
-        .map(|r| format!("{}?{}", r.path, r.query))
-        .collect()
-}
-
-/// The human summary: the first text block (the second is the JSON).
-fn summary(result: &rmcp::model::CallToolResult) -> String {
-    text(result).lines().next().unwrap_or_default().to_owned()
-}
-
-/// Each bad argument is refused, names its field, and nothing is sent.
-async fn assert_all_invalid(sim: &Simulator, server: &Server, cases: &[(&str, Value, &str)]) {
-    for (tool, args, field) in cases {
-        let message = server.err(tool, args.clone()).await;
-        assert!(
-            message.starts_with("Invalid arguments: "),
-            "{tool}({args}): {message}"
-        );
-        assert!(
-            message.contains(field),
-            "{tool}({args}) does not name {field}: {message}"
-        );
-    }
-    assert!(
-        sim.requests().is_empty(),
-        "validation must happen before any request: {:?}",
-        sim.requests()
-    );
-}
 
 fn names(list: &Value, key: &str) -> Vec<String> {
     list[key]

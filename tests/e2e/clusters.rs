@@ -2,7 +2,7 @@
 //! names, with that cluster's credentials only.
 
 use pve_sim::tokens::{LAB_TOKEN_ID, LAB_TOKEN_SECRET};
-use pve_sim::{AuthSeen, ClusterFlavor, SimConfig, Simulator};
+use pve_sim::{AuthSeen, Simulator};
 use serde_json::json;
 
 use crate::common::*;
@@ -27,16 +27,6 @@ fn two_clusters(main: &Simulator, lab: &Simulator, dir: &tempfile::TempDir) -> S
     )
     .unwrap();
     path.to_str().unwrap().to_string()
-}
-
-async fn lab_simulator() -> Simulator {
-    Simulator::start(SimConfig {
-        cluster: ClusterFlavor::Secondary,
-        schema_path: Some(schema_path()),
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap()
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pve_sim::{SimConfig, Simulator};
+use pve_sim::{ClusterFlavor, Scenario, SimConfig, Simulator};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
@@ -311,4 +311,67 @@ pub async fn within<F: std::future::Future<Output = ()>>(body: F) {
     tokio::time::timeout(TEST_TIMEOUT, body)
         .await
         .expect("the test did not finish within its time limit");
+}
+
+/// `path?query` of every request the simulator saw.
+pub fn paths(sim: &Simulator) -> Vec<String> {
+    sim.requests()
+        .iter()
+        .map(|r| format!("{}?{}", r.path, r.query))
+        .collect()
+}
+
+/// A number within 1e-4 of `expected`.
+pub fn assert_approx(v: &Value, expected: f64) {
+    let got = v
+        .as_f64()
+        .unwrap_or_else(|| panic!("{v} is not a number (expected {expected})"));
+    assert!((got - expected).abs() < 1e-4, "{got} != {expected}");
+}
+
+/// Each bad argument is refused, names its field, and nothing is sent.
+pub async fn assert_all_invalid(sim: &Simulator, server: &Server, cases: &[(&str, Value, &str)]) {
+    for (tool, args, field) in cases {
+        let message = server.err(tool, args.clone()).await;
+        assert!(
+            message.starts_with("Invalid arguments: "),
+            "{tool}({args}): {message}"
+        );
+        assert!(
+            message.contains(field),
+            "{tool}({args}) does not name {field}: {message}"
+        );
+    }
+    assert!(
+        sim.requests().is_empty(),
+        "validation must happen before any request: {:?}",
+        sim.requests()
+    );
+}
+
+/// The 5,000-guest cluster, for bounded-output tests.
+pub async fn large_simulator() -> Simulator {
+    Simulator::start(SimConfig {
+        scenario: Scenario::Large { guests: 5000 },
+        schema_path: Some(schema_path()),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("starting the large simulator")
+}
+
+/// The second, standalone cluster (`lab1`, its own credentials).
+pub async fn lab_simulator() -> Simulator {
+    Simulator::start(SimConfig {
+        cluster: ClusterFlavor::Secondary,
+        schema_path: Some(schema_path()),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("starting the standalone simulator")
+}
+
+/// The human summary: the first text block (the second is the JSON).
+pub fn summary(result: &rmcp::model::CallToolResult) -> String {
+    text(result).lines().next().unwrap_or_default().to_owned()
 }

@@ -44,22 +44,7 @@ async fn bad_arguments_name_the_field_and_send_nothing_upstream() {
             ("pve_list_vms", json!({"limit": 0}), "limit"),
             ("pve_list_vms", json!({"node": "-bad"}), "node"),
         ];
-        for (tool, args, field) in cases {
-            let message = server.err(tool, args.clone()).await;
-            assert!(
-                message.starts_with("Invalid arguments: "),
-                "{tool}({args}): {message}"
-            );
-            assert!(
-                message.contains(field),
-                "{tool}({args}) does not name {field}: {message}"
-            );
-        }
-        assert!(
-            sim.requests().is_empty(),
-            "validation must happen before any request: {:?}",
-            sim.requests()
-        );
+        assert_all_invalid(&sim, &server, &cases).await;
         // Boundaries that are valid still go through.
         server.ok("pve_get_vm_status", json!({"vmid": 100})).await;
     })

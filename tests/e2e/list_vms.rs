@@ -1,7 +1,6 @@
 //! `pve_list_vms` against the seeded cluster: every filter, the counts, the
 //! bound, and the one request it makes.
 
-use pve_sim::{Scenario, SimConfig, Simulator};
 use serde_json::json;
 
 use crate::common::*;
@@ -123,13 +122,7 @@ async fn limit_caps_the_list_and_says_how_many_were_left_out() {
 #[tokio::test]
 async fn a_5000_guest_cluster_stays_bounded() {
     within(async {
-        let sim = Simulator::start(SimConfig {
-            scenario: Scenario::Large { guests: 5000 },
-            schema_path: Some(schema_path()),
-            ..SimConfig::default()
-        })
-        .await
-        .unwrap();
+        let sim = large_simulator().await;
         let server = Server::start(&sim, Opts::default()).await;
         let list = server.ok("pve_list_vms", json!({})).await;
         let total = list["total"].as_u64().unwrap();
