@@ -1,0 +1,546 @@
+//! What `pve-mcp serve` costs on top of talking to Proxmox directly.
+//!
+//! Run with `cargo bench -p pve-mcp --bench stdio`. Everything runs against
+//! the in-process PVE simulator on 127.0.0.1, so the numbers are about
+//! pve-mcp, not about a network or a real cluster. It prints one markdown
+//! table:
+//!
+//! - **Floor:** sequential keep-alive HTTPS GETs from Rust straight to the
+//!   simulator (hyper-util + hyper-rustls, trusting the simulator's CA): the
+//!   least any client can pay for the same answer.
+//! - **Through pve-mcp:** sequential MCP `tools/call pve_get_vm_status` over
+//!   stdio from an rmcp client to the release binary, once with node and type
+//!   given (one upstream request) and once with only the vmid (node and type
+//!   resolved first: two upstream requests). Each is compared with the floor
+//!   for the same upstream requests; the difference is what the sandbox,
+//!   the egress gate, JSON and the stdio transport add per call.
+//! - **In-process:** the same calls through `App::call` inside this process
+//!   (sandbox, egress gate and upstream client, but no MCP, JSON-RPC, stdio
+//!   or process boundary), to tell where the overhead goes.
+//! - **Start-up:** spawn to the first `tools/list` answered, cold (empty
+//!   component cache, so Cranelift compiles the guest) and warm (the
+//!   compiled component is loaded from the cache): what an MCP client waits
+//!   for when it launches pve-mcp.
+//! - **Peak RSS** (`VmHWM`) of the server after the call loop.
+//!
+//! Targets are printed next to the numbers with PASS/MISS; they are
+//! informational and the benchmark always exits 0 when it could measure.
+//! `PVE_MCP_BENCH_CALLS` (default 2000) sets the number of timed calls per
+//! row, `PVE_MCP_BENCH_STARTS` (default 5) the start-ups per median.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use pve_mcp::app::{App, ComponentSource};
+use pve_mcp::component::CacheDir;
+use pve_mcp::config::Config;
+use pve_mcp::tools::CallOutcome;
+use pve_sim::tokens::{ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET};
+use pve_sim::{SimConfig, Simulator};
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::json;
+
+const STATUS_PATH: &str = "/api2/json/nodes/pve1/qemu/100/status/current";
+const RESOURCES_PATH: &str = "/api2/json/cluster/resources?type=vm";
+const TOOL: &str = "pve_get_vm_status";
+
+const TARGET_OVERHEAD_P50: Duration = Duration::from_micros(500);
+const TARGET_WARM_START: Duration = Duration::from_millis(100);
+const TARGET_PEAK_RSS_MB: f64 = 64.0;
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let counts = Counts::from_env()?;
+    let sim = Simulator::start(SimConfig::default()).await?;
+    let work = tempfile::tempdir()?;
+    let ca_file = work.path().join("pve-root-ca.pem");
+    std::fs::write(&ca_file, sim.ca_pem())?;
+    let server_env = |cache: &str| ServerEnv {
+        base_url: sim.base_url(),
+        ca_file: ca_file.clone(),
+        cache_dir: work.path().join(cache),
+        stderr_log: work.path().join("server.stderr"),
+    };
+
+    eprintln!(
+        "floor: {} + {} direct GETs ...",
+        counts.warmup, counts.calls
+    );
+    let direct = DirectClient::new(&sim)?;
+    let floor_one = measure(counts, || direct.get_all(&[STATUS_PATH])).await?;
+    let floor_two = measure(counts, || direct.get_all(&[RESOURCES_PATH, STATUS_PATH])).await?;
+
+    let explicit = arguments(json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}));
+    let resolved = arguments(json!({"vmid": 100}));
+
+    eprintln!(
+        "in-process: {} + {} App::call per row ...",
+        counts.warmup, counts.calls
+    );
+    let app = in_process_app(&server_env("in-process-cache")).await?;
+    let in_process_one = measure(counts, || app_call(&app, &explicit)).await?;
+    let in_process_two = measure(counts, || app_call(&app, &resolved)).await?;
+    drop(app);
+
+    eprintln!(
+        "start-up: {} cold and {} warm starts ...",
+        counts.starts, counts.starts
+    );
+    let cold = start_up_median(counts.starts, |i| server_env(&format!("cold-cache-{i}"))).await?;
+    let warm_env = server_env("warm-cache");
+    time_to_first_list(&warm_env).await?; // fills the cache
+    let warm = start_up_median(counts.starts, |_| server_env("warm-cache")).await?;
+
+    eprintln!(
+        "through pve-mcp: {} + {} calls per row ...",
+        counts.warmup, counts.calls
+    );
+    let server = Server::spawn(&warm_env).await?;
+    let through_one = measure(counts, || server.call(TOOL, &explicit)).await?;
+    let through_two = measure(counts, || server.call(TOOL, &resolved)).await?;
+    let peak_rss_mb = peak_rss_mb(server.pid)?;
+    server.stop().await;
+
+    let report = Report {
+        counts,
+        floor_one,
+        floor_two,
+        in_process_one,
+        in_process_two,
+        through_one,
+        through_two,
+        cold,
+        warm,
+        peak_rss_mb,
+    };
+    println!("{}", report.markdown());
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// How much to measure; overridable so a quick run is possible.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    warmup: usize,
+    calls: usize,
+    starts: usize,
+}
+
+impl Counts {
+    fn from_env() -> Result<Counts> {
+        let calls = env_count("PVE_MCP_BENCH_CALLS", 2000)?;
+        Ok(Counts {
+            warmup: (calls / 10).clamp(10, 200),
+            calls,
+            starts: env_count("PVE_MCP_BENCH_STARTS", 5)?,
+        })
+    }
+}
+
+fn env_count(key: &str, default: usize) -> Result<usize> {
+    match std::env::var(key) {
+        Err(_) => Ok(default),
+        Ok(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("{key}={raw:?} is not a positive whole number"),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Statistics
+
+/// Median and tail of one series of timings.
+#[derive(Debug, Clone, Copy)]
+struct Latency {
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Nearest-rank percentile of sorted samples.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    assert!(!sorted.is_empty(), "no samples");
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn latency(mut samples: Vec<Duration>) -> Latency {
+    samples.sort_unstable();
+    Latency {
+        p50: percentile(&samples, 50.0),
+        p99: percentile(&samples, 99.0),
+    }
+}
+
+/// Runs `op` `warmup` times untimed, then `calls` times timed, one at a time.
+async fn measure<F, Fut>(counts: Counts, mut op: F) -> Result<Latency>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    for _ in 0..counts.warmup {
+        op().await?;
+    }
+    let mut samples = Vec::with_capacity(counts.calls);
+    for _ in 0..counts.calls {
+        let started = Instant::now();
+        op().await?;
+        samples.push(started.elapsed());
+    }
+    Ok(latency(samples))
+}
+
+// ---------------------------------------------------------------------------
+// The floor: a plain Rust HTTPS client
+
+type Https = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// A pooled keep-alive client to the simulator, authenticated like pve-mcp.
+struct DirectClient {
+    client: Client<Https, Empty<Bytes>>,
+    base_url: String,
+    authorization: String,
+}
+
+impl DirectClient {
+    fn new(sim: &Simulator) -> Result<DirectClient> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(sim.ca_pem().as_bytes()) {
+            roots.add(cert?)?;
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_only()
+            .enable_http1()
+            .wrap_connector(http);
+        Ok(DirectClient {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            base_url: sim.base_url(),
+            authorization: format!("PVEAPIToken={ADMIN_TOKEN_ID}={ADMIN_TOKEN_SECRET}"),
+        })
+    }
+
+    /// GETs each path in turn and reads each body to the end.
+    async fn get_all(&self, paths: &[&str]) -> Result<()> {
+        for path in paths {
+            let request = http::Request::get(format!("{}{path}", self.base_url))
+                .header(http::header::AUTHORIZATION, &self.authorization)
+                .body(Empty::new())?;
+            let response = self.client.request(request).await?;
+            let status = response.status();
+            let body = response.into_body().collect().await?.to_bytes();
+            if !status.is_success() || body.is_empty() {
+                bail!("GET {path}: {status}");
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// pve-mcp as an MCP client sees it
+
+/// What a spawned `pve-mcp serve` is pointed at.
+struct ServerEnv {
+    base_url: String,
+    ca_file: PathBuf,
+    cache_dir: PathBuf,
+    stderr_log: PathBuf,
+}
+
+impl ServerEnv {
+    /// `pve-mcp serve` with only the variables set here: the developer's own
+    /// PVE_* and RUST_LOG settings must not leak in.
+    fn command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pve-mcp"));
+        cmd.arg("serve").env_clear();
+        for key in ["PATH", "HOME"] {
+            if let Some(value) = std::env::var_os(key) {
+                cmd.env(key, value);
+            }
+        }
+        cmd.envs(self.vars());
+        cmd
+    }
+
+    fn vars(&self) -> [(&'static str, OsString); 5] {
+        [
+            ("PVE_BASE_URL", self.base_url.clone().into()),
+            ("PVE_API_TOKEN_ID", ADMIN_TOKEN_ID.into()),
+            ("PVE_API_TOKEN_SECRET", ADMIN_TOKEN_SECRET.into()),
+            ("PVE_CA_FILE", self.ca_file.clone().into()),
+            ("PVE_MCP_CACHE_DIR", self.cache_dir.clone().into()),
+        ]
+    }
+}
+
+/// A running server and the rmcp client connected to it.
+struct Server {
+    client: RunningService<RoleClient, ()>,
+    pid: u32,
+}
+
+impl Server {
+    /// Spawns the server and completes the MCP handshake. Its stderr (one
+    /// log line per call) goes to a file, shown if it fails to start.
+    async fn spawn(env: &ServerEnv) -> Result<Server> {
+        let stderr = std::fs::File::create(&env.stderr_log)?;
+        let (transport, _) = TokioChildProcess::builder(env.command())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .context("spawning pve-mcp")?;
+        let pid = transport.id().context("the child has no pid")?;
+        let client = ().serve(transport).await.with_context(|| server_log(&env.stderr_log))?;
+        Ok(Server { client, pid })
+    }
+
+    /// One `tools/call`; a tool error is a benchmark error, so only
+    /// successful calls are timed.
+    async fn call(&self, tool: &str, arguments: &JsonObject) -> Result<()> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments.clone());
+        let result = self.client.call_tool(params).await?;
+        if result.is_error == Some(true) || result.structured_content.is_none() {
+            bail!("{tool} failed: {:?}", result.content);
+        }
+        Ok(())
+    }
+
+    async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+fn arguments(value: serde_json::Value) -> JsonObject {
+    match value {
+        serde_json::Value::Object(map) => map,
+        other => panic!("arguments must be an object, not {other}"),
+    }
+}
+
+fn server_log(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    format!("pve-mcp did not complete the MCP handshake; its stderr:\n{log}")
+}
+
+// ---------------------------------------------------------------------------
+// The same host in this process, without MCP
+
+/// An [`App`] configured like the spawned server, from the same variables.
+async fn in_process_app(env: &ServerEnv) -> Result<App> {
+    let vars = env.vars();
+    let config = Config::load(None, &|key| {
+        vars.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    })?;
+    let cache = CacheDir::At(env.cache_dir.clone());
+    App::start(
+        &config.clusters,
+        &config.sandbox,
+        &ComponentSource::Embedded,
+        &cache,
+    )
+    .await
+}
+
+async fn app_call(app: &App, arguments: &JsonObject) -> Result<()> {
+    match app.call(TOOL, arguments).await.outcome {
+        CallOutcome::Output {
+            is_error: false, ..
+        } => Ok(()),
+        other => bail!("{TOOL} failed in-process: {other:?}"),
+    }
+}
+
+/// Spawn to the first `tools/list` answered.
+async fn time_to_first_list(env: &ServerEnv) -> Result<Duration> {
+    let started = Instant::now();
+    let server = Server::spawn(env).await?;
+    let tools = server.client.list_tools(None).await?;
+    let elapsed = started.elapsed();
+    if !tools.tools.iter().any(|t| t.name == TOOL) {
+        bail!("tools/list has no {TOOL}");
+    }
+    server.stop().await;
+    Ok(elapsed)
+}
+
+/// Median start-up over `runs` servers, run `i` using `env(i)`.
+async fn start_up_median(runs: usize, env: impl Fn(usize) -> ServerEnv) -> Result<Duration> {
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs {
+        samples.push(time_to_first_list(&env(i)).await?);
+    }
+    Ok(latency(samples).p50)
+}
+
+/// The high-water mark of a process's resident set, in MB (10^6 bytes).
+fn peak_rss_mb(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmHWM in /proc/<pid>/status")?;
+    Ok(kib * 1024.0 / 1e6)
+}
+
+// ---------------------------------------------------------------------------
+// The report
+
+struct Report {
+    counts: Counts,
+    floor_one: Latency,
+    floor_two: Latency,
+    in_process_one: Latency,
+    in_process_two: Latency,
+    through_one: Latency,
+    through_two: Latency,
+    cold: Duration,
+    warm: Duration,
+    peak_rss_mb: f64,
+}
+
+impl Report {
+    fn markdown(&self) -> String {
+        let mut t = Table::default();
+        t.latency("floor: direct GET status/current", self.floor_one);
+        t.latency(
+            "in-process App::call, vmid+node+type (no MCP/stdio)",
+            self.in_process_one,
+        );
+        t.latency(
+            "through pve-mcp: get_vm_status vmid+node+type (1 upstream GET)",
+            self.through_one,
+        );
+        t.overhead(
+            "**overhead**, 1 upstream GET",
+            self.through_one,
+            self.floor_one,
+        );
+        t.latency(
+            "floor: direct GET cluster/resources + status/current",
+            self.floor_two,
+        );
+        t.latency(
+            "in-process App::call, vmid only (no MCP/stdio)",
+            self.in_process_two,
+        );
+        t.latency(
+            "through pve-mcp: get_vm_status vmid only (2 upstream GETs)",
+            self.through_two,
+        );
+        t.overhead(
+            "**overhead**, 2 upstream GETs",
+            self.through_two,
+            self.floor_two,
+        );
+        t.row(
+            "cold start (compile), spawn → tools/list",
+            ms(self.cold),
+            "(median)",
+            "",
+            None,
+        );
+        let warm_ok = self.warm < TARGET_WARM_START;
+        t.row(
+            "warm start (cached), spawn → tools/list",
+            ms(self.warm),
+            "(median)",
+            "< 100 ms",
+            Some(warm_ok),
+        );
+        let rss = format!("{:.1} MB", self.peak_rss_mb);
+        let rss_ok = self.peak_rss_mb < TARGET_PEAK_RSS_MB;
+        t.row(
+            "peak RSS (VmHWM) after the call loop",
+            rss,
+            "",
+            "< 64 MB",
+            Some(rss_ok),
+        );
+        let c = self.counts;
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load = load
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!(
+            "{}\n{} timed calls per row after {} warm-up; {} start-ups per median; \
+             {cpus} CPUs, load average {load}; simulator in-process on 127.0.0.1.",
+            t.0, c.calls, c.warmup, c.starts
+        )
+    }
+}
+
+/// A markdown table with a PASS/MISS column.
+struct Table(String);
+
+impl Default for Table {
+    fn default() -> Table {
+        Table("| measure | p50 | p99 | target | |\n| --- | ---: | ---: | --- | --- |\n".to_string())
+    }
+}
+
+impl Table {
+    fn row(
+        &mut self,
+        name: &str,
+        p50: impl AsRef<str>,
+        p99: impl AsRef<str>,
+        target: &str,
+        pass: Option<bool>,
+    ) {
+        let verdict = pass.map_or("", |ok| if ok { "PASS" } else { "MISS" });
+        let (p50, p99) = (p50.as_ref(), p99.as_ref());
+        self.0.push_str(&format!(
+            "| {name} | {p50} | {p99} | {target} | {verdict} |\n"
+        ));
+    }
+
+    fn latency(&mut self, name: &str, l: Latency) {
+        self.row(name, ms(l.p50), ms(l.p99), "", None);
+    }
+
+    /// `through − floor` at p50 and p99, judged on p50.
+    fn overhead(&mut self, name: &str, through: Latency, floor: Latency) {
+        let ok = through.p50.saturating_sub(floor.p50) < TARGET_OVERHEAD_P50;
+        let p50 = signed_ms(through.p50, floor.p50);
+        let p99 = signed_ms(through.p99, floor.p99);
+        self.row(name, p50, p99, "p50 < 0.5 ms", Some(ok));
+    }
+}
+
+fn signed_ms(a: Duration, b: Duration) -> String {
+    format!("{:+.3} ms", (a.as_secs_f64() - b.as_secs_f64()) * 1e3)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
