@@ -30,6 +30,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,42 +75,39 @@ async fn main() -> Result<()> {
         stderr_log: work.path().join("server.stderr"),
     };
 
-    eprintln!(
-        "floor: {} + {} direct GETs ...",
-        counts.warmup, counts.calls
-    );
     let direct = DirectClient::new(&sim)?;
-    let floor_one = measure(counts, || direct.get_all(&[STATUS_PATH])).await?;
-    let floor_two = measure(counts, || direct.get_all(&[RESOURCES_PATH, STATUS_PATH])).await?;
-
-    let explicit = arguments(json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}));
-    let resolved = arguments(json!({"vmid": 100}));
-
-    eprintln!(
-        "in-process: {} + {} App::call per row ...",
-        counts.warmup, counts.calls
-    );
     let app = in_process_app(&server_env("in-process-cache")).await?;
-    let in_process_one = measure(counts, || app_call(&app, &explicit)).await?;
-    let in_process_two = measure(counts, || app_call(&app, &resolved)).await?;
-    drop(app);
 
-    eprintln!(
-        "start-up: {} cold and {} warm starts ...",
-        counts.starts, counts.starts
-    );
-    let cold = start_up_median(counts.starts, |i| server_env(&format!("cold-cache-{i}"))).await?;
+    let starts = counts.starts;
+    eprintln!("start-up: {starts} cold and {starts} warm ...");
+    let cold = start_up_median(starts, |i| server_env(&format!("cold-cache-{i}"))).await?;
     let warm_env = server_env("warm-cache");
     time_to_first_list(&warm_env).await?; // fills the cache
-    let warm = start_up_median(counts.starts, |_| server_env("warm-cache")).await?;
+    let warm = start_up_median(starts, |_| server_env("warm-cache")).await?;
 
-    eprintln!(
-        "through pve-mcp: {} + {} calls per row ...",
-        counts.warmup, counts.calls
-    );
+    let (warmup, calls) = (counts.warmup, counts.calls);
+    eprintln!("calls: {warmup} + {calls} per op, interleaved ...");
     let server = Server::spawn(&warm_env).await?;
-    let through_one = measure(counts, || server.call(TOOL, &explicit)).await?;
-    let through_two = measure(counts, || server.call(TOOL, &resolved)).await?;
+    let explicit = arguments(json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}));
+    let resolved = arguments(json!({"vmid": 100}));
+    let [floor_one, in_process_one, through_one] = measure(
+        counts,
+        [
+            op(|| direct.get_all(&[STATUS_PATH])),
+            op(|| app_call(&app, &explicit)),
+            op(|| server.call(TOOL, &explicit)),
+        ],
+    )
+    .await?;
+    let [floor_two, in_process_two, through_two] = measure(
+        counts,
+        [
+            op(|| direct.get_all(&[RESOURCES_PATH, STATUS_PATH])),
+            op(|| app_call(&app, &resolved)),
+            op(|| server.call(TOOL, &resolved)),
+        ],
+    )
+    .await?;
     let peak_rss_mb = peak_rss_mb(server.pid)?;
     server.stop().await;
 
@@ -184,22 +182,36 @@ fn latency(mut samples: Vec<Duration>) -> Latency {
     }
 }
 
-/// Runs `op` `warmup` times untimed, then `calls` times timed, one at a time.
-async fn measure<F, Fut>(counts: Counts, mut op: F) -> Result<Latency>
+/// One thing to time: each call starts one request (or call) and awaits it.
+type Op<'a> = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Result<()>> + 'a>> + 'a>;
+
+fn op<'a, F, Fut>(mut f: F) -> Op<'a>
 where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<()>>,
+    F: FnMut() -> Fut + 'a,
+    Fut: Future<Output = Result<()>> + 'a,
 {
+    Box::new(move || Box::pin(f()))
+}
+
+/// Runs every op `warmup` times untimed, then `calls` times timed, one call
+/// at a time and interleaved op by op, so that the floor and the calls it is
+/// subtracted from see the same machine: on this VM an idle core's wake-up
+/// latency alone can move the floor by 2x between runs.
+async fn measure<const N: usize>(counts: Counts, mut ops: [Op<'_>; N]) -> Result<[Latency; N]> {
     for _ in 0..counts.warmup {
-        op().await?;
+        for op in &mut ops {
+            op().await?;
+        }
     }
-    let mut samples = Vec::with_capacity(counts.calls);
+    let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(counts.calls));
     for _ in 0..counts.calls {
-        let started = Instant::now();
-        op().await?;
-        samples.push(started.elapsed());
+        for (op, samples) in ops.iter_mut().zip(&mut samples) {
+            let started = Instant::now();
+            op().await?;
+            samples.push(started.elapsed());
+        }
     }
-    Ok(latency(samples))
+    Ok(samples.map(latency))
 }
 
 // ---------------------------------------------------------------------------

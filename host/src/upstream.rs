@@ -381,3 +381,48 @@ mod tests {
         assert!(matches!(classify(&io), UpstreamFailure::Refused(_)));
     }
 }
+
+#[cfg(test)]
+mod ticket_tests {
+    use super::*;
+
+    fn ticket() -> Ticket {
+        parse_login(br#"{"data":{"ticket":"PVE:root@pam:64E10CBA::c2ln+/=","CSRFPreventionToken":"64E10CBA:abc"}}"#).unwrap()
+    }
+
+    #[test]
+    fn login_answer_becomes_a_sensitive_cookie_and_csrf_token() {
+        let t = ticket();
+        assert_eq!(
+            t.cookie.to_str().unwrap(),
+            "PVEAuthCookie=PVE%3Aroot%40pam%3A64E10CBA%3A%3Ac2ln%2B%2F%3D"
+        );
+        assert!(t.cookie.is_sensitive() && t.csrf.is_sensitive());
+        let err = parse_login(br#"{"data":{"NeedTFA":1}}"#).err().unwrap();
+        assert!(err.contains("two-factor"), "{err}");
+    }
+
+    #[test]
+    fn writes_carry_the_csrf_token_and_reads_do_not() {
+        let t = ticket();
+        for (method, csrf) in [
+            (Method::GET, false),
+            (Method::POST, true),
+            (Method::DELETE, true),
+        ] {
+            let (parts, body) = Request::builder()
+                .method(method.clone())
+                .uri("https://pve:8006/api2/json/version")
+                .body(Full::new(Bytes::new()))
+                .unwrap()
+                .into_parts();
+            let request = with_ticket(&parts, body, &t);
+            assert_eq!(request.headers().get(http::header::COOKIE), Some(&t.cookie));
+            assert_eq!(
+                request.headers().contains_key("csrfpreventiontoken"),
+                csrf,
+                "{method}"
+            );
+        }
+    }
+}

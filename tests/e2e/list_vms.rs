@@ -114,7 +114,23 @@ async fn limit_caps_the_list_and_says_how_many_were_left_out() {
         assert_eq!(structured["limit"], 3);
         // Counts cover everything that matched, not just what was shown.
         assert_eq!(structured["count_by_status"]["running"], 5);
-        assert!(text(&list).contains("showing 3 of 13"), "{}", text(&list));
+        assert!(
+            text(&list).contains("showing 1-3 of 13; pass offset 3 for more"),
+            "{}",
+            text(&list)
+        );
+        assert_eq!(structured["next_offset"], 3);
+        // The next page continues where the first stopped.
+        let page2 = server
+            .ok("pve_list_vms", json!({"limit": 3, "offset": 3}))
+            .await;
+        assert_eq!(vmids(&page2), [103, 104, 105]);
+        assert_eq!(page2["next_offset"], 6);
+        let last = server
+            .ok("pve_list_vms", json!({"limit": 3, "offset": 12}))
+            .await;
+        assert_eq!(vmids(&last), [900]);
+        assert_eq!(last["next_offset"], serde_json::Value::Null);
     })
     .await;
 }

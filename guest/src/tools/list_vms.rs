@@ -11,6 +11,7 @@ use crate::args::{Args, VmType};
 use crate::error::ToolError;
 use crate::format;
 use crate::json;
+use crate::paging::{self, Page, PageInfo};
 use crate::resources::{self, Guest};
 use crate::schema;
 
@@ -42,7 +43,8 @@ pub static TOOL: Tool = Tool {
         each guest's vmid, name, type, node, status, CPU and memory use, uptime, tags, lock \
         and HA state. Use it first: to find a guest's vmid or node, to see what is running, \
         stopped or paused, or to find guests by node, type, status, name or tag (filters \
-        combine with AND). Results are sorted by vmid and capped by limit (default 100); \
+        combine with AND). Results are sorted by vmid and paged with limit (default 100, max 1000) \
+        and offset (follow next_offset); \
         total and count_by_status cover every match. Only guests the API token may audit \
         (VM.Audit) are listed. For one guest's full live status use pve_get_vm_status.",
     input_schema,
@@ -84,14 +86,10 @@ fn input_schema() -> Value {
                     "description": "Only guests carrying this tag (exact match, case-insensitive)."
                 }),
             ),
-            (
-                "limit",
-                json!({
-                    "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                    "description": "Most guests to return (default 100, max 1000); counts still cover all matches."
-                }),
-            ),
-        ],
+        ]
+        .into_iter()
+        .chain(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "guests"))
+        .collect::<Vec<_>>(),
         &[],
     )
 }
@@ -173,23 +171,10 @@ fn output_schema() -> Value {
                     "description": "Number of matching guests per status, over all matches (not only those returned)"
                 }),
             ),
-            (
-                "total",
-                json!({"type": "integer", "minimum": 0, "description": "Number of matching guests"}),
-            ),
-            (
-                "returned",
-                json!({"type": "integer", "minimum": 0, "description": "Number of guests in vms"}),
-            ),
-            (
-                "omitted",
-                json!({"type": "integer", "minimum": 0, "description": "Matches left out because of limit (total - returned)"}),
-            ),
-            (
-                "limit",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "The limit applied"}),
-            ),
-        ],
+        ]
+        .into_iter()
+        .chain(paging::output_properties())
+        .collect::<Vec<_>>(),
     )
 }
 
@@ -278,15 +263,13 @@ fn is_tag(t: &str) -> bool {
 
 fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
     let filters = Filters::from_args(args)?;
-    let limit = args
-        .integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?
-        .unwrap_or(DEFAULT_LIMIT);
+    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
     let guests = resources::fetch_guests(pve)?;
-    Ok(shape(guests, &filters, limit))
+    Ok(shape(guests, &filters, page))
 }
 
-/// Filters, sorts, counts and caps the guests.
-pub fn shape(guests: Vec<Guest>, filters: &Filters, limit: u64) -> Output {
+/// Filters, sorts, counts and pages the guests.
+pub fn shape(guests: Vec<Guest>, filters: &Filters, page: Page) -> Output {
     let mut matched: Vec<Guest> = guests.into_iter().filter(|g| filters.matches(g)).collect();
     // Proxmox sorts by vmid as a string (1000 before 101); agents expect
     // numeric order. Node breaks ties so the order is total.
@@ -295,20 +278,13 @@ pub fn shape(guests: Vec<Guest>, filters: &Filters, limit: u64) -> Output {
     for g in &matched {
         *counts.entry(g.status.clone()).or_default() += 1;
     }
-    let total = matched.len();
-    let returned = total.min(limit as usize);
-    let vms: Vec<Value> = matched.iter().take(returned).map(guest_json).collect();
-    let summary = summary(filters, &counts, total, returned);
+    let (shown, info) = paging::paginate(matched, page);
+    let vms: Vec<Value> = shown.iter().map(guest_json).collect();
+    let mut structured = json!({"vms": vms, "count_by_status": counts});
+    info.insert_into(&mut structured);
     Output {
-        structured: json!({
-            "vms": vms,
-            "count_by_status": counts,
-            "total": total,
-            "returned": returned,
-            "omitted": total - returned,
-            "limit": limit,
-        }),
-        summary,
+        structured,
+        summary: summary(filters, &counts, &info),
     }
 }
 
@@ -331,12 +307,8 @@ fn guest_json(g: &Guest) -> Value {
     })
 }
 
-fn summary(
-    filters: &Filters,
-    counts: &BTreeMap<String, usize>,
-    total: usize,
-    returned: usize,
-) -> String {
+fn summary(filters: &Filters, counts: &BTreeMap<String, usize>, info: &PageInfo) -> String {
+    let total = info.total;
     let filtered = filters.describe();
     if total == 0 {
         return if filtered.is_empty() {
@@ -364,19 +336,27 @@ fn summary(
         "{}{matching} ({breakdown})",
         format::count(total, "guest", "guests")
     );
-    if returned == total {
-        format!("{head}; showing {returned}.")
-    } else {
-        let raise = if (returned as u64) < MAX_LIMIT {
-            format!("raise limit (max {MAX_LIMIT}) or ")
-        } else {
-            String::new()
-        };
-        format!(
-            "{head}; showing {returned} of {total}; {raise}filter by node, vm_type, status, name \
-             or tag."
-        )
+    if info.returned == total {
+        return format!("{head}; showing {total}.");
     }
+    if info.returned == 0 {
+        return format!("{head}; {}.", info.describe());
+    }
+    let first = info.offset + 1;
+    let last = info.offset + info.returned as u64;
+    let more = match info.next_offset {
+        Some(n) => format!("pass offset {n} for more, "),
+        None => String::new(),
+    };
+    let raise = if info.limit < MAX_LIMIT {
+        format!("raise limit (max {MAX_LIMIT}), ")
+    } else {
+        String::new()
+    };
+    format!(
+        "{head}; showing {first}-{last} of {total}; {more}{raise}or filter by node, vm_type, \
+         status, name or tag."
+    )
 }
 
 #[cfg(test)]
@@ -485,8 +465,26 @@ mod tests {
         assert_eq!(out.structured["count_by_status"]["stopped"], 3);
         assert_eq!(
             out.summary,
-            "7 guests (3 stopped, 2 running, 1 paused, 1 unknown); showing 2 of 7; raise limit \
-             (max 1000) or filter by node, vm_type, status, name or tag."
+            "7 guests (3 stopped, 2 running, 1 paused, 1 unknown); showing 1-2 of 7; pass offset 2 \
+             for more, raise limit (max 1000), or filter by node, vm_type, status, name or tag."
+        );
+        assert_eq!(out.structured["next_offset"], 2);
+        let page2 = call(r#"{"limit": 2, "offset": 2}"#).unwrap();
+        validate(&page2);
+        assert_eq!(vmids(&page2), [102, 103]);
+        assert_eq!(page2.structured["offset"], 2);
+        assert_eq!(page2.structured["next_offset"], 4);
+        assert_eq!(
+            page2.structured["count_by_status"],
+            out.structured["count_by_status"]
+        );
+        let past = call(r#"{"offset": 7}"#).unwrap();
+        validate(&past);
+        assert!(vmids(&past).is_empty());
+        assert!(
+            past.summary.contains("none at offset 7"),
+            "{}",
+            past.summary
         );
     }
 
@@ -496,14 +494,21 @@ mod tests {
             .map(|id| json!({"id": format!("qemu/{id}"), "vmid": id, "type": "qemu", "node": "pve1", "status": "running", "template": 0}))
             .collect();
         let parsed = resources::parse_guests(&Value::Array(guests)).unwrap();
-        let out = shape(parsed, &Filters::default(), 1000);
+        let out = shape(
+            parsed,
+            &Filters::default(),
+            Page {
+                limit: 1000,
+                offset: 0,
+            },
+        );
         validate(&out);
         assert_eq!(out.structured["returned"], 1000);
         assert_eq!(out.structured["omitted"], 4000);
         assert_eq!(
             out.summary,
-            "5000 guests (5000 running); showing 1000 of 5000; filter by node, vm_type, status, \
-             name or tag."
+            "5000 guests (5000 running); showing 1-1000 of 5000; pass offset 1000 for more, or \
+             filter by node, vm_type, status, name or tag."
         );
     }
 
@@ -552,7 +557,7 @@ mod tests {
             ),
             (
                 r#"{"foo": 1}"#,
-                "foo: unknown argument; valid arguments are cluster, limit, name, node, status, tag, vm_type",
+                "foo: unknown argument; valid arguments are cluster, limit, name, node, offset, status, tag, vm_type",
             ),
         ] {
             let e = TOOL.call(&mut pve, args).unwrap_err();
