@@ -174,3 +174,61 @@ async fn early_server_discover_is_answered_at_once() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn cancelling_a_call_drops_its_upstream_request() {
+    within(async {
+        let sim = simulator().await;
+        sim.add_fault(pve_sim::Fault {
+            path_prefix: "/cluster/resources".into(),
+            status: 0,
+            reason: String::new(),
+            times: Some(1),
+            delay: Some(Duration::from_secs(3)),
+        });
+        let mut raw = Raw::start(&sim).await;
+        raw.request(1, "initialize", initialize("2025-11-25")).await;
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "pve_list_vms", "arguments": {}}}))
+            .await;
+        // Wait until the guest's request is being held by the simulator.
+        let started = std::time::Instant::now();
+        while sim.requests().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the call never reached Proxmox"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        raw.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 2, "reason": "user gave up"}}),
+        )
+        .await;
+        // The server keeps answering while the upstream request is held.
+        let pong = raw.request(3, "ping", json!({})).await;
+        assert_eq!(pong["result"], json!({}), "{pong}");
+        // Past the injected delay, the simulator saw the client leave
+        // before it could answer: the upstream request was dropped, not
+        // left to run to the end of its 30 s timeout.
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 1, "{requests:?}");
+        assert!(
+            !requests[0].completed,
+            "the upstream request ran to completion: {requests:?}"
+        );
+        // And the next call works normally.
+        let call = raw
+            .request(
+                4,
+                "tools/call",
+                json!({"name": "pve_list_vms", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(call["result"]["structuredContent"]["total"], 13, "{call}");
+    })
+    .await;
+}
