@@ -23,6 +23,9 @@
 //!   for when it launches pve-mcp.
 //! - **Peak RSS** (`VmHWM`) of the server after the call loop.
 //!
+//! The three ways of getting the same answer take turns in blocks of 100
+//! back-to-back calls, so drifting load affects them alike.
+//!
 //! Targets are printed next to the numbers with PASS/MISS; they are
 //! informational and the benchmark always exits 0 when it could measure.
 //! `PVE_MCP_BENCH_CALLS` (default 2000) sets the number of timed calls per
@@ -86,7 +89,7 @@ async fn main() -> Result<()> {
     let warm = start_up_median(starts, |_| server_env("warm-cache")).await?;
 
     let (warmup, calls) = (counts.warmup, counts.calls);
-    eprintln!("calls: {warmup} + {calls} per op, interleaved ...");
+    eprintln!("calls: {warmup} + {calls} per op, in turns of {BLOCK} ...");
     let server = Server::spawn(&warm_env).await?;
     let explicit = arguments(json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}));
     let resolved = arguments(json!({"vmid": 100}));
@@ -193,22 +196,34 @@ where
     Box::new(move || Box::pin(f()))
 }
 
+/// Timed calls an op makes back to back before the next op takes over.
+const BLOCK: usize = 100;
+/// Untimed calls at the start of each block, to get back to steady state.
+const BLOCK_WARMUP: usize = 5;
+
 /// Runs every op `warmup` times untimed, then `calls` times timed, one call
-/// at a time and interleaved op by op, so that the floor and the calls it is
-/// subtracted from see the same machine: on this VM an idle core's wake-up
-/// latency alone can move the floor by 2x between runs.
+/// at a time. The ops take turns in blocks of [`BLOCK`] back-to-back calls,
+/// so that the floor and the calls it is subtracted from see the same
+/// machine: on this VM the load from other processes moves the floor by up
+/// to 2x between runs.
 async fn measure<const N: usize>(counts: Counts, mut ops: [Op<'_>; N]) -> Result<[Latency; N]> {
-    for _ in 0..counts.warmup {
-        for op in &mut ops {
+    for op in &mut ops {
+        for _ in 0..counts.warmup {
             op().await?;
         }
     }
     let mut samples: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(counts.calls));
-    for _ in 0..counts.calls {
+    for block in (0..counts.calls).step_by(BLOCK) {
+        let n = BLOCK.min(counts.calls - block);
         for (op, samples) in ops.iter_mut().zip(&mut samples) {
-            let started = Instant::now();
-            op().await?;
-            samples.push(started.elapsed());
+            for _ in 0..BLOCK_WARMUP {
+                op().await?;
+            }
+            for _ in 0..n {
+                let started = Instant::now();
+                op().await?;
+                samples.push(started.elapsed());
+            }
         }
     }
     Ok(samples.map(latency))
@@ -504,8 +519,9 @@ impl Report {
             .collect::<Vec<_>>()
             .join(" ");
         format!(
-            "{}\n{} timed calls per row after {} warm-up; {} start-ups per median; \
-             {cpus} CPUs, load average {load}; simulator in-process on 127.0.0.1.",
+            "{}\n{} timed calls per row (in turns of {BLOCK}) after {} warm-up; \
+             {} start-ups per median; {cpus} CPUs, load average {load}; \
+             simulator in-process on 127.0.0.1.",
             t.0, c.calls, c.warmup, c.starts
         )
     }

@@ -41,7 +41,10 @@ impl McpServer {
 
     /// Serves MCP on stdin/stdout until the client closes stdin.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        // Pipes (how MCP clients spawn servers) are driven by the I/O
+        // reactor; plain stdio would hand every read and write to a blocking
+        // thread, ~75 µs per call. Anything else falls back to plain stdio.
+        let running = self.serve(rmcp::transport::stdio_pipes()).await?;
         running.waiting().await?;
         Ok(())
     }
