@@ -200,16 +200,7 @@ impl WasiHttpHooks for CallHooks {
         let tool = self.tool.clone();
         match decision {
             Err(denial) => {
-                tracing::warn!(
-                    tool = %tool,
-                    method = %record.method,
-                    authority = %record.authority,
-                    path = %record.path,
-                    reason = %denial,
-                    "egress denied"
-                );
-                record.denied = Some(denial);
-                push(&log, record);
+                deny(&log, &tool, record, denial);
                 Box::new(async move {
                     drain(request.into_body()).await;
                     Err(HttpError::HttpRequestDenied)
@@ -235,9 +226,7 @@ impl WasiHttpHooks for CallHooks {
                         Some(_) => None,
                     };
                     if let Some(denial) = denial {
-                        tracing::warn!(tool = %tool, method = %record.method, path = %record.path, reason = %denial, "egress denied");
-                        record.denied = Some(denial);
-                        push(&log, record);
+                        deny(&log, &tool, record, denial);
                         return Err(HttpError::HttpRequestDenied);
                     }
                     let request = Request::from_parts(parts, Full::new(body.unwrap_or_default()));
@@ -266,6 +255,20 @@ impl WasiHttpHooks for CallHooks {
             }
         }
     }
+}
+
+/// Logs and records a refused request.
+fn deny(log: &EgressLog, tool: &str, mut record: EgressRecord, denial: Denial) {
+    tracing::warn!(
+        tool,
+        method = %record.method,
+        authority = %record.authority,
+        path = %record.path,
+        reason = %denial,
+        "egress denied"
+    );
+    record.denied = Some(denial);
+    push(log, record);
 }
 
 fn push(log: &EgressLog, record: EgressRecord) {
