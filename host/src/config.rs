@@ -460,7 +460,8 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         let problem = e.message().to_string();
         let line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+            .and_then(|s| text.get(..s.start))
+            .map(|before| before.matches('\n').count() + 1)
             .map(|l| format!(" (line {l})"))
             .unwrap_or_default();
         ConfigError::new(
