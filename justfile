@@ -6,7 +6,7 @@ build:
 
 # Build only the wasm32-wasip2 tool component (and the hostile test component).
 guest:
-    cargo build --release --target wasm32-wasip2 -p pve-mcp-guest -p pve-mcp-hostile --features pve-mcp-hostile/sockets
+    cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest -p pve-mcp-hostile --features pve-mcp-hostile/sockets
 
 # Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
 test:

@@ -49,15 +49,13 @@ fn main() {
         build_components(&root, &target_root, &["pve-mcp-hostile"]);
     } else {
         build_components(&root, &target_root, &["pve-mcp-guest", "pve-mcp-hostile"]);
-        let guest = target_root.join(TARGET).join("release/pve_mcp_guest.wasm");
+        let guest = target_root.join(TARGET).join("wasm/pve_mcp_guest.wasm");
         println!(
             "cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}",
             guest.display()
         );
     }
-    let hostile = target_root
-        .join(TARGET)
-        .join("release/pve_mcp_hostile.wasm");
+    let hostile = target_root.join(TARGET).join("wasm/pve_mcp_hostile.wasm");
     println!(
         "cargo:rustc-env=PVE_MCP_HOSTILE_WASM_PATH={}",
         hostile.display()
@@ -69,7 +67,7 @@ fn build_components(root: &Path, target_dir: &Path, packages: &[&str]) {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "--target", TARGET])
+        .args(["build", "--profile", "wasm", "--target", TARGET])
         .arg("--target-dir")
         .arg(target_dir);
     for package in packages {
