@@ -22,6 +22,7 @@ fn main() {
         "guest",
         "wit",
         "tests/hostile",
+        "Cargo.toml",
         "Cargo.lock",
         "rust-toolchain.toml",
     ] {
