@@ -3,8 +3,6 @@
 //! `pve_get_node_metrics` and `pve_list_resources`, against the seeded
 //! cluster (and the large and standalone ones where it matters).
 
-use pve_sim::tokens::{LAB_TOKEN_ID, LAB_TOKEN_SECRET};
-
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -64,30 +62,14 @@ async fn list_clusters_with_two_clusters_and_the_cluster_argument() {
         let main = simulator().await;
         let lab = lab_simulator().await;
         let dir = tempfile::tempdir().unwrap();
-        let main_ca = dir.path().join("main-ca.pem");
-        let lab_ca = dir.path().join("lab-ca.pem");
-        std::fs::write(&main_ca, main.ca_pem()).unwrap();
-        std::fs::write(&lab_ca, lab.ca_pem()).unwrap();
-        let config = dir.path().join("pve-mcp.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[clusters.main]\nbase_url = \"{}\"\ntoken_id = \"{ADMIN_TOKEN_ID}\"\ntoken_secret = \"{ADMIN_TOKEN_SECRET}\"\nca_file = \"{}\"\n\n\
-                 [clusters.lab]\nbase_url = \"{}\"\ntoken_id = \"{LAB_TOKEN_ID}\"\ntoken_secret = \"{LAB_TOKEN_SECRET}\"\nca_file = \"{}\"\n",
-                main.base_url(),
-                main_ca.display(),
-                lab.base_url(),
-                lab_ca.display()
-            ),
-        )
-        .unwrap();
+        let config = two_clusters(&main, &lab, &dir);
         let opts = Opts {
             env_cluster: false,
             tls: Tls::Nothing,
             ..Opts::default()
         }
         .arg("--config")
-        .arg(config.to_str().unwrap());
+        .arg(&config);
         let server = Server::start(&main, opts).await;
 
         let out = server.ok("pve_list_clusters", json!({})).await;

@@ -1,33 +1,10 @@
 //! Several clusters from one server: each call goes to the cluster it
 //! names, with that cluster's credentials only.
 
-use pve_sim::tokens::{LAB_TOKEN_ID, LAB_TOKEN_SECRET};
-use pve_sim::{AuthSeen, Simulator};
+use pve_sim::AuthSeen;
 use serde_json::json;
 
 use crate::common::*;
-
-/// A config file naming two clusters, each with its own CA and token.
-fn two_clusters(main: &Simulator, lab: &Simulator, dir: &tempfile::TempDir) -> String {
-    let main_ca = dir.path().join("main-ca.pem");
-    let lab_ca = dir.path().join("lab-ca.pem");
-    std::fs::write(&main_ca, main.ca_pem()).unwrap();
-    std::fs::write(&lab_ca, lab.ca_pem()).unwrap();
-    let path = dir.path().join("pve-mcp.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[clusters.main]\nbase_url = \"{}\"\ntoken_id = \"{ADMIN_TOKEN_ID}\"\ntoken_secret = \"{ADMIN_TOKEN_SECRET}\"\nca_file = \"{}\"\n\n\
-             [clusters.lab]\nbase_url = \"{}\"\ntoken_id = \"{LAB_TOKEN_ID}\"\ntoken_secret = \"{LAB_TOKEN_SECRET}\"\nca_file = \"{}\"\n",
-            main.base_url(),
-            main_ca.display(),
-            lab.base_url(),
-            lab_ca.display()
-        ),
-    )
-    .unwrap();
-    path.to_str().unwrap().to_string()
-}
 
 #[tokio::test]
 async fn each_cluster_gets_only_its_own_credentials() {

@@ -15,7 +15,8 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 pub use pve_sim::tokens::{
-    ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, AUDITOR_TOKEN_ID, AUDITOR_TOKEN_SECRET,
+    ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, AUDITOR_TOKEN_ID, AUDITOR_TOKEN_SECRET, LAB_TOKEN_ID,
+    LAB_TOKEN_SECRET,
 };
 
 /// The real binary under test.
@@ -374,4 +375,26 @@ pub async fn lab_simulator() -> Simulator {
 /// The human summary: the first text block (the second is the JSON).
 pub fn summary(result: &rmcp::model::CallToolResult) -> String {
     text(result).lines().next().unwrap_or_default().to_owned()
+}
+
+/// A config file naming two clusters, each with its own CA and token.
+pub fn two_clusters(main: &Simulator, lab: &Simulator, dir: &tempfile::TempDir) -> String {
+    let main_ca = dir.path().join("main-ca.pem");
+    let lab_ca = dir.path().join("lab-ca.pem");
+    std::fs::write(&main_ca, main.ca_pem()).unwrap();
+    std::fs::write(&lab_ca, lab.ca_pem()).unwrap();
+    let path = dir.path().join("pve-mcp.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[clusters.main]\nbase_url = \"{}\"\ntoken_id = \"{ADMIN_TOKEN_ID}\"\ntoken_secret = \"{ADMIN_TOKEN_SECRET}\"\nca_file = \"{}\"\n\n\
+             [clusters.lab]\nbase_url = \"{}\"\ntoken_id = \"{LAB_TOKEN_ID}\"\ntoken_secret = \"{LAB_TOKEN_SECRET}\"\nca_file = \"{}\"\n",
+            main.base_url(),
+            main_ca.display(),
+            lab.base_url(),
+            lab_ca.display()
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
 }
