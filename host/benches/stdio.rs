@@ -395,7 +395,11 @@ async fn in_process_app(env: &ServerEnv) -> Result<App> {
 }
 
 async fn app_call(app: &App, arguments: &JsonObject) -> Result<()> {
-    match app.call(TOOL, arguments).await.outcome {
+    match app
+        .call(&pve_mcp::caller::Caller::stdio(), TOOL, arguments)
+        .await
+        .outcome
+    {
         CallOutcome::Output {
             is_error: false, ..
         } => Ok(()),

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+use crate::caller::Caller;
 use crate::component::{CacheDir, LoadedFrom};
 use crate::config::{Cluster, SandboxLimits};
 use crate::egress::{Gate, GateEndpoint};
@@ -93,9 +94,10 @@ impl App {
         self.tools().iter().any(|t| t.name == name)
     }
 
-    /// Runs one tool call and logs it.
+    /// Runs one tool call for this caller and logs it.
     pub async fn call(
         &self,
+        caller: &Caller,
         tool: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
     ) -> CallReport {
@@ -120,6 +122,8 @@ impl App {
         };
         tracing::info!(
             id,
+            session = %caller.session,
+            token = caller.token.as_deref(),
             tool,
             outcome,
             upstream_requests = report.egress.len(),

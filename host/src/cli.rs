@@ -250,7 +250,7 @@ pub async fn print_call(
         );
         return ExitCode::from(2);
     }
-    let report = app.call(tool, args).await;
+    let report = app.call(&crate::caller::Caller::stdio(), tool, args).await;
     let failed = report.outcome.is_error();
     match to_call_result(report.outcome) {
         Some(result) => println!(

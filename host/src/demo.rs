@@ -104,7 +104,10 @@ async fn tour(demo: &Demo) -> ExitCode {
     for (tool, args) in samples {
         println!("\n$ pve-mcp call {tool} --args '{args}' --demo");
         let args = args.as_object().cloned().unwrap_or_default();
-        let report = demo.app.call(tool, &args).await;
+        let report = demo
+            .app
+            .call(&crate::caller::Caller::stdio(), tool, &args)
+            .await;
         ok &= !report.outcome.is_error();
         println!("{}", cli::outcome_text(&report.outcome));
         if let crate::tools::CallOutcome::Output { structured, .. } = &report.outcome {

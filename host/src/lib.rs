@@ -8,6 +8,7 @@
 //! same server against the embedded simulated cluster.
 
 pub mod app;
+pub mod caller;
 pub mod cli;
 pub mod component;
 pub mod config;

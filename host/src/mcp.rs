@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::app::App;
+use crate::caller::Caller;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -132,11 +133,12 @@ impl ServerHandler for McpServer {
         if !self.app.has_tool(&request.name) {
             return Err(unknown_tool(&request.name));
         }
+        let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
         let report = tokio::select! {
-            report = self.app.call(&request.name, &arguments) => report,
+            report = self.app.call(&caller, &request.name, &arguments) => report,
             _ = context.ct.cancelled() => {
                 tracing::info!(tool = %request.name, "call cancelled by the client");
                 return Err(ErrorData::internal_error("request cancelled", None));

@@ -1,0 +1,54 @@
+//! Who is calling: the MCP session and, over HTTP, the name of the bearer
+//! token that authenticated it. Policy (rate limits per session and per
+//! token) and the audit log both key on this.
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+
+/// The session name used for the one stdio client of a process.
+pub const STDIO_SESSION: &str = "stdio";
+
+/// The name of the bearer token that authenticated an HTTP request. The HTTP
+/// auth layer inserts it into the request's extensions; rmcp hands the
+/// request's `http::request::Parts` to the handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenName(pub Arc<str>);
+
+/// The caller of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The MCP session id over HTTP, [`STDIO_SESSION`] over stdio.
+    pub session: Arc<str>,
+    /// The named bearer token, over HTTP with auth on.
+    pub token: Option<Arc<str>>,
+}
+
+impl Caller {
+    /// The caller over stdio (and for `pve-mcp call` and the demo).
+    pub fn stdio() -> Caller {
+        Caller {
+            session: Arc::from(STDIO_SESSION),
+            token: None,
+        }
+    }
+
+    /// The caller of an MCP request: over Streamable HTTP the session header
+    /// and the token the auth layer recorded, otherwise stdio.
+    pub fn from_context(context: &RequestContext<RoleServer>) -> Caller {
+        let Some(parts) = context.extensions.get::<http::request::Parts>() else {
+            return Caller::stdio();
+        };
+        let session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(Arc::from)
+            .unwrap_or_else(|| Arc::from("stateless"));
+        Caller {
+            session,
+            token: parts.extensions.get::<TokenName>().map(|t| t.0.clone()),
+        }
+    }
+}
