@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod caller;
+pub mod canonical;
 pub mod cli;
 pub mod component;
 pub mod config;
