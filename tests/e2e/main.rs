@@ -13,6 +13,7 @@ mod errors;
 mod hostile;
 mod interop;
 mod list_vms;
+mod node_clients;
 mod protocol;
 mod secrets;
 mod tickets;

