@@ -31,12 +31,12 @@
 //! `PVE_MCP_BENCH_CALLS` (default 2000) sets the number of timed calls per
 //! row, `PVE_MCP_BENCH_STARTS` (default 5) the start-ups per median.
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod support;
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
@@ -55,6 +55,8 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
+
+use support::{Latency, ServerEnv, env_count, latency, ms, peak_rss_mb, server_log};
 
 const STATUS_PATH: &str = "/api2/json/nodes/pve1/qemu/100/status/current";
 const RESOURCES_PATH: &str = "/api2/json/cluster/resources?type=vm";
@@ -150,40 +152,8 @@ impl Counts {
     }
 }
 
-fn env_count(key: &str, default: usize) -> Result<usize> {
-    match std::env::var(key) {
-        Err(_) => Ok(default),
-        Ok(raw) => match raw.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => bail!("{key}={raw:?} is not a positive whole number"),
-        },
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Statistics
-
-/// Median and tail of one series of timings.
-#[derive(Debug, Clone, Copy)]
-struct Latency {
-    p50: Duration,
-    p99: Duration,
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    assert!(!sorted.is_empty(), "no samples");
-    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn latency(mut samples: Vec<Duration>) -> Latency {
-    samples.sort_unstable();
-    Latency {
-        p50: percentile(&samples, 50.0),
-        p99: percentile(&samples, 99.0),
-    }
-}
 
 /// One thing to time: each call starts one request (or call) and awaits it.
 type Op<'a> = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Result<()>> + 'a>> + 'a>;
@@ -291,40 +261,6 @@ impl DirectClient {
 // ---------------------------------------------------------------------------
 // pve-mcp as an MCP client sees it
 
-/// What a spawned `pve-mcp serve` is pointed at.
-struct ServerEnv {
-    base_url: String,
-    ca_file: PathBuf,
-    cache_dir: PathBuf,
-    stderr_log: PathBuf,
-}
-
-impl ServerEnv {
-    /// `pve-mcp serve` with only the variables set here: the developer's own
-    /// PVE_* and RUST_LOG settings must not leak in.
-    fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pve-mcp"));
-        cmd.arg("serve").env_clear();
-        for key in ["PATH", "HOME"] {
-            if let Some(value) = std::env::var_os(key) {
-                cmd.env(key, value);
-            }
-        }
-        cmd.envs(self.vars());
-        cmd
-    }
-
-    fn vars(&self) -> [(&'static str, OsString); 5] {
-        [
-            ("PVE_BASE_URL", self.base_url.clone().into()),
-            ("PVE_API_TOKEN_ID", ADMIN_TOKEN_ID.into()),
-            ("PVE_API_TOKEN_SECRET", ADMIN_TOKEN_SECRET.into()),
-            ("PVE_CA_FILE", self.ca_file.clone().into()),
-            ("PVE_MCP_CACHE_DIR", self.cache_dir.clone().into()),
-        ]
-    }
-}
-
 /// A running server and the rmcp client connected to it.
 struct Server {
     client: RunningService<RoleClient, ()>,
@@ -366,11 +302,6 @@ fn arguments(value: serde_json::Value) -> JsonObject {
         serde_json::Value::Object(map) => map,
         other => panic!("arguments must be an object, not {other}"),
     }
-}
-
-fn server_log(path: &Path) -> String {
-    let log = std::fs::read_to_string(path).unwrap_or_default();
-    format!("pve-mcp did not complete the MCP handshake; its stderr:\n{log}")
 }
 
 // ---------------------------------------------------------------------------
@@ -427,17 +358,6 @@ async fn start_up_median(runs: usize, env: impl Fn(usize) -> ServerEnv) -> Resul
         samples.push(time_to_first_list(&env(i)).await?);
     }
     Ok(latency(samples).p50)
-}
-
-/// The high-water mark of a process's resident set, in MB (10^6 bytes).
-fn peak_rss_mb(pid: u32) -> Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmHWM in /proc/<pid>/status")?;
-    Ok(kib * 1024.0 / 1e6)
 }
 
 // ---------------------------------------------------------------------------
@@ -571,8 +491,4 @@ impl Table {
 
 fn signed_ms(a: Duration, b: Duration) -> String {
     format!("{:+.3} ms", (a.as_secs_f64() - b.as_secs_f64()) * 1e3)
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }

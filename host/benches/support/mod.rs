@@ -1,0 +1,96 @@
+//! What both benchmarks share: statistics, the spawned server's
+//! environment, and reading its memory.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use pve_sim::tokens::{ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET};
+
+pub fn env_count(key: &str, default: usize) -> Result<usize> {
+    match std::env::var(key) {
+        Err(_) => Ok(default),
+        Ok(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("{key}={raw:?} is not a positive whole number"),
+        },
+    }
+}
+
+/// Median and tail of one series of timings.
+#[derive(Debug, Clone, Copy)]
+pub struct Latency {
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+/// Nearest-rank percentile of sorted samples.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    assert!(!sorted.is_empty(), "no samples");
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub fn latency(mut samples: Vec<Duration>) -> Latency {
+    samples.sort_unstable();
+    Latency {
+        p50: percentile(&samples, 50.0),
+        p99: percentile(&samples, 99.0),
+    }
+}
+
+/// What a spawned `pve-mcp serve` is pointed at.
+pub struct ServerEnv {
+    pub base_url: String,
+    pub ca_file: PathBuf,
+    pub cache_dir: PathBuf,
+    pub stderr_log: PathBuf,
+}
+
+impl ServerEnv {
+    /// `pve-mcp serve` with only the variables set here: the developer's own
+    /// PVE_* and RUST_LOG settings must not leak in.
+    pub fn command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pve-mcp"));
+        cmd.arg("serve").env_clear();
+        for key in ["PATH", "HOME"] {
+            if let Some(value) = std::env::var_os(key) {
+                cmd.env(key, value);
+            }
+        }
+        cmd.envs(self.vars());
+        cmd
+    }
+
+    pub fn vars(&self) -> [(&'static str, OsString); 5] {
+        [
+            ("PVE_BASE_URL", self.base_url.clone().into()),
+            ("PVE_API_TOKEN_ID", ADMIN_TOKEN_ID.into()),
+            ("PVE_API_TOKEN_SECRET", ADMIN_TOKEN_SECRET.into()),
+            ("PVE_CA_FILE", self.ca_file.clone().into()),
+            ("PVE_MCP_CACHE_DIR", self.cache_dir.clone().into()),
+        ]
+    }
+}
+
+pub fn server_log(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    format!("pve-mcp did not complete the MCP handshake; its stderr:\n{log}")
+}
+
+/// The high-water mark of a process's resident set, in MB (10^6 bytes).
+pub fn peak_rss_mb(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmHWM in /proc/<pid>/status")?;
+    Ok(kib * 1024.0 / 1e6)
+}
+
+/// Milliseconds with microsecond precision.
+pub fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
