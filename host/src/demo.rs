@@ -99,6 +99,7 @@ async fn serve_http(global: &Global, listen: &str) -> ExitCode {
         async move { App::start(&[cluster], &SandboxLimits::default(), &component, &cache).await };
     let token = settings.tokens.first().map(|t| t.name.clone());
     let announce = |bound: &crate::http::serve::Bound| {
+        eprintln!("pve-mcp: MCP endpoint {}", bound.url);
         println!(
             "pve-mcp demo: a simulated Proxmox VE cluster behind {}",
             bound.url

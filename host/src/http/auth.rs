@@ -53,6 +53,12 @@ impl Tokens {
         if !self.enabled() {
             return Ok(None);
         }
+        if headers.get_all(http::header::AUTHORIZATION).iter().count() > 1 {
+            return Err(Reject::new(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: more than one Authorization header",
+            ));
+        }
         let presented = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -146,6 +152,20 @@ mod tests {
             assert_eq!(r.www_authenticate, Some(CHALLENGE_INVALID), "{value}");
             assert!(!r.message.contains("aaaa"), "{}", r.message);
         }
+    }
+
+    #[test]
+    fn two_authorization_headers_are_refused() {
+        let mut h = HeaderMap::new();
+        h.append(
+            http::header::AUTHORIZATION,
+            "Bearer aaaaaaaaaaaaaaaaaaaaaaaa".parse().unwrap(),
+        );
+        h.append(http::header::AUTHORIZATION, "Bearer nope".parse().unwrap());
+        assert_eq!(
+            tokens().authenticate(&h).unwrap_err().status,
+            StatusCode::BAD_REQUEST
+        );
     }
 
     #[test]
