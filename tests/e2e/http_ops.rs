@@ -435,7 +435,7 @@ async fn demo_serves_http_in_one_command() {
             tls: Tls::Nothing,
             ..Opts::default()
         };
-        let server = HttpServer::spawn(
+        let mut server = HttpServer::spawn(
             &sim,
             opts,
             &["demo", "--http", "127.0.0.1:0"],
@@ -455,6 +455,9 @@ async fn demo_serves_http_in_one_command() {
         assert_eq!(listed["cluster"], "demo");
         assert!(!vmids(&listed).is_empty());
         client.cancel().await.unwrap();
+        // Nothing in flight: SIGINT (Ctrl-C) stops it at once, cleanly.
+        server.signal("INT");
+        assert_eq!(server.wait().await.code(), Some(0), "{}", server.log());
     })
     .await;
 }

@@ -227,10 +227,11 @@ async fn shut_down(state: &State, graceful: GracefulShutdown, grace: Duration) {
     // request and close.
     let closing = graceful.shutdown();
     tokio::pin!(closing);
+    let mut closed = false;
     let drained = tokio::time::timeout(grace, async {
         tokio::select! {
             _ = state.inflight.drained() => {}
-            _ = &mut closing => {}
+            _ = &mut closing => closed = true,
         }
     })
     .await;
@@ -243,7 +244,9 @@ async fn shut_down(state: &State, graceful: GracefulShutdown, grace: Duration) {
     // Ends the sessions and their open streams (a GET stream never ends on
     // its own).
     state.shutdown.cancel();
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, closing).await;
+    if !closed {
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, closing).await;
+    }
     tracing::info!("stopped");
 }
 
@@ -430,11 +433,16 @@ async fn serve_mcp(
     } else {
         service.handle(request).await
     };
-    if is_delete
-        && response.status().is_success()
-        && let (Some(id), Ok(mut owners)) = (&session, state.owners.lock())
-    {
-        owners.remove(id.as_str());
+    let mut response = response;
+    if is_delete && response.status().is_success() {
+        // rmcp answers 202; the official SDKs expect 200 (or 204) and log
+        // anything else as a failed termination.
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        if let (Some(id), Ok(mut owners)) = (&session, state.owners.lock()) {
+            owners.remove(id.as_str());
+        }
     }
     match inflight {
         Some(guard) => response.map(|body| hold_until_sent(body, guard)),
