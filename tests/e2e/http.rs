@@ -773,3 +773,56 @@ async fn a_slow_proxmox_request_does_not_block_another_session() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_2026_client_discovers_and_calls_without_a_session() {
+    within(async {
+        let sim = simulator().await;
+        let server = HttpServer::start(&sim, Opts::default()).await;
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "e2e-modern", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let modern = |message: Value, method: &str| {
+            server
+                .post(&message)
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", method)
+        };
+        let r = modern(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+            "server/discover",
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers().get("mcp-session-id").is_none(), "no session in 2026-07-28");
+        let discovered = messages(r).await;
+        let versions = discovered[0]["result"]["supportedVersions"].as_array().unwrap().clone();
+        for v in ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"] {
+            assert!(versions.iter().any(|x| x == v), "{v}: {versions:?}");
+        }
+        let mut call = call_request(2, "pve_get_vm_status", json!({"vmid": 102}));
+        call["params"]["_meta"] = meta.clone();
+        let r = modern(call.clone(), "tools/call")
+            .header("mcp-name", "pve_get_vm_status")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let reply = messages(r).await;
+        assert_eq!(reply.last().unwrap()["result"]["structuredContent"]["vmid"], 102);
+        // The bearer token is still required.
+        let r = server
+            .post_as(None, &call)
+            .header("mcp-protocol-version", "2026-07-28")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+        assert!(server.log().contains("session=stateless"), "{}", server.log());
+    })
+    .await;
+}

@@ -33,6 +33,15 @@ pub async fn serve_command(global: &Global, config: Config, flag: Option<&str>) 
         Ok(addr) => addr,
         Err(e) => return cli::config_failure(&e),
     };
+    if config.http.session_idle < config.sandbox.timeout {
+        // rmcp's idle timer only restarts on session traffic, and a call
+        // without progress notifications sends none until it ends.
+        tracing::warn!(
+            session_idle_secs = config.http.session_idle.as_secs(),
+            call_timeout_secs = config.sandbox.timeout.as_secs(),
+            "http.session_idle_secs is shorter than sandbox.timeout_secs: a long call can outlive its session"
+        );
+    }
     let (component, cache) = (global.component(), global.cache());
     let (clusters, sandbox) = (config.clusters, config.sandbox);
     let app = async move { App::start(&clusters, &sandbox, &component, &cache).await };
