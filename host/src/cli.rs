@@ -55,17 +55,28 @@ pub struct Global {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio for a client that spawns pve-mcp.
+    /// Serve MCP over stdio for a client that spawns pve-mcp, or over
+    /// Streamable HTTP for many clients (--http, or MCP_TRANSPORT).
     ///
     /// Needs PVE_BASE_URL and an API token (PVE_API_TOKEN_ID,
     /// PVE_API_TOKEN_SECRET), from the environment or --config.
-    Serve,
+    Serve {
+        /// Serve Streamable HTTP on ADDR[:PORT] (e.g. 127.0.0.1:8000);
+        /// a non-loopback address needs a bearer token (MCP_AUTH_TOKEN).
+        #[arg(long, value_name = "ADDR[:PORT]")]
+        http: Option<String>,
+    },
     /// Try pve-mcp on an embedded, simulated Proxmox cluster.
     ///
     /// In a terminal it shows the tools, runs two sample calls and prints a
     /// client configuration. Spawned by an MCP client, it serves MCP over
-    /// stdio on the simulated cluster.
-    Demo,
+    /// stdio on the simulated cluster; with --http it serves Streamable HTTP.
+    Demo {
+        /// Serve the demo over Streamable HTTP on ADDR[:PORT], e.g.
+        /// 127.0.0.1:8080.
+        #[arg(long, value_name = "ADDR[:PORT]")]
+        http: Option<String>,
+    },
     /// List the tools.
     Tools {
         /// Print the MCP tool definitions as JSON.
@@ -137,33 +148,36 @@ async fn start_configured(global: &Global) -> Result<App, ExitCode> {
     .map_err(|e| failure(&e))
 }
 
-/// `pve-mcp serve`.
-pub async fn serve(global: &Global) -> ExitCode {
-    if let Some(code) = check_transport() {
-        return code;
+/// `pve-mcp serve`: stdio, or Streamable HTTP with `--http`,
+/// `MCP_TRANSPORT=streamable-http` or an `[http] listen` key.
+pub async fn serve(global: &Global, http: Option<&str>) -> ExitCode {
+    // A wrong MCP_TRANSPORT is the problem to report, whatever else is
+    // missing.
+    if let Err(e) = crate::http::config::transport_from_env(&|k| std::env::var(k).ok()) {
+        return config_failure(&e);
     }
-    let app = match start_configured(global).await {
+    let config = match global.load_config() {
+        Ok(config) => config,
+        Err(e) => return config_failure(&e),
+    };
+    if http.is_some() || config.http.requested {
+        return crate::http::serve_command(global, config, http).await;
+    }
+    let app = match App::start(
+        &config.clusters,
+        &config.sandbox,
+        &global.component(),
+        &global.cache(),
+    )
+    .await
+    {
         Ok(app) => Arc::new(app),
-        Err(code) => return code,
+        Err(e) => return failure(&e),
     };
     tracing::info!("serving MCP on stdio");
     match McpServer::new(app).serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => failure(&e),
-    }
-}
-
-/// The reference server's `MCP_TRANSPORT` is honoured; only stdio exists so
-/// far, so anything else is refused rather than silently ignored.
-fn check_transport() -> Option<ExitCode> {
-    let transport = std::env::var("MCP_TRANSPORT").ok()?;
-    match transport.trim().to_ascii_lowercase().as_str() {
-        "" | "stdio" => None,
-        other => Some(config_failure(&ConfigError {
-            key: "MCP_TRANSPORT".into(),
-            problem: format!("{other:?} is not available in this version; only stdio is"),
-            fix: "unset MCP_TRANSPORT or set it to stdio, and let your MCP client spawn `pve-mcp serve`".into(),
-        })),
     }
 }
 

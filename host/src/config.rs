@@ -24,6 +24,8 @@ pub struct Config {
     pub clusters: Vec<Cluster>,
     /// Limits for every guest call.
     pub sandbox: SandboxLimits,
+    /// The Streamable HTTP transport (`[http]`, `MCP_*`).
+    pub http: crate::http::HttpSettings,
 }
 
 /// One Proxmox VE cluster (or single node) and how to reach it.
@@ -145,6 +147,8 @@ struct FileConfig {
     clusters: indexmap::IndexMap<String, FileCluster>,
     #[serde(default)]
     sandbox: FileSandbox,
+    #[serde(default)]
+    http: crate::http::config::FileHttp,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -431,7 +435,25 @@ impl Config {
             clusters.push(load_cluster(&src, name)?);
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
-        Ok(Config { clusters, sandbox })
+        let http = crate::http::config::load(&file_config.http, &file_name, env)?;
+        Ok(Config {
+            clusters,
+            sandbox,
+            http,
+        })
+    }
+
+    /// Only the `[http]` settings (for `pve-mcp demo --http`, which brings
+    /// its own cluster).
+    pub fn load_http(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<crate::http::HttpSettings, ConfigError> {
+        let (file_config, file_name) = match file {
+            Some(path) => (read_file(path)?, path.display().to_string()),
+            None => (FileConfig::default(), "config file".to_string()),
+        };
+        crate::http::config::load(&file_config.http, &file_name, env)
     }
 
     /// The default cluster.
@@ -467,7 +489,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls) and [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs)",
         )
     })
 }

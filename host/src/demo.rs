@@ -51,8 +51,12 @@ fn demo_cluster(simulator: &Simulator) -> anyhow::Result<Cluster> {
     })
 }
 
-/// `pve-mcp demo`.
-pub async fn run(global: &Global) -> ExitCode {
+/// `pve-mcp demo`, over stdio (or a tour in a terminal), or with `--http`
+/// over Streamable HTTP.
+pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
+    if let Some(listen) = http {
+        return serve_http(global, listen).await;
+    }
     let demo = match Demo::start(global).await {
         Ok(d) => d,
         Err(e) => return cli::failure(&e),
@@ -65,6 +69,72 @@ pub async fn run(global: &Global) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => cli::failure(&e),
         }
+    }
+}
+
+/// `pve-mcp demo --http ADDR[:PORT]`: the simulated cluster behind the
+/// real Streamable HTTP endpoint, with the `[http]` settings and `MCP_*`
+/// variables (a token is optional on loopback).
+async fn serve_http(global: &Global, listen: &str) -> ExitCode {
+    let settings = match crate::config::Config::load_http(global.config.as_deref(), &|k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(settings) => settings,
+        Err(e) => return cli::config_failure(&e),
+    };
+    let addr = match crate::http::resolve_listen(&settings, Some(listen)) {
+        Ok(addr) => addr,
+        Err(e) => return cli::config_failure(&e),
+    };
+    let simulator = match Simulator::start(SimConfig::default()).await {
+        Ok(simulator) => simulator,
+        Err(e) => return cli::failure(&e),
+    };
+    let cluster = match demo_cluster(&simulator) {
+        Ok(cluster) => cluster,
+        Err(e) => return cli::failure(&e),
+    };
+    let (component, cache) = (global.component(), global.cache());
+    let app =
+        async move { App::start(&[cluster], &SandboxLimits::default(), &component, &cache).await };
+    let token = settings.tokens.first().map(|t| t.name.clone());
+    let announce = |bound: &crate::http::serve::Bound| {
+        eprintln!("pve-mcp: MCP endpoint {}", bound.url);
+        println!(
+            "pve-mcp demo: a simulated Proxmox VE cluster behind {}",
+            bound.url
+        );
+        match &token {
+            Some(name) => println!(
+                "Clients must send the bearer token (here: {name:?}, from MCP_AUTH_TOKEN or the config):\n  \
+                 claude mcp add --transport http pve-demo {} --header \"Authorization: Bearer $MCP_AUTH_TOKEN\"",
+                bound.url
+            ),
+            None => println!(
+                "No token is set (fine on loopback):\n  claude mcp add --transport http pve-demo {}",
+                bound.url
+            ),
+        }
+        println!(
+            "Health: {}/healthz  Ready: {}/readyz  Stop: Ctrl-C",
+            origin(&bound.url),
+            origin(&bound.url)
+        );
+    };
+    let served = crate::http::serve::run(&settings, addr, app, announce).await;
+    drop(simulator);
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cli::failure(&e),
+    }
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
     }
 }
 

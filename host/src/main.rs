@@ -7,7 +7,13 @@ use pve_mcp::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    pve_mcp::logging::init(cli.global.verbose, !matches!(cli.command, Command::Serve));
+    // Servers log each call (and HTTP request); interactive commands only
+    // warnings.
+    let serving = matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Demo { http: Some(_) }
+    );
+    pve_mcp::logging::init(cli.global.verbose, !serving);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -20,8 +26,8 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match &cli.command {
-            Command::Serve => cli::serve(&cli.global).await,
-            Command::Demo => pve_mcp::demo::run(&cli.global).await,
+            Command::Serve { http } => cli::serve(&cli.global, http.as_deref()).await,
+            Command::Demo { http } => pve_mcp::demo::run(&cli.global, http.as_deref()).await,
             Command::Tools { json } => cli::tools(&cli.global, *json).await,
             Command::Call {
                 tool,

@@ -28,6 +28,8 @@ missing. Tool errors say what went wrong and what to try next.";
 pub struct McpServer {
     app: Arc<App>,
     tools: Arc<Vec<Tool>>,
+    /// Over HTTP, the calls this session may run at once.
+    call_slots: Option<crate::http::limits::CallSlots>,
 }
 
 impl McpServer {
@@ -37,7 +39,14 @@ impl McpServer {
         Self {
             app,
             tools: Arc::new(tools),
+            call_slots: None,
         }
+    }
+
+    /// Limits the calls this server (one HTTP session) runs at once.
+    pub fn with_call_limit(mut self, limit: usize) -> Self {
+        self.call_slots = Some(crate::http::limits::CallSlots::new(limit));
+        self
     }
 
     /// Serves MCP on stdin/stdout until the client closes stdin.
@@ -103,6 +112,15 @@ pub fn to_call_result(outcome: CallOutcome) -> Option<CallToolResult> {
     }
 }
 
+/// The answer to a call over the session's limit: a tool error the agent
+/// can act on.
+fn session_busy(limit: usize) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "Too many calls at once: this session already runs {limit} (the server's \
+         http.max_calls_per_session). Wait for one to finish, then retry."
+    ))])
+}
+
 fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
 }
@@ -133,12 +151,24 @@ impl ServerHandler for McpServer {
         if !self.app.has_tool(&request.name) {
             return Err(unknown_tool(&request.name));
         }
+        let _slot = match &self.call_slots {
+            Some(slots) => match slots.try_acquire() {
+                Some(slot) => Some(slot),
+                None => return Ok(session_busy(slots.limit()).into()),
+            },
+            None => None,
+        };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
+        let call = crate::progress::track(
+            &context,
+            &request.name,
+            self.app.call(&caller, &request.name, &arguments),
+        );
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
         let report = tokio::select! {
-            report = self.app.call(&caller, &request.name, &arguments) => report,
+            report = call => report,
             _ = context.ct.cancelled() => {
                 tracing::info!(tool = %request.name, "call cancelled by the client");
                 return Err(ErrorData::internal_error("request cancelled", None));

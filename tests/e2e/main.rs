@@ -11,6 +11,8 @@ mod clusters;
 mod common;
 mod errors;
 mod hostile;
+mod http;
+mod http_ops;
 mod interop;
 mod list_vms;
 mod node_clients;

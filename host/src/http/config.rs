@@ -1,0 +1,769 @@
+//! The `[http]` settings: whether `pve-mcp serve` speaks Streamable HTTP,
+//! where, with which tokens and limits. Every key has an `MCP_*`
+//! environment variable that overrides it, like the reference server's
+//! `MCP_TRANSPORT`, `MCP_HOST`, `MCP_PORT` and `MCP_PATH`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+use crate::secret::Secret;
+
+/// The reference server's default port.
+pub const DEFAULT_PORT: u16 = 8000;
+/// The reference server's default endpoint path.
+pub const DEFAULT_PATH: &str = "/mcp";
+/// The name of the token given by `MCP_AUTH_TOKEN`.
+pub const DEFAULT_TOKEN_NAME: &str = "default";
+/// Shorter bearer tokens are guessable; `openssl rand -hex 32` gives 64.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+const TOKEN_FIX: &str =
+    "use a random token of at least 16 characters, e.g. the output of `openssl rand -hex 32`";
+
+/// The `[http]` section of the configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileHttp {
+    listen: Option<String>,
+    path: Option<String>,
+    #[serde(default)]
+    tokens: indexmap::IndexMap<String, String>,
+    allowed_origins: Option<Vec<String>>,
+    allowed_hosts: Option<Vec<String>>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    max_body_kib: Option<u64>,
+    session_idle_secs: Option<u64>,
+    max_sessions: Option<u64>,
+    max_calls_per_session: Option<u64>,
+    shutdown_grace_secs: Option<u64>,
+}
+
+/// Where to listen, before name resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    /// An IP address or a host name.
+    pub host: String,
+    /// The port; 0 picks a free one.
+    pub port: u16,
+    /// The flag, variable or key it came from, for error messages.
+    pub key: String,
+}
+
+/// A bearer token and the name the audit log knows its holder by.
+#[derive(Debug, Clone)]
+pub struct NamedToken {
+    /// The name (`default` for `MCP_AUTH_TOKEN`).
+    pub name: Arc<str>,
+    /// The token itself.
+    pub secret: Secret,
+}
+
+/// The certificate and key the MCP endpoint serves TLS with.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// Where they were configured, for error messages.
+    pub cert_key: String,
+    /// Where the key was configured, for error messages.
+    pub key_key: String,
+}
+
+/// The Streamable HTTP settings, resolved from the file and the environment.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// `MCP_TRANSPORT=streamable-http` or an `[http] listen` key asks for
+    /// HTTP; `serve --http` asks regardless.
+    pub requested: bool,
+    /// Where to listen.
+    pub listen: Listen,
+    /// The MCP endpoint's path.
+    pub path: String,
+    /// The accepted bearer tokens; none means no authentication, which is
+    /// only allowed on a loopback address.
+    pub tokens: Vec<NamedToken>,
+    /// Allowed `Origin` values; `None` means the loopback defaults.
+    pub allowed_origins: Option<Vec<String>>,
+    /// Allowed `Host` values; `None` means the loopback defaults.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// TLS for the endpoint itself.
+    pub tls: Option<TlsFiles>,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// A session with no traffic for this long is closed.
+    pub session_idle: Duration,
+    /// Sessions open at once; more initializations get 503.
+    pub max_sessions: usize,
+    /// Tool calls one session may run at once; more get a tool error.
+    pub max_calls_per_session: usize,
+    /// How long in-flight calls may run on after SIGTERM or SIGINT.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            requested: false,
+            listen: Listen {
+                host: "127.0.0.1".into(),
+                port: DEFAULT_PORT,
+                key: "MCP_HOST".into(),
+            },
+            path: DEFAULT_PATH.into(),
+            tokens: Vec::new(),
+            allowed_origins: None,
+            allowed_hosts: None,
+            tls: None,
+            max_body_bytes: 4 << 20,
+            session_idle: Duration::from_secs(1800),
+            max_sessions: 512,
+            max_calls_per_session: 16,
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+fn err(key: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+/// `MCP_TRANSPORT`: `Some(true)` for Streamable HTTP, `Some(false)` for
+/// stdio, `None` when unset. The reference server's `sse` (the deprecated
+/// HTTP+SSE transport) and anything else are refused with the fix.
+pub fn transport_from_env(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(raw) = env("MCP_TRANSPORT") else {
+        return Ok(None);
+    };
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "stdio" => Ok(Some(false)),
+        "streamable-http" | "streamable_http" | "streamablehttp" | "http" => Ok(Some(true)),
+        "sse" => Err(err(
+            "MCP_TRANSPORT",
+            "\"sse\" (the HTTP+SSE transport of 2024-11-05) is deprecated and not served",
+            "set MCP_TRANSPORT=streamable-http (every current client speaks it) or stdio",
+        )),
+        other => Err(err(
+            "MCP_TRANSPORT",
+            format!("{other:?} is not a transport"),
+            "set MCP_TRANSPORT to stdio (the default) or streamable-http",
+        )),
+    }
+}
+
+/// Parses `ADDR[:PORT]` as `--http` and `listen` take it: `127.0.0.1:8080`,
+/// `[::1]:8080`, `localhost:8080`, or an address alone (port from
+/// `MCP_PORT`, the file or 8000).
+pub fn parse_listen(
+    text: &str,
+    key: &str,
+    default_port: u16,
+) -> Result<(String, u16, bool), ConfigError> {
+    let bad = |problem: String| {
+        err(
+            key,
+            problem,
+            "write ADDR[:PORT], e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080",
+        )
+    };
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<std::net::SocketAddr>() {
+        return Ok((addr.ip().to_string(), addr.port(), true));
+    }
+    if let Ok(ip) = text.parse::<std::net::IpAddr>() {
+        return Ok((ip.to_string(), default_port, false));
+    }
+    if let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']'))
+        && let Ok(ip) = inner.parse::<std::net::Ipv6Addr>()
+    {
+        return Ok((ip.to_string(), default_port, false));
+    }
+    let (host, port) = match text.rsplit_once(':') {
+        Some((host, port)) => {
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| bad(format!("{port:?} is not a port number")))?;
+            (host, Some(port))
+        }
+        None => (text, None),
+    };
+    let valid_name = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+    if !valid_name {
+        return Err(bad(format!("{text:?} is not an address or host name")));
+    }
+    Ok((
+        host.to_ascii_lowercase(),
+        port.unwrap_or(default_port),
+        port.is_some(),
+    ))
+}
+
+/// Reads the settings: the environment overrides the file key by key.
+pub fn load(
+    file: &FileHttp,
+    file_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<HttpSettings, ConfigError> {
+    let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let file_key = |k: &str| format!("http.{k} (in {file_name})");
+    let d = HttpSettings::default();
+
+    let requested = match transport_from_env(&env)? {
+        Some(http) => http,
+        None => file.listen.is_some(),
+    };
+
+    let port_env = match env("MCP_PORT") {
+        Some(raw) => Some(raw.trim().parse::<u16>().map_err(|_| {
+            err(
+                "MCP_PORT",
+                format!("{raw:?} is not a port number"),
+                "set MCP_PORT to a number between 1 and 65535 (0 picks a free port)",
+            )
+        })?),
+        None => None,
+    };
+    let mut listen = d.listen.clone();
+    if let Some(text) = &file.listen {
+        let (host, port, _) = parse_listen(text, &file_key("listen"), DEFAULT_PORT)?;
+        listen = Listen {
+            host,
+            port,
+            key: file_key("listen"),
+        };
+    }
+    if let Some(host) = env("MCP_HOST") {
+        let (host, _, has_port) = parse_listen(&host, "MCP_HOST", listen.port)?;
+        if has_port {
+            return Err(err(
+                "MCP_HOST",
+                "MCP_HOST has a port",
+                "put the port in MCP_PORT, the address alone in MCP_HOST",
+            ));
+        }
+        listen.host = host;
+        listen.key = "MCP_HOST".into();
+    }
+    if let Some(port) = port_env {
+        listen.port = port;
+    }
+
+    let path = match env("MCP_PATH") {
+        Some(p) => validate_path(p.trim(), "MCP_PATH")?,
+        None => match &file.path {
+            Some(p) => validate_path(p, &file_key("path"))?,
+            None => d.path.clone(),
+        },
+    };
+
+    let tokens = load_tokens(file, &file_key("tokens"), &env)?;
+
+    let list = |env_key: &str, key: &str, value: &Option<Vec<String>>| {
+        env(env_key)
+            .map(|raw| {
+                raw.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+            })
+            .map(|v| (v, env_key.to_string()))
+            .or_else(|| value.clone().map(|v| (v, file_key(key))))
+    };
+    let allowed_origins = match list(
+        "MCP_ALLOWED_ORIGINS",
+        "allowed_origins",
+        &file.allowed_origins,
+    ) {
+        Some((origins, key)) => {
+            for o in &origins {
+                super::guard::parse_origin_entry(o).map_err(|problem| {
+                    err(
+                        &key,
+                        problem,
+                        "list origins as scheme://host[:port], e.g. https://agents.example.com",
+                    )
+                })?;
+            }
+            Some(origins)
+        }
+        None => None,
+    };
+    let allowed_hosts = match list("MCP_ALLOWED_HOSTS", "allowed_hosts", &file.allowed_hosts) {
+        Some((hosts, key)) => {
+            for h in &hosts {
+                super::guard::parse_host_entry(h).map_err(|problem| {
+                    err(
+                        &key,
+                        problem,
+                        "list the names clients use to reach pve-mcp, as host or host:port, e.g. mcp.example.com",
+                    )
+                })?;
+            }
+            Some(hosts)
+        }
+        None => None,
+    };
+
+    let path_of = |env_key: &str, key: &str, value: &Option<PathBuf>| {
+        env(env_key)
+            .map(|v| (PathBuf::from(v), env_key.to_string()))
+            .or_else(|| value.clone().map(|v| (v, file_key(key))))
+    };
+    let tls = match (
+        path_of("MCP_TLS_CERT", "tls_cert", &file.tls_cert),
+        path_of("MCP_TLS_KEY", "tls_key", &file.tls_key),
+    ) {
+        (Some((cert, cert_key)), Some((key, key_key))) => {
+            let files = TlsFiles {
+                cert,
+                key,
+                cert_key,
+                key_key,
+            };
+            // Read now, so a bad file is a start-up error naming the key.
+            super::tls::server_config(&files)?;
+            Some(files)
+        }
+        (None, None) => None,
+        (Some((_, k)), None) => {
+            return Err(err(
+                k,
+                "a TLS certificate without its key",
+                "set MCP_TLS_KEY (or http.tls_key) to the PEM private key",
+            ));
+        }
+        (None, Some((_, k))) => {
+            return Err(err(
+                k,
+                "a TLS key without its certificate",
+                "set MCP_TLS_CERT (or http.tls_cert) to the PEM certificate chain",
+            ));
+        }
+    };
+
+    let number = |env_key: &str, key: &str, value: Option<u64>, range: (u64, u64)| {
+        let (raw, key) = match env(env_key) {
+            Some(v) => (v, env_key.to_string()),
+            None => match value {
+                Some(v) => (v.to_string(), file_key(key)),
+                None => return Ok(None),
+            },
+        };
+        match raw.trim().parse::<u64>() {
+            Ok(n) if (range.0..=range.1).contains(&n) => Ok(Some(n)),
+            _ => Err(err(
+                key,
+                format!(
+                    "{raw:?} is not a whole number between {} and {}",
+                    range.0, range.1
+                ),
+                format!("use a whole number between {} and {}", range.0, range.1),
+            )),
+        }
+    };
+    let max_body_bytes = number(
+        "MCP_MAX_BODY_KIB",
+        "max_body_kib",
+        file.max_body_kib,
+        (1, 65536),
+    )?
+    .map_or(d.max_body_bytes, |k| (k as usize) << 10);
+    let session_idle = number(
+        "MCP_SESSION_IDLE_SECS",
+        "session_idle_secs",
+        file.session_idle_secs,
+        (1, 7 * 86400),
+    )?
+    .map_or(d.session_idle, Duration::from_secs);
+    let max_sessions = number(
+        "MCP_MAX_SESSIONS",
+        "max_sessions",
+        file.max_sessions,
+        (1, 100_000),
+    )?
+    .map_or(d.max_sessions, |n| n as usize);
+    let max_calls_per_session = number(
+        "MCP_MAX_CALLS_PER_SESSION",
+        "max_calls_per_session",
+        file.max_calls_per_session,
+        (1, 1024),
+    )?
+    .map_or(d.max_calls_per_session, |n| n as usize);
+    let shutdown_grace = number(
+        "MCP_SHUTDOWN_GRACE_SECS",
+        "shutdown_grace_secs",
+        file.shutdown_grace_secs,
+        (1, 3600),
+    )?
+    .map_or(d.shutdown_grace, Duration::from_secs);
+
+    Ok(HttpSettings {
+        requested,
+        listen,
+        path,
+        tokens,
+        allowed_origins,
+        allowed_hosts,
+        tls,
+        max_body_bytes,
+        session_idle,
+        max_sessions,
+        max_calls_per_session,
+        shutdown_grace,
+    })
+}
+
+fn validate_path(path: &str, key: &str) -> Result<String, ConfigError> {
+    let ok = path.starts_with('/')
+        && path.len() > 1
+        && !path.ends_with('/')
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.' | '~'))
+        && !matches!(path, "/healthz" | "/readyz");
+    if ok {
+        Ok(path.to_string())
+    } else {
+        Err(err(
+            key,
+            format!("{path:?} is not a usable endpoint path"),
+            "use an absolute path without query, fragment or trailing slash, e.g. /mcp (not /healthz or /readyz)",
+        ))
+    }
+}
+
+fn valid_token_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// RFC 6750's `b64token`: what may follow `Bearer ` in a header.
+fn valid_token(token: &str) -> bool {
+    token.len() >= MIN_TOKEN_LEN
+        && token.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '+' | '/' | '=')
+        })
+}
+
+fn read_token_file(path: &str, key: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map(|t| t.trim().to_string())
+        .map_err(|e| {
+            err(
+                key,
+                format!("cannot read {path}: {e}"),
+                "point it at a readable file holding only the token",
+            )
+        })
+}
+
+fn load_tokens(
+    file: &FileHttp,
+    section: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<NamedToken>, ConfigError> {
+    // (name, token, where it came from), in file order.
+    let mut found: Vec<(String, String, String)> = Vec::new();
+    for (key, value) in &file.tokens {
+        let (name, from_file) = match key.strip_suffix("_file") {
+            Some(name) => (name, true),
+            None => (key.as_str(), false),
+        };
+        let where_ = format!("{section}.{key}");
+        if !valid_token_name(name) {
+            return Err(err(
+                where_,
+                format!("{name:?} is not a valid token name"),
+                "name tokens with letters, digits, '-', '_' and '.'; the audit log shows the name",
+            ));
+        }
+        if found.iter().any(|(n, _, _)| n == name) {
+            return Err(err(
+                where_,
+                format!("token {name:?} is given twice (inline and as a file)"),
+                format!("keep one of {name} and {name}_file"),
+            ));
+        }
+        let token = if from_file {
+            read_token_file(value, &where_)?
+        } else {
+            value.clone()
+        };
+        found.push((name.to_string(), token, where_));
+    }
+    let env_token = match (env("MCP_AUTH_TOKEN"), env("MCP_AUTH_TOKEN_FILE")) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                "MCP_AUTH_TOKEN_FILE",
+                "the token is given both inline and as a file",
+                "set only one of MCP_AUTH_TOKEN and MCP_AUTH_TOKEN_FILE",
+            ));
+        }
+        (Some(t), None) => Some((t.trim().to_string(), "MCP_AUTH_TOKEN".to_string())),
+        (None, Some(path)) => Some((
+            read_token_file(path.trim(), "MCP_AUTH_TOKEN_FILE")?,
+            "MCP_AUTH_TOKEN_FILE".to_string(),
+        )),
+        (None, None) => None,
+    };
+    if let Some((token, key)) = env_token {
+        found.retain(|(n, _, _)| n != DEFAULT_TOKEN_NAME);
+        found.insert(0, (DEFAULT_TOKEN_NAME.to_string(), token, key));
+    }
+    let mut tokens: Vec<NamedToken> = Vec::with_capacity(found.len());
+    for (name, token, key) in found {
+        if !valid_token(&token) {
+            return Err(err(
+                key,
+                format!(
+                    "the token for {name:?} is shorter than {MIN_TOKEN_LEN} characters or has characters a bearer token cannot carry"
+                ),
+                TOKEN_FIX,
+            ));
+        }
+        if tokens.iter().any(|t| t.secret.expose() == token) {
+            return Err(err(
+                key,
+                format!("the token for {name:?} is the same as another token"),
+                "give every agent its own token, so the audit log can tell them apart",
+            ));
+        }
+        tokens.push(NamedToken {
+            name: Arc::from(name),
+            secret: Secret::new(token),
+        });
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    const T1: &str = "0123456789abcdef0123456789abcdef";
+    const T2: &str = "fedcba9876543210fedcba9876543210";
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn file(text: &str) -> FileHttp {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_stdio_loopback_and_no_tokens() {
+        let s = load(&FileHttp::default(), "f", &env(&[])).unwrap();
+        assert!(!s.requested);
+        assert_eq!(s.listen.host, "127.0.0.1");
+        assert_eq!(s.listen.port, DEFAULT_PORT);
+        assert_eq!(s.path, "/mcp");
+        assert!(s.tokens.is_empty());
+    }
+
+    #[test]
+    fn reference_server_variables_select_and_place_http() {
+        let s = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[
+                ("MCP_TRANSPORT", "streamable-http"),
+                ("MCP_HOST", "::1"),
+                ("MCP_PORT", "9001"),
+                ("MCP_PATH", "/api/mcp"),
+            ]),
+        )
+        .unwrap();
+        assert!(s.requested);
+        assert_eq!((s.listen.host.as_str(), s.listen.port), ("::1", 9001));
+        assert_eq!(s.path, "/api/mcp");
+        let e = load(&FileHttp::default(), "f", &env(&[("MCP_TRANSPORT", "sse")])).unwrap_err();
+        assert_eq!(e.key, "MCP_TRANSPORT");
+        assert!(e.fix.contains("streamable-http"), "{e}");
+        let e = load(&FileHttp::default(), "f", &env(&[("MCP_PORT", "http")])).unwrap_err();
+        assert_eq!(e.key, "MCP_PORT");
+        let e = load(&FileHttp::default(), "f", &env(&[("MCP_PATH", "mcp?x")])).unwrap_err();
+        assert_eq!(e.key, "MCP_PATH");
+    }
+
+    #[test]
+    fn listen_forms() {
+        assert_eq!(
+            parse_listen("127.0.0.1:8080", "k", 1).unwrap(),
+            ("127.0.0.1".into(), 8080, true)
+        );
+        assert_eq!(
+            parse_listen("[::1]:81", "k", 1).unwrap(),
+            ("::1".into(), 81, true)
+        );
+        assert_eq!(
+            parse_listen("[::1]", "k", 7).unwrap(),
+            ("::1".into(), 7, false)
+        );
+        assert_eq!(
+            parse_listen("LocalHost:9", "k", 1).unwrap(),
+            ("localhost".into(), 9, true)
+        );
+        assert_eq!(
+            parse_listen("10.0.0.1", "k", 5).unwrap(),
+            ("10.0.0.1".into(), 5, false)
+        );
+        for bad in ["", "host:port", "a b:1", "http://x:1"] {
+            assert_eq!(
+                parse_listen(bad, "--http", 1).unwrap_err().key,
+                "--http",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn named_tokens_inline_and_from_files_and_the_env_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ci");
+        std::fs::write(&path, format!("{T2}\n")).unwrap();
+        let f = file(&format!(
+            "listen = \"127.0.0.1:0\"\n[tokens]\nclaude = \"{T1}\"\nci_file = \"{}\"\n",
+            path.display()
+        ));
+        let s = load(&f, "f", &env(&[])).unwrap();
+        assert!(s.requested, "a listen key asks for HTTP");
+        let names: Vec<_> = s.tokens.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["claude", "ci"]);
+        assert_eq!(s.tokens[1].secret.expose(), T2);
+        let s = load(
+            &f,
+            "f",
+            &env(&[
+                ("MCP_AUTH_TOKEN", "zzzzzzzzzzzzzzzzzzzz"),
+                ("MCP_TRANSPORT", "stdio"),
+            ]),
+        )
+        .unwrap();
+        assert!(!s.requested, "MCP_TRANSPORT=stdio wins over the file");
+        assert_eq!(s.tokens[0].name.as_ref(), DEFAULT_TOKEN_NAME);
+        assert_eq!(s.tokens.len(), 3);
+    }
+
+    #[test]
+    fn weak_duplicate_or_conflicting_tokens_are_refused_without_echoing_them() {
+        let e = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[("MCP_AUTH_TOKEN", "short-secret")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "MCP_AUTH_TOKEN");
+        assert!(e.fix.contains("openssl rand -hex 32"), "{e}");
+        assert!(!e.to_string().contains("short-secret"), "{e}");
+        let e = load(
+            &file(&format!("[tokens]\na = \"{T1}\"\nb = \"{T1}\"\n")),
+            "f",
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert!(e.problem.contains("same as another"), "{e}");
+        assert!(!e.to_string().contains(T1), "{e}");
+        let e = load(
+            &file(&format!("[tokens]\na = \"{T1}\"\na_file = \"/x\"\n")),
+            "f",
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert!(e.key.contains("a_file"), "{e}");
+        let e = load(
+            &file(&format!("[tokens]\n\"bad name\" = \"{T1}\"\n")),
+            "f",
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert!(e.problem.contains("bad name"), "{e}");
+    }
+
+    #[test]
+    fn limits_are_range_checked_and_named() {
+        let s = load(
+            &file("max_body_kib = 8\nsession_idle_secs = 2\nmax_sessions = 3\nmax_calls_per_session = 1\nshutdown_grace_secs = 5\n"),
+            "f",
+            &env(&[("MCP_MAX_SESSIONS", "4")]),
+        )
+        .unwrap();
+        assert_eq!(s.max_body_bytes, 8 << 10);
+        assert_eq!(s.session_idle, Duration::from_secs(2));
+        assert_eq!(s.max_sessions, 4, "the environment overrides the file");
+        assert_eq!(s.max_calls_per_session, 1);
+        assert_eq!(s.shutdown_grace, Duration::from_secs(5));
+        let e = load(&file("max_sessions = 0\n"), "f", &env(&[])).unwrap_err();
+        assert!(e.key.starts_with("http.max_sessions"), "{e}");
+    }
+
+    #[test]
+    fn allow_lists_are_checked() {
+        let s = load(
+            &file("allowed_hosts = [\"mcp.example.com\", \"10.0.0.5:8443\"]\n"),
+            "f",
+            &env(&[(
+                "MCP_ALLOWED_ORIGINS",
+                "https://a.example, http://localhost:3000",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(s.allowed_hosts.unwrap().len(), 2);
+        assert_eq!(s.allowed_origins.unwrap().len(), 2);
+        let e = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[("MCP_ALLOWED_ORIGINS", "a.example")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "MCP_ALLOWED_ORIGINS");
+        let e = load(&file("allowed_hosts = [\"a b\"]\n"), "f", &env(&[])).unwrap_err();
+        assert!(e.key.starts_with("http.allowed_hosts"), "{e}");
+    }
+
+    #[test]
+    fn tls_needs_both_files() {
+        let e = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[("MCP_TLS_CERT", "/x.pem")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "MCP_TLS_CERT");
+        assert!(e.fix.contains("MCP_TLS_KEY"), "{e}");
+        let e = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[
+                ("MCP_TLS_CERT", "/nonexistent.pem"),
+                ("MCP_TLS_KEY", "/nonexistent.key"),
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "MCP_TLS_CERT");
+    }
+}

@@ -1,0 +1,133 @@
+//! MCP over Streamable HTTP (2025-03-26 to 2025-11-25, and the stateless
+//! 2026-07-28 form as far as rmcp serves it): one `pve-mcp` for many agents.
+//!
+//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE,
+//! `MCP-Protocol-Version`); this module puts in front of it what a network
+//! service needs: the `Host`/`Origin` allow-lists ([`guard`]), bearer tokens
+//! with names for the audit log ([`auth`]), TLS ([`tls`]), limits and the
+//! drain at shutdown ([`limits`]), health endpoints and a log line per
+//! request ([`serve`]).
+
+pub mod auth;
+pub mod config;
+pub mod guard;
+pub mod limits;
+pub mod response;
+pub mod serve;
+pub mod tls;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+
+pub use config::HttpSettings;
+
+use crate::app::App;
+use crate::cli::{self, Global};
+use crate::config::{Config, ConfigError};
+
+/// `pve-mcp serve` over Streamable HTTP. The address is checked (and a
+/// non-loopback one without a token refused) before anything listens; the
+/// component compiles while `/healthz` already answers.
+pub async fn serve_command(global: &Global, config: Config, flag: Option<&str>) -> ExitCode {
+    let addr = match resolve_listen(&config.http, flag) {
+        Ok(addr) => addr,
+        Err(e) => return cli::config_failure(&e),
+    };
+    if config.http.session_idle < config.sandbox.timeout {
+        // rmcp's idle timer only restarts on session traffic, and a call
+        // without progress notifications sends none until it ends.
+        tracing::warn!(
+            session_idle_secs = config.http.session_idle.as_secs(),
+            call_timeout_secs = config.sandbox.timeout.as_secs(),
+            "http.session_idle_secs is shorter than sandbox.timeout_secs: a long call can outlive its session"
+        );
+    }
+    let (component, cache) = (global.component(), global.cache());
+    let (clusters, sandbox) = (config.clusters, config.sandbox);
+    let app = async move { App::start(&clusters, &sandbox, &component, &cache).await };
+    let announce = |bound: &serve::Bound| eprintln!("pve-mcp: MCP endpoint {}", bound.url);
+    match serve::run(&config.http, addr, app, announce).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cli::failure(&e),
+    }
+}
+
+/// The address to listen on: `--http ADDR[:PORT]` if given, else the
+/// settings. A non-loopback address without a bearer token is refused
+/// here, before anything listens.
+pub fn resolve_listen(
+    settings: &HttpSettings,
+    flag: Option<&str>,
+) -> Result<SocketAddr, ConfigError> {
+    let (host, port, key) = match flag {
+        Some(text) => {
+            let (host, port, _) = config::parse_listen(text, "--http", settings.listen.port)?;
+            (host, port, "--http".to_string())
+        }
+        None => (
+            settings.listen.host.clone(),
+            settings.listen.port,
+            settings.listen.key.clone(),
+        ),
+    };
+    let addr = if host == "localhost" {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+    } else if let Ok(ip) = host.parse::<IpAddr>() {
+        SocketAddr::new(ip, port)
+    } else {
+        (host.as_str(), port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(|| ConfigError {
+                key: key.clone(),
+                problem: format!("cannot resolve {host:?} to an address"),
+                fix: "use an IP address, e.g. 127.0.0.1:8000".into(),
+            })?
+    };
+    if !addr.ip().is_loopback() && settings.tokens.is_empty() {
+        return Err(ConfigError {
+            key,
+            problem: format!(
+                "{addr} is not a loopback address and no bearer token is configured: anyone who can \
+                 reach it could use your Proxmox access"
+            ),
+            fix: "set MCP_AUTH_TOKEN (e.g. `export MCP_AUTH_TOKEN=$(openssl rand -hex 32)`) or \
+                  [http.tokens] in the config file, or listen on 127.0.0.1"
+                .into(),
+        });
+    }
+    Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    #[test]
+    fn non_loopback_without_token_is_refused_and_loopback_is_not() {
+        let mut s = HttpSettings::default();
+        assert_eq!(
+            resolve_listen(&s, Some("localhost:0")).unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            resolve_listen(&s, Some("[::1]:9")).unwrap(),
+            "[::1]:9".parse().unwrap()
+        );
+        let e = resolve_listen(&s, Some("0.0.0.0:8080")).unwrap_err();
+        assert_eq!(e.key, "--http");
+        assert!(e.fix.contains("MCP_AUTH_TOKEN"), "{e}");
+        s.listen.host = "192.0.2.1".into();
+        assert_eq!(resolve_listen(&s, None).unwrap_err().key, "MCP_HOST");
+        s.tokens.push(config::NamedToken {
+            name: "a".into(),
+            secret: Secret::new("0123456789abcdef"),
+        });
+        assert_eq!(
+            resolve_listen(&s, Some("0.0.0.0:8080")).unwrap(),
+            "0.0.0.0:8080".parse().unwrap()
+        );
+    }
+}
