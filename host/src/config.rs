@@ -149,6 +149,9 @@ struct FileConfig {
     sandbox: FileSandbox,
     #[serde(default)]
     http: crate::http::config::FileHttp,
+    /// Read (with its spans) by [`crate::policy`].
+    #[serde(default, rename = "policy")]
+    _policy: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -489,7 +492,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls) and [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs) and [policy] (see `pve-mcp policy check`)",
         )
     })
 }

@@ -11,8 +11,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::app::App;
+use crate::app::{App, Grant};
 use crate::caller::Caller;
+use crate::policy::Decision;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -54,7 +55,13 @@ impl McpServer {
         // Pipes (how MCP clients spawn servers) are driven by the I/O
         // reactor; plain stdio would hand every read and write to a blocking
         // thread, ~75 µs per call. Anything else falls back to plain stdio.
+        let app = self.app.clone();
         let running = self.serve(rmcp::transport::stdio_pipes()).await?;
+        crate::policy::reload::notify_list_changes(
+            app.policy().clone(),
+            Arc::from(app.tools().to_vec()),
+            running.peer().clone(),
+        );
         running.waiting().await?;
         Ok(())
     }
@@ -127,12 +134,17 @@ fn unknown_tool(name: &str) -> ErrorData {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION"))
-                    .with_title("Proxmox VE (sandboxed)"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION"))
+                .with_title("Proxmox VE (sandboxed)"),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -140,7 +152,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        // Hidden tools are left out; the policy can change on reload, so
+        // this is decided per listing.
+        let policy = self.app.policy().policy();
+        let visible = self
+            .tools
+            .iter()
+            .zip(self.app.tools())
+            .filter(|(_, info)| policy.visible(info))
+            .map(|(tool, _)| tool.clone())
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
     }
 
     async fn call_tool(
@@ -148,9 +170,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.app.has_tool(&request.name) {
+        let Some(tool) = self.app.tool(&request.name) else {
             return Err(unknown_tool(&request.name));
-        }
+        };
         let _slot = match &self.call_slots {
             Some(slots) => match slots.try_acquire() {
                 Some(slot) => Some(slot),
@@ -160,19 +182,38 @@ impl ServerHandler for McpServer {
         };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
-        let call = crate::progress::track(
-            &context,
-            &request.name,
-            self.app.call(&caller, &request.name, &arguments),
-        );
-        // Dropping the call future on cancellation drops its store (so the
-        // instance) and its in-flight upstream request.
-        let report = tokio::select! {
-            report = call => report,
-            _ = context.ct.cancelled() => {
-                tracing::info!(tool = %request.name, "call cancelled by the client");
-                return Err(ErrorData::internal_error("request cancelled", None));
+        let report = match self.app.decide(&caller, tool, &arguments).await {
+            Decision::Allow {
+                rule,
+                may_write,
+                permit,
+            } => {
+                let grant = Grant {
+                    rule,
+                    may_write,
+                    permit,
+                };
+                let call = crate::progress::track(
+                    &context,
+                    &request.name,
+                    self.app.run(&caller, &request.name, &arguments, grant),
+                );
+                // Dropping the call future on cancellation drops its store
+                // (so the instance) and its in-flight upstream request.
+                tokio::select! {
+                    report = call => report,
+                    _ = context.ct.cancelled() => {
+                        tracing::info!(tool = %request.name, "call cancelled by the client");
+                        return Err(ErrorData::internal_error("request cancelled", None));
+                    }
+                }
             }
+            // The approval flow replaces this arm; until then a call that
+            // needs a person's approval is refused, saying so.
+            decision @ Decision::RequireApproval { .. } => {
+                self.app.refuse(&caller, &request.name, decision).await
+            }
+            decision => self.app.refuse(&caller, &request.name, decision).await,
         };
         to_call_result(report.outcome)
             .map(Into::into)
