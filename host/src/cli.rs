@@ -84,6 +84,13 @@ pub enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// List, approve or deny calls waiting for a person's approval.
+    ///
+    /// Talks to the admin endpoint of a running `pve-mcp serve`, found and
+    /// authenticated through the [approvals] settings and
+    /// PVE_MCP_ADMIN_TOKEN.
+    #[command(subcommand)]
+    Approvals(crate::approval::cli::ApprovalsCommand),
 }
 
 impl Global {

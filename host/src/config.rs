@@ -24,6 +24,8 @@ pub struct Config {
     pub clusters: Vec<Cluster>,
     /// Limits for every guest call.
     pub sandbox: SandboxLimits,
+    /// `[approvals]`: expiry, the admin endpoint and its token.
+    pub approvals: crate::approval::settings::ApprovalSettings,
 }
 
 /// One Proxmox VE cluster (or single node) and how to reach it.
@@ -145,6 +147,8 @@ struct FileConfig {
     clusters: indexmap::IndexMap<String, FileCluster>,
     #[serde(default)]
     sandbox: FileSandbox,
+    #[serde(default)]
+    approvals: crate::approval::settings::FileApprovals,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -431,7 +435,16 @@ impl Config {
             clusters.push(load_cluster(&src, name)?);
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
-        Ok(Config { clusters, sandbox })
+        let approvals = crate::approval::settings::ApprovalSettings::load(
+            &file_config.approvals,
+            &file_name,
+            env,
+        )?;
+        Ok(Config {
+            clusters,
+            sandbox,
+            approvals,
+        })
     }
 
     /// The default cluster.
@@ -467,7 +480,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls) and [approvals] (ttl_secs, admin_listen, admin_socket, admin_token, admin_token_file)",
         )
     })
 }

@@ -8,6 +8,7 @@
 //! same server against the embedded simulated cluster.
 
 pub mod app;
+pub mod approval;
 pub mod caller;
 pub mod canonical;
 pub mod cli;

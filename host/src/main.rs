@@ -33,6 +33,7 @@ fn main() -> ExitCode {
                 args,
                 demo: false,
             } => cli::call(&cli.global, tool, args).await,
+            Command::Approvals(command) => pve_mcp::approval::cli::run(&cli.global, command).await,
         }
     })
 }
