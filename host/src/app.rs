@@ -2,6 +2,7 @@
 //! for tool calls that the MCP server, `pve-mcp call` and the demo share.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -11,9 +12,10 @@ use crate::caller::Caller;
 use crate::component::{CacheDir, LoadedFrom};
 use crate::config::{Cluster, SandboxLimits};
 use crate::egress::{Gate, GateEndpoint};
+use crate::policy::{self, Decision, Permit};
 use crate::sandbox::{CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
-use crate::tools::{CallOutcome, ToolInfo};
+use crate::tools::{CallOutcome, FailureKind, ToolInfo};
 use crate::upstream::Upstream;
 
 /// Which component to run.
@@ -28,7 +30,20 @@ pub enum ComponentSource {
 /// A running host.
 pub struct App {
     sandbox: Sandbox,
+    policy: Arc<policy::Engine>,
     next_id: AtomicU64,
+}
+
+/// What an allowed call runs with: the rule that allowed it, whether it
+/// may write, and its rate-limit units (given back if it fails upstream).
+#[derive(Debug)]
+pub struct Grant {
+    /// The rule that allowed the call.
+    pub rule: String,
+    /// Whether the egress gate lets non-GET methods out.
+    pub may_write: bool,
+    /// The call's rate-limit units.
+    pub permit: Permit,
 }
 
 impl App {
@@ -80,8 +95,25 @@ impl App {
         );
         Ok(App {
             sandbox,
+            policy: Arc::new(policy::Engine::default()),
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// Puts this policy engine in charge (the default is read-only).
+    pub fn with_policy(mut self, engine: Arc<policy::Engine>) -> App {
+        self.policy = engine;
+        self
+    }
+
+    /// The policy engine.
+    pub fn policy(&self) -> &Arc<policy::Engine> {
+        &self.policy
+    }
+
+    /// A tool by name.
+    pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
+        self.tools().iter().find(|t| t.name == name)
     }
 
     /// The component's tools.
@@ -94,12 +126,78 @@ impl App {
         self.tools().iter().any(|t| t.name == name)
     }
 
-    /// Runs one tool call for this caller and logs it.
+    /// Decides one call and runs it if the policy allows; a call that
+    /// needs a person's approval is refused (there is no approval flow
+    /// here: `pve-mcp call` and the demo have no one to ask).
     pub async fn call(
         &self,
         caller: &Caller,
         tool: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> CallReport {
+        let Some(info) = self.tool(tool) else {
+            return CallReport {
+                outcome: CallOutcome::UnknownTool(tool.to_string()),
+                egress: Vec::new(),
+            };
+        };
+        match self.policy.decide(caller, info, arguments).await {
+            Decision::Allow {
+                rule,
+                may_write,
+                permit,
+            } => {
+                let grant = Grant {
+                    rule,
+                    may_write,
+                    permit,
+                };
+                self.run(caller, tool, arguments, grant).await
+            }
+            refused => self.refuse(caller, tool, refused).await,
+        }
+    }
+
+    /// Asks the policy about one call.
+    pub async fn decide(
+        &self,
+        caller: &Caller,
+        tool: &ToolInfo,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Decision {
+        self.policy.decide(caller, tool, arguments).await
+    }
+
+    /// The report of a refused call (its units, if any, given back), logged
+    /// like any call.
+    pub async fn refuse(&self, caller: &Caller, tool: &str, decision: Decision) -> CallReport {
+        let text = decision.refusal_text().unwrap_or_default();
+        tracing::info!(
+            session = %caller.session,
+            token = caller.token.as_deref(),
+            tool,
+            outcome = "policy",
+            decision = decision.kind(),
+            rule = decision.rule(),
+            "tool call refused by policy"
+        );
+        match decision {
+            Decision::Allow { permit, .. } | Decision::RequireApproval { permit, .. } => {
+                permit.rollback().await
+            }
+            Decision::Deny { .. } | Decision::RateLimited { .. } => {}
+        }
+        CallReport::refused(text)
+    }
+
+    /// Runs one allowed call and logs it. Its rate-limit units are given
+    /// back when it fails upstream (Proxmox never did the work).
+    pub async fn run(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        grant: Grant,
     ) -> CallReport {
         let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let arguments = serde_json::Value::Object(arguments.clone()).to_string();
@@ -110,8 +208,19 @@ impl App {
                 tool,
                 arguments: &arguments,
                 request_id: &id,
+                allowed_methods: policy::allowed_methods(grant.may_write),
             })
             .await;
+        let upstream_failed = matches!(
+            report.outcome,
+            CallOutcome::Failed {
+                kind: FailureKind::Upstream,
+                ..
+            }
+        );
+        if upstream_failed && !grant.permit.is_empty() {
+            grant.permit.rollback().await;
+        }
         let outcome = match &report.outcome {
             CallOutcome::Output {
                 is_error: false, ..
@@ -126,6 +235,8 @@ impl App {
             token = caller.token.as_deref(),
             tool,
             outcome,
+            rule = %grant.rule,
+            may_write = grant.may_write,
             upstream_requests = report.egress.len(),
             denied = report.egress.iter().filter(|r| r.denied.is_some()).count(),
             ms = started.elapsed().as_millis() as u64,

@@ -38,6 +38,11 @@ pub struct Global {
     #[arg(long, global = true, env = "PVE_MCP_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Policy file ([policy] section: which tools run, with what limits);
+    /// overrides the configuration file's [policy].
+    #[arg(long, global = true, env = "PVE_MCP_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
     /// Run this component instead of the embedded one (it must implement
     /// the pve-mcp:guest/pve-tools world in wit/).
     #[arg(long, global = true, value_name = "PATH")]
@@ -84,6 +89,11 @@ pub enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// Work with the policy (which tools run, and how often).
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// List, approve or deny calls waiting for a person's approval.
     ///
     /// Talks to the admin endpoint of a running `pve-mcp serve`, found and
@@ -91,6 +101,22 @@ pub enum Command {
     /// PVE_MCP_ADMIN_TOKEN.
     #[command(subcommand)]
     Approvals(crate::approval::cli::ApprovalsCommand),
+}
+
+/// `pve-mcp policy ...`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Check a policy and print the effective decision for every tool.
+    ///
+    /// Without FILE, checks the policy `serve` would use (--policy, or the
+    /// [policy] of --config). Exit code 2 names the key and line at fault.
+    Check {
+        /// A policy file (a [policy] section and its [policy.tools.NAME]).
+        file: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Global {
@@ -108,6 +134,14 @@ impl Global {
             CacheDir::Disabled
         } else {
             CacheDir::Default
+        }
+    }
+
+    /// Where the policy is looked for: --policy, then --config.
+    pub fn policy_origin(&self) -> crate::policy::reload::Origin {
+        crate::policy::reload::Origin {
+            flag: self.policy.clone(),
+            config: self.config.clone(),
         }
     }
 
@@ -130,18 +164,24 @@ pub fn failure(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Loads the configuration and starts the host on it; a failure has been
-/// reported and becomes the exit code.
+/// Loads the configuration and the policy and starts the host on them; a
+/// failure has been reported and becomes the exit code.
 async fn start_configured(global: &Global) -> Result<App, ExitCode> {
     let config = global.load_config().map_err(|e| config_failure(&e))?;
-    App::start(
+    let app = App::start(
         &config.clusters,
         &config.sandbox,
         &global.component(),
         &global.cache(),
     )
     .await
-    .map_err(|e| failure(&e))
+    .map_err(|e| failure(&e))?;
+    let policy = global
+        .policy_origin()
+        .load(app.tools())
+        .map_err(|e| config_failure(&e))?;
+    let engine = crate::policy::Engine::new(policy).map_err(|e| config_failure(&e))?;
+    Ok(app.with_policy(Arc::new(engine)))
 }
 
 /// `pve-mcp serve`.
@@ -153,8 +193,30 @@ pub async fn serve(global: &Global) -> ExitCode {
         Ok(app) => Arc::new(app),
         Err(code) => return code,
     };
+    let tools: Arc<[ToolInfo]> = Arc::from(app.tools().to_vec());
+    if let Err(e) =
+        crate::policy::reload::spawn(app.policy().clone(), global.policy_origin(), tools)
+    {
+        tracing::warn!("policy reload on SIGHUP is unavailable: {e}");
+    }
+    let policy = app.policy().policy();
+    tracing::info!(
+        policy = %policy.origin,
+        default = policy.default.as_str(),
+        state = %app.policy().store().describe(),
+        "policy in force"
+    );
+    // Kept until serving ends: dropping it stops the admin endpoint.
+    let approvals = match global.load_config() {
+        Ok(config) => match crate::approval::serve::start(&config, &app).await {
+            Ok(running) => running,
+            Err(e) => return config_failure(&e),
+        },
+        Err(e) => return config_failure(&e),
+    };
     tracing::info!("serving MCP on stdio");
-    match McpServer::new(app).serve_stdio().await {
+    let server = McpServer::new(app).with_approvals(approvals.approvals.clone());
+    match server.serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => failure(&e),
     }

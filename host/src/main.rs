@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use pve_mcp::cli::{self, Cli, Command};
+use pve_mcp::cli::{self, Cli, Command, PolicyCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -33,6 +33,9 @@ fn main() -> ExitCode {
                 args,
                 demo: false,
             } => cli::call(&cli.global, tool, args).await,
+            Command::Policy {
+                command: PolicyCommand::Check { file, json },
+            } => pve_mcp::policy::check::run(&cli.global, file.as_deref(), *json).await,
             Command::Approvals(command) => pve_mcp::approval::cli::run(&cli.global, command).await,
         }
     })

@@ -11,8 +11,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::app::App;
+use crate::app::{App, Grant};
+use crate::approval::{Approvals, Gate};
 use crate::caller::Caller;
+use crate::policy::Decision;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -28,6 +30,7 @@ missing. Tool errors say what went wrong and what to try next.";
 pub struct McpServer {
     app: Arc<App>,
     tools: Arc<Vec<Tool>>,
+    approvals: Option<Arc<Approvals>>,
 }
 
 impl McpServer {
@@ -37,7 +40,28 @@ impl McpServer {
         Self {
             app,
             tools: Arc::new(tools),
+            approvals: None,
         }
+    }
+
+    /// Lets calls the policy marks `require_approval` run once a person
+    /// approves them (without it they are refused).
+    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
+        self.approvals = Some(approvals);
+        self
+    }
+
+    /// The result of a call the policy (or a person) refused.
+    async fn refuse(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        decision: Decision,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let report = self.app.refuse(caller, tool, decision).await;
+        to_call_result(report.outcome)
+            .map(Into::into)
+            .ok_or_else(|| unknown_tool(tool))
     }
 
     /// Serves MCP on stdin/stdout until the client closes stdin.
@@ -103,6 +127,11 @@ pub fn to_call_result(outcome: CallOutcome) -> Option<CallToolResult> {
     }
 }
 
+fn cancelled(tool: &str) -> ErrorData {
+    tracing::info!(tool, "call cancelled by the client");
+    ErrorData::internal_error("request cancelled", None)
+}
+
 fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
 }
@@ -122,7 +151,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        // Hidden tools are left out; the policy can change on reload, so
+        // this is decided per listing.
+        let policy = self.app.policy().policy();
+        let visible = self
+            .tools
+            .iter()
+            .zip(self.app.tools())
+            .filter(|(_, info)| policy.visible(info))
+            .map(|(tool, _)| tool.clone())
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
     }
 
     async fn call_tool(
@@ -130,19 +169,57 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.app.has_tool(&request.name) {
+        let Some(tool) = self.app.tool(&request.name) else {
             return Err(unknown_tool(&request.name));
-        }
+        };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
+        let grant = match self.app.decide(&caller, tool, &arguments).await {
+            Decision::Allow {
+                rule,
+                may_write,
+                permit,
+            } => Grant {
+                rule,
+                may_write,
+                permit,
+            },
+            Decision::RequireApproval {
+                rule,
+                may_write,
+                permit,
+            } => match &self.approvals {
+                Some(approvals) => match approvals
+                    .gate(&context, &caller, &request.name, &arguments, permit)
+                    .await
+                {
+                    Gate::Approved(permit) => Grant {
+                        rule,
+                        may_write,
+                        permit,
+                    },
+                    Gate::Refused(text) => {
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+                    }
+                    Gate::Cancelled => return Err(cancelled(&request.name)),
+                },
+                // Without the flow (`pve-mcp call`, the demo) it is refused.
+                None => {
+                    let decision = Decision::RequireApproval {
+                        rule,
+                        may_write,
+                        permit,
+                    };
+                    return self.refuse(&caller, &request.name, decision).await;
+                }
+            },
+            decision => return self.refuse(&caller, &request.name, decision).await,
+        };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
         let report = tokio::select! {
-            report = self.app.call(&caller, &request.name, &arguments) => report,
-            _ = context.ct.cancelled() => {
-                tracing::info!(tool = %request.name, "call cancelled by the client");
-                return Err(ErrorData::internal_error("request cancelled", None));
-            }
+            report = self.app.run(&caller, &request.name, &arguments, grant) => report,
+            _ = context.ct.cancelled() => return Err(cancelled(&request.name)),
         };
         to_call_result(report.outcome)
             .map(Into::into)

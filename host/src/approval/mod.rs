@@ -21,16 +21,19 @@ pub mod client;
 pub mod elicit;
 pub mod redact;
 pub mod redis_store;
+pub mod serve;
 pub mod settings;
 pub mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 
 use crate::caller::Caller;
 use crate::canonical::arguments_hash;
+use crate::policy::Permit;
 use crate::secret::Redactor;
 use crate::tools::JsonObject;
 use store::{ApprovalStore, Check, Millis, Request, now_ms};
@@ -43,6 +46,17 @@ pub enum Authorization {
     /// Do not run it; return this text as a tool error (`isError`), so the
     /// agent reads why and what to do.
     Refused(String),
+}
+
+/// The approval step of one MCP call, as the server acts on it.
+#[derive(Debug)]
+pub enum Gate {
+    /// Approved: run it with these rate-limit units.
+    Approved(Permit),
+    /// Not run (its units given back); return this as a tool error.
+    Refused(String),
+    /// The client cancelled the call while it waited (units given back).
+    Cancelled,
 }
 
 /// Whom an approval belongs to: `token:NAME` when the caller authenticated
@@ -68,6 +82,8 @@ pub struct Approvals {
     store: Arc<dyn ApprovalStore>,
     ttl: Duration,
     redactor: Redactor,
+    /// Whether a person can reach the admin endpoint to approve.
+    admin: bool,
 }
 
 impl Approvals {
@@ -78,12 +94,48 @@ impl Approvals {
             store,
             ttl,
             redactor,
+            admin: true,
         }
+    }
+
+    /// Without an admin endpoint nobody can approve a pending call, so
+    /// pending-then-retry refuses at once, saying so (asking the person at
+    /// the client still works).
+    pub fn without_admin(mut self) -> Approvals {
+        self.admin = false;
+        self
     }
 
     /// The store, for the admin endpoint.
     pub fn store(&self) -> Arc<dyn ApprovalStore> {
         self.store.clone()
+    }
+
+    /// The approval step of an MCP call the policy marked
+    /// `require_approval`: [`Approvals::authorize`], cancellable by the
+    /// client, giving the call's rate-limit units back unless it runs.
+    pub async fn gate(
+        &self,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+        tool: &str,
+        arguments: &JsonObject,
+        permit: Permit,
+    ) -> Gate {
+        let authorization = tokio::select! {
+            a = self.authorize(Some(&context.peer), caller, tool, arguments) => a,
+            _ = context.ct.cancelled() => {
+                permit.rollback().await;
+                return Gate::Cancelled;
+            }
+        };
+        match authorization {
+            Authorization::Run => Gate::Approved(permit),
+            Authorization::Refused(text) => {
+                permit.rollback().await;
+                Gate::Refused(text)
+            }
+        }
     }
 
     /// Decides whether this call may run: asks the person at the client if
@@ -130,6 +182,15 @@ impl Approvals {
     /// The retry step: consume a granted approval or report what to do.
     async fn pending_then_retry(&self, request: &Request) -> Authorization {
         let tool = request.tool.as_str();
+        if !self.admin {
+            tracing::warn!(
+                tool,
+                "a call needs approval but the admin endpoint is off (no admin token)"
+            );
+            return Authorization::Refused(format!(
+                "Not approved: {tool} needs a person's approval, your client cannot show an approval form, and this server has no approvals admin endpoint (no admin token is configured). Ask the operator to set PVE_MCP_ADMIN_TOKEN."
+            ));
+        }
         let now = now_ms();
         let check = match self
             .store

@@ -102,29 +102,6 @@ impl RedisStore {
         }
     }
 
-    /// Connects to `url` (`redis://HOST:PORT/DB`) and checks the server
-    /// answers, so a wrong URL fails at start rather than at the first call.
-    pub async fn connect(
-        url: &str,
-        prefix: &str,
-        limits: StoreLimits,
-    ) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(redis_error)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
-            .set_response_timeout(Some(std::time::Duration::from_secs(5)))
-            .set_number_of_retries(2);
-        let mut connection = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(redis_error)?;
-        let _: String = redis::cmd("PING")
-            .query_async(&mut connection)
-            .await
-            .map_err(redis_error)?;
-        Ok(RedisStore::new(connection, prefix, limits))
-    }
-
     fn key(&self, kind: &str, name: &str) -> String {
         format!("{}{kind}:{name}", self.prefix)
     }
@@ -331,10 +308,17 @@ fn malformed(what: &str) -> StoreError {
     ))
 }
 
-/// A Redis error as a store error. redis-rs does not put the URL (or its
-/// password) in its errors; only the kind and the server's message remain.
+/// A Redis error as a store error: its kind only, because the error's
+/// own text can carry the address (and a password in it).
 fn redis_error(e: redis::RedisError) -> StoreError {
-    StoreError(format!("Redis: {e}"))
+    let what = if e.is_timeout() {
+        "Redis timed out".to_string()
+    } else if e.is_connection_refusal() || e.is_io_error() || e.is_connection_dropped() {
+        "Redis is unreachable".to_string()
+    } else {
+        format!("Redis failed ({})", e.category())
+    };
+    StoreError(what)
 }
 
 #[cfg(test)]
@@ -395,9 +379,9 @@ pub(crate) mod tests {
     }
 
     async fn store(redis: &TestRedis, prefix: &str, limits: StoreLimits) -> RedisStore {
-        RedisStore::connect(&redis.url, prefix, limits)
-            .await
-            .expect("connecting to the test Redis")
+        let connection =
+            crate::state::redis_connection(&redis.url).expect("connecting to the test Redis");
+        RedisStore::new(connection, prefix, limits)
     }
 
     #[tokio::test]
@@ -447,16 +431,20 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn bad_ids_and_an_unreachable_redis_are_errors_not_panics() {
         let limits = StoreLimits::with_ttl(contract::TTL);
-        assert!(
-            RedisStore::connect("redis://127.0.0.1:1", "x:", limits)
-                .await
-                .is_err()
-        );
-        assert!(
-            RedisStore::connect("not a url", "x:", limits)
-                .await
-                .is_err()
-        );
+        let connection = crate::state::redis_connection("redis://:hunter22@127.0.0.1:1").unwrap();
+        let store = RedisStore::new(connection, "x:", limits);
+        let request = contract::request("s", "t", "h");
+        let err = store
+            .check_or_request(&request, "ap-1", super::super::store::now_ms())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("unreachable"), "{err}");
+        assert!(!err.to_string().contains("hunter22"), "{err}");
+        assert!(matches!(
+            store.decide("ap-1", Verdict::Approve, 1).await,
+            Err(DecideError::Store(_))
+        ));
+        assert!(store.list(1).await.is_err());
         assert!(valid_id("ap-0123456789abcdef"));
         for bad in ["", "ap-", "ap-*", "x-1", "ap-a:b", "ap-{x}"] {
             assert!(!valid_id(bad), "{bad}");

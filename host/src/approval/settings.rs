@@ -188,14 +188,17 @@ impl ApprovalSettings {
 
     /// The admin token, or the error that says how to set one.
     pub fn require_token(&self, why: &str) -> Result<&AdminToken, ConfigError> {
-        self.admin_token.as_ref().ok_or_else(|| {
-            error(
-                TOKEN_ENV,
-                format!("no admin token: {why}"),
-                "set PVE_MCP_ADMIN_TOKEN (or admin_token_file / admin_token in [approvals]) to a random string of at least 16 characters, e.g. `openssl rand -hex 24`; the server and `pve-mcp approvals` must use the same one",
-            )
-        })
+        self.admin_token.as_ref().ok_or_else(|| missing_token(why))
     }
+}
+
+/// The error for a missing admin token, saying why it is needed.
+pub fn missing_token(why: &str) -> ConfigError {
+    error(
+        TOKEN_ENV,
+        format!("no admin token: {why}"),
+        "set PVE_MCP_ADMIN_TOKEN (or admin_token_file / admin_token in [approvals]) to a random string of at least 16 characters, e.g. `openssl rand -hex 24`; the server and `pve-mcp approvals` must use the same one",
+    )
 }
 
 fn parse_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
