@@ -259,17 +259,20 @@ impl Approvals {
 
 /// How long until `until`, for people: "14 min", "45 s".
 pub fn remaining(until: Millis, now: Millis) -> String {
-    human_duration(Duration::from_millis(until.saturating_sub(now)))
+    // Rounded up, so a fresh 15-minute approval says 15, not 14.
+    let secs = until.saturating_sub(now).div_ceil(1000);
+    human_duration(Duration::from_secs(secs))
 }
 
-/// A duration rounded for people.
+/// A duration rounded to the nearest unit people use for it.
 pub fn human_duration(d: Duration) -> String {
     let secs = d.as_secs();
+    let round = |unit: u64| (secs + unit / 2) / unit;
     match secs {
         0..=119 => format!("{secs} s"),
-        120..=7199 => format!("{} min", secs / 60),
-        7200..=172_799 => format!("{} h", secs / 3600),
-        _ => format!("{} d", secs / 86_400),
+        120..=7199 => format!("{} min", round(60)),
+        7200..=172_799 => format!("{} h", round(3600)),
+        _ => format!("{} d", round(86_400)),
     }
 }
 
@@ -398,6 +401,9 @@ mod tests {
         assert_eq!(human_duration(Duration::from_secs(900)), "15 min");
         assert_eq!(human_duration(Duration::from_secs(3 * 3600)), "3 h");
         assert_eq!(human_duration(Duration::from_secs(3 * 86_400)), "3 d");
+        assert_eq!(human_duration(Duration::from_secs(899)), "15 min");
         assert_eq!(remaining(10, 20), "0 s");
+        assert_eq!(remaining(900_000, 1), "15 min");
+        assert_eq!(remaining(1_500, 1_000), "1 s");
     }
 }
