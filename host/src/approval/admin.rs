@@ -62,8 +62,8 @@ struct Shared {
     store: Arc<dyn ApprovalStore>,
 }
 
-/// Binds the endpoint and serves it in the background. `key` names the
-/// setting the address came from, for the error when it cannot be bound.
+/// Binds the endpoint and serves it in the background; an address that
+/// cannot be bound is a [`ConfigError`] naming its setting.
 pub async fn start(
     address: &AdminAddress,
     token: &Secret,
@@ -85,47 +85,56 @@ pub async fn start(
             let bound = listener
                 .local_addr()
                 .map_err(|e| bind_error(address, e.to_string()))?;
-            let task = tokio::spawn(async move {
-                loop {
-                    match listener.accept().await {
-                        Ok((stream, _)) => {
-                            tokio::spawn(serve_connection(stream, shared.clone()));
-                        }
-                        Err(e) => {
-                            tracing::debug!("admin endpoint accept failed: {e}");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                    }
-                }
-            });
             tracing::info!(address = %bound, "approvals admin endpoint listening");
             Ok(AdminServer {
                 address: AdminAddress::Tcp(bound),
-                task,
+                task: tokio::spawn(accept_loop(listener, shared)),
                 socket: None,
             })
         }
         AdminAddress::Unix(path) => {
             let listener = bind_unix(path).map_err(|problem| bind_error(address, problem))?;
-            let task = tokio::spawn(async move {
-                loop {
-                    match listener.accept().await {
-                        Ok((stream, _)) => {
-                            tokio::spawn(serve_connection(stream, shared.clone()));
-                        }
-                        Err(e) => {
-                            tracing::debug!("admin endpoint accept failed: {e}");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                    }
-                }
-            });
             tracing::info!(socket = %path.display(), "approvals admin endpoint listening");
             Ok(AdminServer {
                 address: address.clone(),
-                task,
+                task: tokio::spawn(accept_loop(listener, shared)),
                 socket: Some(path.clone()),
             })
+        }
+    }
+}
+
+/// A listener the endpoint can serve: TCP or unix.
+trait Listener: Send + 'static {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn next(&self) -> impl std::future::Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn next(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+impl Listener for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+async fn accept_loop<L: Listener>(listener: L, shared: Arc<Shared>) {
+    loop {
+        match listener.next().await {
+            Ok(stream) => {
+                tokio::spawn(serve_connection(stream, shared.clone()));
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: wait, keep serving.
+                tracing::debug!("admin endpoint accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
     }
 }
@@ -156,8 +165,9 @@ fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, String> {
         }
         std::fs::remove_file(path).map_err(|e| format!("cannot replace the stale socket: {e}"))?;
     }
-    // Created with a umask that keeps others out from the first moment;
-    // the chmod below then makes the mode exact.
+    // Connecting needs write permission on the socket; the usual umask
+    // already denies it to others between bind and the chmod that makes
+    // the mode exact (and every request still needs the token).
     let listener = tokio::net::UnixListener::bind(path).map_err(|e| e.to_string())?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| format!("cannot restrict the socket to this user: {e}"))?;
