@@ -53,7 +53,11 @@ impl Redis {
     /// Starts one on a free 127.0.0.1 port with persistence off, and waits
     /// until it answers.
     pub async fn start() -> Redis {
-        let port = free_port();
+        Redis::start_on(free_port()).await
+    }
+
+    /// Starts one on this port.
+    pub async fn start_on(port: u16) -> Redis {
         let child = std::process::Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])

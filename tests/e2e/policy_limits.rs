@@ -217,3 +217,30 @@ async fn an_unreachable_redis_fails_closed_by_default_and_open_when_configured()
     })
     .await;
 }
+
+#[tokio::test]
+async fn counting_resumes_when_redis_comes_back() {
+    within(async {
+        let sim = simulator().await;
+        let port = free_port();
+        let policy = format!(
+            "[policy]\nstate = \"redis://127.0.0.1:{port}\"\n[policy.tools.pve_get_version]\nrate_limit_global = \"2/day\"\n"
+        );
+        let p = with_policy(&sim, &policy).await;
+        refused(&p.server, "pve_get_version", json!({}), "policy.state_failure").await;
+        let _redis = Redis::start_on(port).await;
+        // The connection is retried on later calls; refusals until then
+        // take no unit.
+        loop {
+            let result = p.server.call("pve_get_version", json!({})).await;
+            if result.is_error == Some(false) {
+                break;
+            }
+            assert!(text(&result).contains("policy.state_failure"), "{}", text(&result));
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let (ok, limited) = count_version_calls(&p.server, 2).await;
+        assert_eq!((ok, limited.len()), (1, 1), "{limited:?}");
+    })
+    .await;
+}

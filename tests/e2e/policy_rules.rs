@@ -263,3 +263,40 @@ async fn default_modes_read_only_deny_and_allow() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn pve_mcp_call_is_decided_by_the_same_policy() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        write_policy(
+            &path,
+            "[policy.tools.pve_get_version]\naction = \"deny\"\nreason = \"not from the shell\"\n",
+        );
+        let out = command(
+            &sim,
+            &Opts::default(),
+            dir.path(),
+            &[
+                "--policy",
+                path.to_str().unwrap(),
+                "call",
+                "pve_get_version",
+            ],
+        )
+        .output()
+        .await
+        .expect("running pve-mcp call");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        let result: serde_json::Value = serde_json::from_str(&stdout).expect("a CallToolResult");
+        assert_eq!(result["isError"], true);
+        assert_eq!(
+            result["content"][0]["text"],
+            "Denied by policy (policy.tools.pve_get_version): not from the shell"
+        );
+        assert!(sim.requests().is_empty());
+    })
+    .await;
+}
