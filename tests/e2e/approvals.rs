@@ -40,7 +40,7 @@ fn runs(sim: &Simulator) -> usize {
 
 /// A config file that makes `pve_get_vm_status` need approval, with the
 /// admin endpoint on a unix socket in `dir` (or the given `[approvals]`
-/// lines) and any extra `[policy]` lines.
+/// lines), any extra `[policy]` lines and extra lines for the tool's rule.
 struct Setup {
     dir: tempfile::TempDir,
     config: PathBuf,
@@ -48,6 +48,10 @@ struct Setup {
 
 impl Setup {
     fn new(approvals: &str, policy: &str) -> Setup {
+        Setup::with_rule(approvals, policy, "")
+    }
+
+    fn with_rule(approvals: &str, policy: &str, rule: &str) -> Setup {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("pve-mcp.toml");
         let approvals = if approvals.contains("admin_listen") || approvals.contains("admin_socket")
@@ -62,7 +66,7 @@ impl Setup {
         std::fs::write(
             &config,
             format!(
-                "[policy]\n{policy}\n[policy.tools.{TOOL}]\naction = \"require_approval\"\n\n[approvals]\n{approvals}\n"
+                "[policy]\n{policy}\n[policy.tools.{TOOL}]\naction = \"require_approval\"\n{rule}\n[approvals]\n{approvals}\n"
             ),
         )
         .expect("writing the config");
@@ -608,6 +612,50 @@ async fn a_client_that_can_ask_its_person_gets_a_form() {
         assert_eq!(runs(&sim), 3);
         let _ = client.cancel().await;
         assert_no_schema_violations(&sim);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn only_a_call_that_runs_spends_its_rate_limit() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::with_rule("", "", "rate_limit = \"1/day\"");
+        let server = Server::start(&sim, setup.opts()).await;
+        // Waiting for a person spends nothing: the retry is not rate-limited.
+        let id = pending(&server, vm(100)).await;
+        assert_eq!(approval_id(&server.err(TOOL, vm(100)).await), id);
+        setup.decide("approve", &id).await;
+        server.ok(TOOL, vm(100)).await;
+        // The call that ran spent the day's one unit.
+        let text = server.err(TOOL, vm(100)).await;
+        assert!(text.starts_with("Rate limit reached"), "{text}");
+        assert_eq!(runs(&sim), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_refuses_calls_that_need_approval() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::new(
+            "",
+            &format!("state = \"redis://127.0.0.1:{}\"", free_port()),
+        );
+        let server = Server::start(&sim, setup.opts()).await;
+        let text = server.err(TOOL, vm(100)).await;
+        assert!(text.starts_with("Not approved: "), "{text}");
+        assert!(text.contains("approval store is unavailable"), "{text}");
+        assert_eq!(runs(&sim), 0);
+        // The server keeps serving other tools.
+        server.ok("pve_get_version", json!({})).await;
+        let out = setup.cli(Some(ADMIN_TOKEN), &["list"]).await;
+        assert_eq!(out.code, Some(1), "{out:?}");
+        assert!(
+            out.stderr.contains("approval store is unavailable"),
+            "{out:?}"
+        );
     })
     .await;
 }
