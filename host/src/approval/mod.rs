@@ -292,6 +292,14 @@ mod tests {
         )
     }
 
+    /// Built from `stdio()` so that fields added to `Caller` need no change.
+    fn caller_of(session: &str, token: Option<&str>) -> Caller {
+        let mut caller = Caller::stdio();
+        caller.session = Arc::from(session);
+        caller.token = token.map(Arc::from);
+        caller
+    }
+
     fn refused(a: Authorization) -> String {
         match a {
             Authorization::Refused(text) => text,
@@ -307,11 +315,8 @@ mod tests {
     #[test]
     fn binding_prefers_the_token_over_the_session() {
         assert_eq!(binding(&Caller::stdio()), "session:stdio");
-        let caller = Caller {
-            session: Arc::from("abc"),
-            token: Some(Arc::from("ci-bot")),
-        };
-        assert_eq!(binding(&caller), "token:ci-bot");
+        assert_eq!(binding(&caller_of("abc", Some("ci-bot"))), "token:ci-bot");
+        assert_eq!(binding(&caller_of("abc", None)), "session:abc");
     }
 
     #[tokio::test]
@@ -375,10 +380,7 @@ mod tests {
                 .await,
         );
         assert_ne!(approval_id(&text), id);
-        let other_caller = Caller {
-            session: Arc::from("s2"),
-            token: None,
-        };
+        let other_caller = caller_of("s2", None);
         let text = refused(
             approvals
                 .authorize(None, &other_caller, "pve_list_vms", &args)
