@@ -659,3 +659,27 @@ async fn an_unreachable_redis_refuses_calls_that_need_approval() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn elicitation_can_be_turned_off_for_clients_that_answer_forms_themselves() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::new("elicitation = false", "");
+        let person = Person::answering(accept(true));
+        let (client, _log) =
+            with_person(&sim, &setup.opts(), setup.dir.path(), person.clone()).await;
+        let result = call(&client, vm(100)).await;
+        assert_eq!(result.is_error, Some(true));
+        let id = approval_id(&text(&result));
+        assert!(
+            person.asked.lock().unwrap().is_empty(),
+            "the form was shown"
+        );
+        assert_eq!(runs(&sim), 0);
+        setup.decide("approve", &id).await;
+        assert_eq!(call(&client, vm(100)).await.is_error, Some(false));
+        assert_eq!(runs(&sim), 1);
+        let _ = client.cancel().await;
+    })
+    .await;
+}

@@ -84,6 +84,8 @@ pub struct Approvals {
     redactor: Redactor,
     /// Whether a person can reach the admin endpoint to approve.
     admin: bool,
+    /// Whether clients that can show a form are asked.
+    elicitation: bool,
 }
 
 impl Approvals {
@@ -95,7 +97,16 @@ impl Approvals {
             ttl,
             redactor,
             admin: true,
+            elicitation: true,
         }
+    }
+
+    /// Never asks the client, even one that declared elicitation: every
+    /// approval goes through the admin endpoint (`[approvals] elicitation
+    /// = false`).
+    pub fn without_elicitation(mut self) -> Approvals {
+        self.elicitation = false;
+        self
     }
 
     /// Without an admin endpoint nobody can approve a pending call, so
@@ -149,7 +160,7 @@ impl Approvals {
     ) -> Authorization {
         let shown = redact::preview(arguments, &self.redactor);
         let who = binding(caller);
-        if let Some(peer) = peer.filter(|p| elicit::supported(p)) {
+        if let Some(peer) = peer.filter(|p| self.elicitation && elicit::supported(p)) {
             let question = format!(
                 "Approve a call to {tool}?\nArguments: {shown}\nRequested by: {who}\nApproving runs this call once."
             );

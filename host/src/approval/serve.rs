@@ -63,7 +63,10 @@ pub async fn start(config: &Config, app: &App) -> Result<Running, ConfigError> {
         .flat_map(|c| c.auth.secrets())
         .collect();
     secrets.extend(settings.admin_token.iter().map(|t| t.secret.clone()));
-    let approvals = Approvals::new(store.clone(), settings.ttl, Redactor::new(secrets));
+    let mut approvals = Approvals::new(store.clone(), settings.ttl, Redactor::new(secrets));
+    if !settings.elicitation {
+        approvals = approvals.without_elicitation();
+    }
     let Some(token) = &settings.admin_token else {
         if !needing.is_empty() {
             return Err(super::settings::missing_token(&format!(

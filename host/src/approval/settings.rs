@@ -30,6 +30,7 @@ const MIN_TOKEN_LEN: usize = 16;
 #[serde(deny_unknown_fields)]
 pub struct FileApprovals {
     ttl_secs: Option<u64>,
+    elicitation: Option<bool>,
     admin_listen: Option<String>,
     admin_socket: Option<PathBuf>,
     admin_token: Option<String>,
@@ -68,6 +69,11 @@ pub struct AdminToken {
 pub struct ApprovalSettings {
     /// How long a pending, approved or denied approval counts.
     pub ttl: Duration,
+    /// Whether clients that declare elicitation are asked with a form.
+    /// Off when the client cannot be trusted to put the question to a
+    /// person (a harness that answers forms itself): then every approval
+    /// goes through the admin endpoint.
+    pub elicitation: bool,
     /// Where the admin endpoint listens.
     pub admin: AdminAddress,
     /// The admin token; required once any tool needs approval.
@@ -78,6 +84,7 @@ impl Default for ApprovalSettings {
     fn default() -> Self {
         ApprovalSettings {
             ttl: DEFAULT_TTL,
+            elicitation: true,
             admin: AdminAddress::Tcp(
                 DEFAULT_ADMIN_LISTEN
                     .parse()
@@ -143,6 +150,7 @@ impl ApprovalSettings {
         let admin_token = load_token(file, &key, env)?;
         Ok(ApprovalSettings {
             ttl,
+            elicitation: file.elicitation.unwrap_or(true),
             admin,
             admin_token,
         })
@@ -179,7 +187,7 @@ impl ApprovalSettings {
                 error(
                     format!("[approvals] (in {})", path.display()),
                     e.message().to_string(),
-                    "the keys are ttl_secs, admin_listen, admin_socket, admin_token, admin_token_file",
+                    "the keys are ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file",
                 )
             })?,
         };
@@ -308,6 +316,7 @@ mod tests {
     fn defaults_without_a_section() {
         let s = load("[pve]\nbase_url = \"x\"\n", &[]).unwrap();
         assert_eq!(s.ttl, DEFAULT_TTL);
+        assert!(s.elicitation);
         assert_eq!(
             s.admin,
             AdminAddress::Tcp("127.0.0.1:7391".parse().unwrap())
@@ -321,11 +330,12 @@ mod tests {
     #[test]
     fn section_is_read_and_env_token_overrides() {
         let s = load(
-            &format!("[approvals]\nttl_secs = 60\nadmin_listen = \"[::1]:9000\"\nadmin_token = \"{TOKEN}\"\n"),
+            &format!("[approvals]\nttl_secs = 60\nelicitation = false\nadmin_listen = \"[::1]:9000\"\nadmin_token = \"{TOKEN}\"\n"),
             &[],
         )
         .unwrap();
         assert_eq!(s.ttl, Duration::from_secs(60));
+        assert!(!s.elicitation);
         assert_eq!(s.admin, AdminAddress::Tcp("[::1]:9000".parse().unwrap()));
         let token = s.admin_token.unwrap();
         assert_eq!(token.secret.expose(), TOKEN);
