@@ -117,11 +117,6 @@ impl Approvals {
         self
     }
 
-    /// The store, for the admin endpoint.
-    pub fn store(&self) -> Arc<dyn ApprovalStore> {
-        self.store.clone()
-    }
-
     /// The approval step of an MCP call the policy marked
     /// `require_approval`: [`Approvals::authorize`], cancellable by the
     /// client, giving the call's rate-limit units back unless it runs.
@@ -199,7 +194,7 @@ impl Approvals {
                 "a call needs approval but the admin endpoint is off (no admin token)"
             );
             return Authorization::Refused(format!(
-                "Not approved: {tool} needs a person's approval, your client cannot show an approval form, and this server has no approvals admin endpoint (no admin token is configured). Ask the operator to set PVE_MCP_ADMIN_TOKEN."
+                "Not approved: {tool} needs a person's approval, which this server can only ask for through an approval form in the client, and none was answered; it has no approvals admin endpoint (no admin token is configured). Ask the operator to set PVE_MCP_ADMIN_TOKEN."
             ));
         }
         let now = now_ms();
@@ -406,6 +401,20 @@ mod tests {
                 .await,
         );
         assert!(text.starts_with("Not approved: a person denied"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn without_an_admin_endpoint_nothing_is_left_pending() {
+        let (approvals, store) = approvals();
+        let approvals = approvals.without_admin();
+        let args = json!({"vmid": 100}).as_object().unwrap().clone();
+        let text = refused(
+            approvals
+                .authorize(None, &Caller::stdio(), "pve_list_vms", &args)
+                .await,
+        );
+        assert!(text.contains("PVE_MCP_ADMIN_TOKEN"), "{text}");
+        assert!(store.list(now_ms()).await.unwrap().is_empty());
     }
 
     #[test]
