@@ -112,3 +112,57 @@ async fn a_file_change_reloads_and_unchanged_limits_keep_their_count() {
     })
     .await;
 }
+
+/// A client that reports `notifications/tools/list_changed`.
+struct ListWatcher(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for ListWatcher {
+    fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + rmcp::service::MaybeSendFuture + '_ {
+        let _ = self.0.send(());
+        std::future::ready(())
+    }
+}
+
+#[tokio::test]
+async fn clients_are_told_when_a_reload_changes_the_tool_list() {
+    use rmcp::ServiceExt;
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        write_policy(&path, "[policy]\n");
+        let opts = Opts::default().arg("--policy").arg(path.to_str().unwrap());
+        let cmd = command(&sim, &opts, dir.path(), &["serve"]);
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawning pve-mcp serve");
+        let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        let client = ListWatcher(tx).serve(transport).await.expect("handshake");
+        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+
+        write_policy(&path, "[policy.tools.pve_list_nodes]\nhide = true\n");
+        changes
+            .recv()
+            .await
+            .expect("a tools/list_changed notification");
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names.len(), CATALOG.len() - 1, "{names:?}");
+        assert!(!names.contains(&"pve_list_nodes".to_string()), "{names:?}");
+
+        write_policy(&path, "[policy]\n");
+        changes.recv().await.expect("a second notification");
+        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+        let _ = client.cancel().await;
+    })
+    .await;
+}

@@ -62,6 +62,7 @@ pub struct Engine {
     policy: ArcSwap<Policy>,
     store: Arc<dyn CounterStore>,
     instance: String,
+    reloads: tokio::sync::watch::Sender<u64>,
 }
 
 impl Engine {
@@ -89,6 +90,7 @@ impl Engine {
             policy: ArcSwap::from_pointee(policy),
             store,
             instance: format!("{}-{}", std::process::id(), crate::state::now_ms()),
+            reloads: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -109,6 +111,12 @@ impl Engine {
             );
         }
         self.policy.store(Arc::new(policy));
+        self.reloads.send_modify(|n| *n += 1);
+    }
+
+    /// Changes each time a new policy is put in force.
+    pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
     }
 
     /// Where the counters live, for logs.
