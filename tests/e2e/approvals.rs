@@ -683,3 +683,38 @@ async fn elicitation_can_be_turned_off_for_clients_that_answer_forms_themselves(
     })
     .await;
 }
+
+#[tokio::test]
+async fn concurrent_retries_of_an_approved_call_run_it_once() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::socket();
+        let server = Server::start(&sim, setup.opts()).await;
+        let id = pending(&server, vm(100)).await;
+        setup.decide("approve", &id).await;
+        let mut calls = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let peer = server.client.peer().clone();
+            calls.spawn(async move {
+                let args = vm(100).as_object().cloned().unwrap();
+                peer.call_tool(CallToolRequestParams::new(TOOL).with_arguments(args))
+                    .await
+                    .expect("a result, not a protocol error")
+            });
+        }
+        let results = calls.join_all().await;
+        let ran = results.iter().filter(|r| r.is_error == Some(false)).count();
+        assert_eq!(ran, 1, "{results:?}");
+        assert_eq!(runs(&sim), 1);
+        // The others wait on one new approval, not seven.
+        let waiting: std::collections::BTreeSet<String> = results
+            .iter()
+            .filter(|r| r.is_error == Some(true))
+            .map(|r| approval_id(&text(r)))
+            .collect();
+        assert_eq!(waiting.len(), 1, "{waiting:?}");
+        assert!(!waiting.contains(&id));
+        assert_eq!(setup.list().await.len(), 2);
+    })
+    .await;
+}
