@@ -2,14 +2,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{App, ComponentSource};
 use crate::component::CacheDir;
 use crate::config::{Config, ConfigError, SandboxLimits};
-use crate::mcp::{McpServer, to_call_result};
+use crate::mcp::to_call_result;
+use crate::serving::Serving;
 use crate::tools::{CallOutcome, ToolInfo};
 
 /// A sandboxed MCP server for Proxmox VE.
@@ -32,7 +32,7 @@ pub struct Cli {
 }
 
 /// Options every command takes.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Global {
     /// TOML configuration file; environment variables override its keys.
     #[arg(long, global = true, env = "PVE_MCP_CONFIG", value_name = "FILE")]
@@ -105,6 +105,13 @@ pub enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// List, approve or deny calls waiting for a person's approval.
+    ///
+    /// Talks to the admin endpoint of a running `pve-mcp serve`, found and
+    /// authenticated through the [approvals] settings and
+    /// PVE_MCP_ADMIN_TOKEN.
+    #[command(subcommand)]
+    Approvals(crate::approval::cli::ApprovalsCommand),
 }
 
 /// `pve-mcp policy ...`.
@@ -172,20 +179,9 @@ pub fn failure(error: &anyhow::Error) -> ExitCode {
 /// failure has been reported and becomes the exit code.
 async fn start_configured(global: &Global) -> Result<App, ExitCode> {
     let config = global.load_config().map_err(|e| config_failure(&e))?;
-    let app = App::start(
-        &config.clusters,
-        &config.sandbox,
-        &global.component(),
-        &global.cache(),
-    )
-    .await
-    .map_err(|e| failure(&e))?;
-    let policy = global
-        .policy_origin()
-        .load(app.tools())
-        .map_err(|e| config_failure(&e))?;
-    let engine = crate::policy::Engine::new(policy).map_err(|e| config_failure(&e))?;
-    Ok(app.with_policy(Arc::new(engine)))
+    crate::serving::start_app(global, &config)
+        .await
+        .map_err(|e| e.report())
 }
 
 /// `pve-mcp serve`: stdio, or Streamable HTTP with `--http`,
@@ -203,32 +199,12 @@ pub async fn serve(global: &Global, http: Option<&str>) -> ExitCode {
     if http.is_some() || config.http.requested {
         return crate::http::serve_command(global, config, http).await;
     }
-    let app = match App::start(
-        &config.clusters,
-        &config.sandbox,
-        &global.component(),
-        &global.cache(),
-    )
-    .await
-    {
-        Ok(app) => Arc::new(app),
-        Err(e) => return failure(&e),
+    let serving = match Serving::start(global, &config).await {
+        Ok(serving) => serving,
+        Err(e) => return e.report(),
     };
-    let tools: Arc<[ToolInfo]> = Arc::from(app.tools().to_vec());
-    if let Err(e) =
-        crate::policy::reload::spawn(app.policy().clone(), global.policy_origin(), tools)
-    {
-        tracing::warn!("policy reload on SIGHUP is unavailable: {e}");
-    }
-    let policy = app.policy().policy();
-    tracing::info!(
-        policy = %policy.origin,
-        default = policy.default.as_str(),
-        state = %app.policy().store().describe(),
-        "policy in force"
-    );
     tracing::info!("serving MCP on stdio");
-    match McpServer::new(app).serve_stdio().await {
+    match serving.server().clone().serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => failure(&e),
     }

@@ -26,6 +26,8 @@ pub struct Config {
     pub sandbox: SandboxLimits,
     /// The Streamable HTTP transport (`[http]`, `MCP_*`).
     pub http: crate::http::HttpSettings,
+    /// `[approvals]`: expiry, the admin endpoint and its token.
+    pub approvals: crate::approval::settings::ApprovalSettings,
 }
 
 /// One Proxmox VE cluster (or single node) and how to reach it.
@@ -152,6 +154,8 @@ struct FileConfig {
     /// Read (with its spans) by [`crate::policy`].
     #[serde(default, rename = "policy")]
     _policy: Option<toml::Value>,
+    #[serde(default)]
+    approvals: crate::approval::settings::FileApprovals,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -439,10 +443,16 @@ impl Config {
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
         let http = crate::http::config::load(&file_config.http, &file_name, env)?;
+        let approvals = crate::approval::settings::ApprovalSettings::load(
+            &file_config.approvals,
+            &file_name,
+            env,
+        )?;
         Ok(Config {
             clusters,
             sandbox,
             http,
+            approvals,
         })
     }
 
@@ -492,7 +502,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs) and [policy] (see `pve-mcp policy check`)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs), [policy] (see `pve-mcp policy check`) and [approvals] (ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file)",
         )
     })
 }

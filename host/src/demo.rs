@@ -95,8 +95,11 @@ async fn serve_http(global: &Global, listen: &str) -> ExitCode {
         Err(e) => return cli::failure(&e),
     };
     let (component, cache) = (global.component(), global.cache());
-    let app =
-        async move { App::start(&[cluster], &SandboxLimits::default(), &component, &cache).await };
+    let app = async move {
+        App::start(&[cluster], &SandboxLimits::default(), &component, &cache)
+            .await
+            .map(crate::serving::Serving::without_approvals)
+    };
     let token = settings.tokens.first().map(|t| t.name.clone());
     let announce = |bound: &crate::http::serve::Bound| {
         eprintln!("pve-mcp: MCP endpoint {}", bound.url);

@@ -8,6 +8,7 @@
 //! same server against the embedded simulated cluster.
 
 pub mod app;
+pub mod approval;
 pub mod caller;
 pub mod canonical;
 pub mod cli;
@@ -24,6 +25,7 @@ pub mod policy;
 pub mod progress;
 pub mod sandbox;
 pub mod secret;
+pub mod serving;
 pub mod state;
 pub mod tls;
 pub mod tools;

@@ -42,6 +42,7 @@ fn main() -> ExitCode {
             Command::Policy {
                 command: PolicyCommand::Check { file, json },
             } => pve_mcp::policy::check::run(&cli.global, file.as_deref(), *json).await,
+            Command::Approvals(command) => pve_mcp::approval::cli::run(&cli.global, command).await,
         }
     })
 }

@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::app::{App, Grant};
+use crate::approval::{Approvals, Gate};
 use crate::caller::Caller;
 use crate::policy::Decision;
 use crate::tools::{CallOutcome, ToolInfo};
@@ -31,6 +32,7 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     /// Over HTTP, the calls this session may run at once.
     call_slots: Option<crate::http::limits::CallSlots>,
+    approvals: Option<Arc<Approvals>>,
 }
 
 impl McpServer {
@@ -41,7 +43,28 @@ impl McpServer {
             app,
             tools: Arc::new(tools),
             call_slots: None,
+            approvals: None,
         }
+    }
+
+    /// Lets calls the policy marks `require_approval` run once a person
+    /// approves them (without it they are refused).
+    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
+        self.approvals = Some(approvals);
+        self
+    }
+
+    /// The result of a call the policy (or a person) refused.
+    async fn refuse(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        decision: Decision,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let report = self.app.refuse(caller, tool, decision).await;
+        to_call_result(report.outcome)
+            .map(Into::into)
+            .ok_or_else(|| unknown_tool(tool))
     }
 
     /// Limits the calls this server (one HTTP session) runs at once.
@@ -128,6 +151,11 @@ fn session_busy(limit: usize) -> CallToolResult {
     ))])
 }
 
+fn cancelled(tool: &str) -> ErrorData {
+    tracing::info!(tool, "call cancelled by the client");
+    ErrorData::internal_error("request cancelled", None)
+}
+
 fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
 }
@@ -182,38 +210,57 @@ impl ServerHandler for McpServer {
         };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
-        let report = match self.app.decide(&caller, tool, &arguments).await {
+        let grant = match self.app.decide(&caller, tool, &arguments).await {
             Decision::Allow {
                 rule,
                 may_write,
                 permit,
-            } => {
-                let grant = Grant {
-                    rule,
-                    may_write,
-                    permit,
-                };
-                let call = crate::progress::track(
-                    &context,
-                    &request.name,
-                    self.app.run(&caller, &request.name, &arguments, grant),
-                );
-                // Dropping the call future on cancellation drops its store
-                // (so the instance) and its in-flight upstream request.
-                tokio::select! {
-                    report = call => report,
-                    _ = context.ct.cancelled() => {
-                        tracing::info!(tool = %request.name, "call cancelled by the client");
-                        return Err(ErrorData::internal_error("request cancelled", None));
+            } => Grant {
+                rule,
+                may_write,
+                permit,
+            },
+            Decision::RequireApproval {
+                rule,
+                may_write,
+                permit,
+            } => match &self.approvals {
+                Some(approvals) => match approvals
+                    .gate(&context, &caller, &request.name, &arguments, permit)
+                    .await
+                {
+                    Gate::Approved(permit) => Grant {
+                        rule,
+                        may_write,
+                        permit,
+                    },
+                    Gate::Refused(text) => {
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
                     }
+                    Gate::Cancelled => return Err(cancelled(&request.name)),
+                },
+                // Without the flow (`pve-mcp call`, the demo) it is refused.
+                None => {
+                    let decision = Decision::RequireApproval {
+                        rule,
+                        may_write,
+                        permit,
+                    };
+                    return self.refuse(&caller, &request.name, decision).await;
                 }
-            }
-            // The approval flow replaces this arm; until then a call that
-            // needs a person's approval is refused, saying so.
-            decision @ Decision::RequireApproval { .. } => {
-                self.app.refuse(&caller, &request.name, decision).await
-            }
-            decision => self.app.refuse(&caller, &request.name, decision).await,
+            },
+            decision => return self.refuse(&caller, &request.name, decision).await,
+        };
+        // Dropping the call future on cancellation drops its store (so the
+        // instance) and its in-flight upstream request.
+        let call = crate::progress::track(
+            &context,
+            &request.name,
+            self.app.run(&caller, &request.name, &arguments, grant),
+        );
+        let report = tokio::select! {
+            report = call => report,
+            _ = context.ct.cancelled() => return Err(cancelled(&request.name)),
         };
         to_call_result(report.outcome)
             .map(Into::into)

@@ -21,7 +21,6 @@ use std::process::ExitCode;
 
 pub use config::HttpSettings;
 
-use crate::app::App;
 use crate::cli::{self, Global};
 use crate::config::{Config, ConfigError};
 
@@ -42,11 +41,15 @@ pub async fn serve_command(global: &Global, config: Config, flag: Option<&str>) 
             "http.session_idle_secs is shorter than sandbox.timeout_secs: a long call can outlive its session"
         );
     }
-    let (component, cache) = (global.component(), global.cache());
-    let (clusters, sandbox) = (config.clusters, config.sandbox);
-    let app = async move { App::start(&clusters, &sandbox, &component, &cache).await };
+    let global = global.clone();
+    let settings = config.http.clone();
+    let app = async move {
+        crate::serving::Serving::start(&global, &config)
+            .await
+            .map_err(anyhow::Error::from)
+    };
     let announce = |bound: &serve::Bound| eprintln!("pve-mcp: MCP endpoint {}", bound.url);
-    match serve::run(&config.http, addr, app, announce).await {
+    match serve::run(&settings, addr, app, announce).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => cli::failure(&e),
     }

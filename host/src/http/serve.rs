@@ -30,9 +30,9 @@ use super::config::HttpSettings;
 use super::guard::{self, Guard};
 use super::limits::{InFlight, hold_until_sent};
 use super::response::{Body, Reject, text};
-use crate::app::App;
 use crate::caller::TokenName;
 use crate::mcp::McpServer;
+use crate::serving::Serving;
 
 /// A TLS handshake that takes longer is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -65,6 +65,8 @@ struct State {
     rmcp_config: StreamableHttpServerConfig,
     /// Set once the component is compiled: until then MCP requests get 503.
     service: OnceLock<Service>,
+    /// What the service needs kept alive (the approvals admin endpoint).
+    serving: OnceLock<Serving>,
     /// Serialises session creation, so the session limit is exact.
     init_lock: tokio::sync::Mutex<()>,
     /// Which token opened each session: another token cannot use it.
@@ -101,6 +103,7 @@ impl State {
             sessions: Arc::new(sessions),
             rmcp_config,
             service: OnceLock::new(),
+            serving: OnceLock::new(),
             init_lock: tokio::sync::Mutex::new(()),
             owners: Mutex::new(HashMap::new()),
             inflight: Arc::new(InFlight::default()),
@@ -109,8 +112,8 @@ impl State {
         })
     }
 
-    fn set_ready(&self, app: Arc<App>) {
-        let prototype = McpServer::new(app);
+    fn set_ready(&self, serving: Serving) {
+        let prototype = serving.server().clone();
         let limit = self.max_calls_per_session;
         // rmcp asks for a server per session (and per stateless request);
         // each gets its own call slots.
@@ -120,6 +123,7 @@ impl State {
             self.rmcp_config.clone(),
         );
         let _ = self.service.set(service);
+        let _ = self.serving.set(serving);
     }
 
     fn draining(&self) -> bool {
@@ -134,7 +138,7 @@ impl State {
 pub async fn run(
     settings: &HttpSettings,
     addr: SocketAddr,
-    app: impl Future<Output = anyhow::Result<App>> + Send + 'static,
+    app: impl Future<Output = anyhow::Result<Serving>> + Send + 'static,
     announce: impl FnOnce(&Bound),
 ) -> anyhow::Result<()> {
     let tls = match &settings.tls {
@@ -175,7 +179,7 @@ pub async fn run(
     {
         let state = state.clone();
         tokio::spawn(async move {
-            let result = app.await.map(|app| state.set_ready(Arc::new(app)));
+            let result = app.await.map(|serving| state.set_ready(serving));
             let _ = started_tx.send(result);
         });
     }

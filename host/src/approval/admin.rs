@@ -1,0 +1,467 @@
+//! The admin endpoint: a small HTTP API on a loopback address or a unix
+//! socket, guarded by its own bearer token, through which a person lists,
+//! approves and denies approvals (`pve-mcp approvals` is its client).
+//!
+//! ```text
+//! GET  /v1/approvals                 200 {"now_ms", "approvals": [..]}
+//! POST /v1/approvals/{id}/approve    200 {"now_ms", "approval": {..}}
+//! POST /v1/approvals/{id}/deny       200 {"now_ms", "approval": {..}}
+//! errors: 401 token, 404 unknown id or path, 409 already decided,
+//!         410 expired, 503 store unavailable; body {"error": "..."}
+//! ```
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::settings::AdminAddress;
+use super::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};
+use crate::config::ConfigError;
+use crate::secret::Secret;
+
+/// The path prefix of every admin route.
+pub const PREFIX: &str = "/v1/approvals";
+
+/// A running admin endpoint; dropping it stops it (and removes its socket).
+pub struct AdminServer {
+    address: AdminAddress,
+    task: tokio::task::JoinHandle<()>,
+    socket: Option<PathBuf>,
+}
+
+impl AdminServer {
+    /// Where it listens (with the port the system chose for port 0).
+    pub fn address(&self) -> &AdminAddress {
+        &self.address
+    }
+}
+
+impl Drop for AdminServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        if let Some(path) = &self.socket {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+struct Shared {
+    token_digest: [u8; 32],
+    store: Arc<dyn ApprovalStore>,
+}
+
+/// Binds the endpoint and serves it in the background; an address that
+/// cannot be bound is a [`ConfigError`] naming its setting.
+pub async fn start(
+    address: &AdminAddress,
+    token: &Secret,
+    store: Arc<dyn ApprovalStore>,
+) -> Result<AdminServer, ConfigError> {
+    let shared = Arc::new(Shared {
+        token_digest: Sha256::digest(token.expose().as_bytes()).into(),
+        store,
+    });
+    match address {
+        AdminAddress::Tcp(addr) => {
+            // Settings refuse other addresses already; this is the last line.
+            if !addr.ip().is_loopback() {
+                return Err(bind_error(address, "it is not a loopback address".into()));
+            }
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| bind_error(address, e.to_string()))?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| bind_error(address, e.to_string()))?;
+            tracing::info!(address = %bound, "approvals admin endpoint listening");
+            Ok(AdminServer {
+                address: AdminAddress::Tcp(bound),
+                task: tokio::spawn(accept_loop(listener, shared)),
+                socket: None,
+            })
+        }
+        AdminAddress::Unix(path) => {
+            let listener = bind_unix(path).map_err(|problem| bind_error(address, problem))?;
+            tracing::info!(socket = %path.display(), "approvals admin endpoint listening");
+            Ok(AdminServer {
+                address: address.clone(),
+                task: tokio::spawn(accept_loop(listener, shared)),
+                socket: Some(path.clone()),
+            })
+        }
+    }
+}
+
+/// A listener the endpoint can serve: TCP or unix.
+trait Listener: Send + 'static {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn next(&self) -> impl std::future::Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn next(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+impl Listener for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+async fn accept_loop<L: Listener>(listener: L, shared: Arc<Shared>) {
+    loop {
+        match listener.next().await {
+            Ok(stream) => {
+                tokio::spawn(serve_connection(stream, shared.clone()));
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: wait, keep serving.
+                tracing::debug!("admin endpoint accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+fn bind_error(address: &AdminAddress, problem: String) -> ConfigError {
+    let key = match address {
+        AdminAddress::Tcp(_) => "approvals.admin_listen",
+        AdminAddress::Unix(_) => "approvals.admin_socket",
+    };
+    ConfigError {
+        key: key.into(),
+        problem: format!("cannot listen on {address} for the approvals admin endpoint: {problem}"),
+        fix: "is another pve-mcp serve using it? Give each server its own admin_listen port or admin_socket path in [approvals]".into(),
+    }
+}
+
+/// Binds a unix socket readable and writable by this user only. A socket
+/// file left by a server that is gone is replaced; a live one, or any file
+/// that is not a socket, is left alone.
+fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(format!("{} exists and is not a socket", path.display()));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err("another server is listening on it".into());
+        }
+        std::fs::remove_file(path).map_err(|e| format!("cannot replace the stale socket: {e}"))?;
+    }
+    // Connecting needs write permission on the socket; the usual umask
+    // already denies it to others between bind and the chmod that makes
+    // the mode exact (and every request still needs the token).
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| e.to_string())?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict the socket to this user: {e}"))?;
+    Ok(listener)
+}
+
+async fn serve_connection<S>(stream: S, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(handle(&shared, request).await) }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10))
+        .max_headers(32);
+    if let Err(e) = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .await
+    {
+        tracing::debug!("admin connection ended: {e}");
+    }
+}
+
+fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response<Full<Bytes>> {
+    reply(status, json!({ "error": message.into() }))
+}
+
+/// The token check compares SHA-256 digests, so it takes the same time
+/// however much of a wrong token matches.
+fn authorized(shared: &Shared, request: &Request<Incoming>) -> bool {
+    let Some(presented) = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let digest: [u8; 32] = Sha256::digest(presented.trim().as_bytes()).into();
+    digest
+        .iter()
+        .zip(shared.token_digest.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
+
+/// An approval as the endpoint shows it: with its state as of now.
+fn shown(approval: &Approval, now: u64) -> Approval {
+    Approval {
+        state: approval.state_at(now),
+        ..approval.clone()
+    }
+}
+
+async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    if !authorized(shared, &request) {
+        tracing::warn!(path = %request.uri().path(), "admin request refused: missing or wrong admin token");
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "the admin token is missing or wrong: send `Authorization: Bearer TOKEN` with the server's admin token (PVE_MCP_ADMIN_TOKEN, or admin_token / admin_token_file in [approvals])",
+        );
+    }
+    let path = request.uri().path().trim_end_matches('/');
+    let method = request.method();
+    let now = now_ms();
+    if path == PREFIX {
+        if method != Method::GET {
+            return error(StatusCode::METHOD_NOT_ALLOWED, format!("use GET {PREFIX}"));
+        }
+        return match shared.store.list(now).await {
+            Ok(all) => {
+                let all: Vec<Approval> = all.iter().map(|a| shown(a, now)).collect();
+                reply(StatusCode::OK, json!({ "now_ms": now, "approvals": all }))
+            }
+            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        };
+    }
+    let Some((id, verdict)) = path
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(id, action)| match action {
+            "approve" => Some((id, Verdict::Approve)),
+            "deny" => Some((id, Verdict::Deny)),
+            _ => None,
+        })
+    else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no such route; use GET {PREFIX} or POST {PREFIX}/ID/approve|deny"),
+        );
+    };
+    if method != Method::POST {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+    }
+    match shared.store.decide(id, verdict, now).await {
+        Ok(approval) => {
+            tracing::info!(approval = %approval.id, tool = %approval.tool, caller = %approval.caller, decision = %approval.state, "approval decided by a person");
+            reply(
+                StatusCode::OK,
+                json!({ "now_ms": now, "approval": shown(&approval, now) }),
+            )
+        }
+        Err(e) => {
+            let status = match &e {
+                DecideError::Unknown(_) => StatusCode::NOT_FOUND,
+                DecideError::Expired(_) => StatusCode::GONE,
+                DecideError::AlreadyDecided(_) => StatusCode::CONFLICT,
+                DecideError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            error(status, e.to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::client::{AdminClient, ClientError};
+    use crate::approval::store::{Check, MemoryStore, Request, State, StoreLimits};
+
+    const TOKEN: &str = "test-admin-token-0123456789";
+
+    async fn pending(store: &MemoryStore, hash: &str) -> String {
+        let request = Request {
+            caller: "session:stdio".into(),
+            tool: "pve_list_vms".into(),
+            arguments_hash: hash.into(),
+            arguments: "{}".into(),
+        };
+        match store
+            .check_or_request(&request, &crate::approval::store::new_id(), now_ms())
+            .await
+            .unwrap()
+        {
+            Check::Pending { approval, .. } => approval.id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn client(server: &AdminServer, token: &str) -> AdminClient {
+        AdminClient::new(
+            server.address().clone(),
+            Secret::new(token),
+            "PVE_MCP_ADMIN_TOKEN".into(),
+        )
+    }
+
+    async fn exercise(address: AdminAddress) {
+        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+            Duration::from_secs(60),
+        )));
+        let server = start(&address, &Secret::new(TOKEN), store.clone())
+            .await
+            .unwrap();
+        let first = pending(&store, "sha256:1").await;
+        let second = pending(&store, "sha256:2").await;
+        let admin = client(&server, TOKEN);
+
+        let (_, all) = admin.list().await.unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(all.iter().all(|a| a.state == State::Pending));
+
+        let (_, approved) = admin.decide(&first, Verdict::Approve).await.unwrap();
+        assert_eq!(approved.state, State::Approved);
+        let (_, denied) = admin.decide(&second, Verdict::Deny).await.unwrap();
+        assert_eq!(denied.state, State::Denied);
+
+        let again = admin.decide(&second, Verdict::Approve).await.unwrap_err();
+        assert!(again.to_string().contains("already denied"), "{again}");
+        let unknown = admin
+            .decide("ap-ffffffffffffffff", Verdict::Approve)
+            .await
+            .unwrap_err();
+        assert!(
+            unknown.to_string().contains("no approval has the id"),
+            "{unknown}"
+        );
+        let bad = admin.decide("../../x", Verdict::Approve).await.unwrap_err();
+        assert!(matches!(bad, ClientError::BadId(_)), "{bad}");
+
+        let wrong = client(&server, "not-the-admin-token-at-all");
+        let refused = wrong.list().await.unwrap_err();
+        assert!(matches!(refused, ClientError::Refused(_)), "{refused}");
+        assert!(
+            refused.to_string().contains("refused the admin token"),
+            "{refused}"
+        );
+        assert!(
+            !refused.to_string().contains("not-the-admin-token"),
+            "{refused}"
+        );
+        assert!(!refused.to_string().contains(TOKEN), "{refused}");
+        let refused = wrong.decide(&first, Verdict::Deny).await.unwrap_err();
+        assert!(matches!(refused, ClientError::Refused(_)));
+        // The wrong token changed nothing.
+        let (_, all) = admin.list().await.unwrap();
+        assert_eq!(
+            all.iter().find(|a| a.id == first).unwrap().state,
+            State::Approved
+        );
+    }
+
+    #[tokio::test]
+    async fn tcp_endpoint_lists_decides_and_checks_the_token() {
+        exercise(AdminAddress::Tcp("127.0.0.1:0".parse().unwrap())).await;
+    }
+
+    #[tokio::test]
+    async fn unix_endpoint_is_private_and_replaces_a_stale_socket() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.sock");
+        // A stale socket left by a server that is gone.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        exercise(AdminAddress::Unix(path.clone())).await;
+        assert!(
+            !path.exists(),
+            "the socket is removed when the server stops"
+        );
+
+        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+            Duration::from_secs(60),
+        )));
+        let server = start(
+            &AdminAddress::Unix(path.clone()),
+            &Secret::new(TOKEN),
+            store.clone(),
+        )
+        .await
+        .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // A live one is not taken over.
+        let err = start(
+            &AdminAddress::Unix(path.clone()),
+            &Secret::new(TOKEN),
+            store.clone(),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(err.key, "approvals.admin_socket");
+        assert!(err.problem.contains("another server"), "{err}");
+        drop(server);
+        // Nor is a file that is not a socket.
+        std::fs::write(&path, "data").unwrap();
+        let err = start(
+            &AdminAddress::Unix(path.clone()),
+            &Secret::new(TOKEN),
+            store,
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(err.problem.contains("not a socket"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "data");
+    }
+
+    #[tokio::test]
+    async fn a_taken_port_and_a_non_loopback_address_are_refused_at_start() {
+        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+            Duration::from_secs(60),
+        )));
+        let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = AdminAddress::Tcp(taken.local_addr().unwrap());
+        let err = start(&address, &Secret::new(TOKEN), store.clone())
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(err.key, "approvals.admin_listen");
+        assert!(err.fix.contains("another pve-mcp serve"), "{err}");
+        let err = start(
+            &AdminAddress::Tcp("0.0.0.0:0".parse().unwrap()),
+            &Secret::new(TOKEN),
+            store,
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(err.problem.contains("loopback"), "{err}");
+    }
+}

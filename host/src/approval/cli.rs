@@ -1,0 +1,226 @@
+//! `pve-mcp approvals list|approve ID|deny ID`: a person's side of
+//! pending-then-retry, talking to the server's admin endpoint.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+
+use super::client::{AdminClient, ClientError};
+use super::settings::ApprovalSettings;
+use super::store::{Approval, Millis, State, Verdict};
+use super::{human_duration, remaining};
+use crate::cli::{Global, config_failure};
+
+/// What to do with approvals.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// List approvals: id, tool, state, age, expiry, caller, arguments.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve one: the agent's next identical call runs, once.
+    Approve {
+        /// The approval id the agent quoted, e.g. ap-0123456789abcdef.
+        id: String,
+    },
+    /// Deny one: identical calls are refused until it expires.
+    Deny {
+        /// The approval id the agent quoted, e.g. ap-0123456789abcdef.
+        id: String,
+    },
+}
+
+/// Runs `pve-mcp approvals ...`. It reads only `[approvals]` and the admin
+/// token from --config and the environment, so no Proxmox credentials are
+/// needed to approve calls.
+pub async fn run(global: &Global, command: &ApprovalsCommand) -> ExitCode {
+    let settings =
+        match ApprovalSettings::load_alone(global.config.as_deref(), &|k| std::env::var(k).ok()) {
+            Ok(s) => s,
+            Err(e) => return config_failure(&e),
+        };
+    let token = match settings.require_token("`pve-mcp approvals` sends it to the server") {
+        Ok(t) => t.clone(),
+        Err(e) => return config_failure(&e),
+    };
+    let client = AdminClient::new(settings.admin.clone(), token.secret, token.key);
+    let result = match command {
+        ApprovalsCommand::List { json } => client.list().await.map(|(now, all)| {
+            if *json {
+                serde_json::to_string_pretty(&all).unwrap_or_default()
+            } else {
+                table(&all, now)
+            }
+        }),
+        ApprovalsCommand::Approve { id } => client
+            .decide(id, Verdict::Approve)
+            .await
+            .map(|(now, a)| decided(&a, now)),
+        ApprovalsCommand::Deny { id } => client
+            .decide(id, Verdict::Deny)
+            .await
+            .map(|(now, a)| decided(&a, now)),
+    };
+    match result {
+        Ok(text) => {
+            println!("{}", text.trim_end());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                ClientError::BadId(_) => ExitCode::from(2),
+                _ => ExitCode::from(1),
+            }
+        }
+    }
+}
+
+/// What `approve` and `deny` print.
+fn decided(a: &Approval, now: Millis) -> String {
+    let call = format!("{} {} for {}", a.tool, a.arguments, a.caller);
+    match a.state {
+        State::Approved => format!(
+            "approved {}: {call}\nThe agent's next identical call runs once (within {}).",
+            a.id,
+            remaining(a.expires_ms, now)
+        ),
+        _ => format!(
+            "denied {}: {call}\nIdentical calls are refused for {}.",
+            a.id,
+            remaining(a.expires_ms, now)
+        ),
+    }
+}
+
+/// The `list` table, one approval per line, oldest first.
+pub fn table(all: &[Approval], now: Millis) -> String {
+    if all.is_empty() {
+        return "no approvals\n".into();
+    }
+    let rows: Vec<[String; 7]> = all
+        .iter()
+        .map(|a| {
+            let state = a.state_at(now);
+            let expiry = match state {
+                State::Used => "-".to_string(),
+                State::Expired => format!(
+                    "{} ago",
+                    human_duration(Duration::from_millis(now.saturating_sub(a.expires_ms)))
+                ),
+                _ => format!("in {}", remaining(a.expires_ms, now)),
+            };
+            [
+                a.id.clone(),
+                a.tool.clone(),
+                state.to_string(),
+                human_duration(Duration::from_millis(now.saturating_sub(a.created_ms))),
+                expiry,
+                a.caller.clone(),
+                a.arguments.clone(),
+            ]
+        })
+        .collect();
+    let header = [
+        "ID",
+        "TOOL",
+        "STATE",
+        "AGE",
+        "EXPIRES",
+        "CALLER",
+        "ARGUMENTS",
+    ];
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(header.to_vec());
+    for row in &rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approval(id: &str, state: State, created: Millis, expires: Millis) -> Approval {
+        Approval {
+            id: id.into(),
+            tool: "pve_get_vm_status".into(),
+            arguments_hash: "sha256:00".into(),
+            arguments: r#"{"vmid":100}"#.into(),
+            caller: "session:stdio".into(),
+            created_ms: created,
+            decided_ms: None,
+            expires_ms: expires,
+            state,
+        }
+    }
+
+    #[test]
+    fn table_shows_every_column_and_computed_expiry() {
+        let now = 10_000_000;
+        let text = table(
+            &[
+                approval("ap-1", State::Pending, now - 5_000, now + 600_000),
+                approval("ap-2", State::Approved, now - 9_000, now - 3_000),
+                approval("ap-3", State::Used, now - 9_000, now + 1),
+            ],
+            now,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("ID"), "{text}");
+        for column in ["TOOL", "STATE", "AGE", "EXPIRES", "CALLER", "ARGUMENTS"] {
+            assert!(lines[0].contains(column), "{text}");
+        }
+        assert!(
+            lines[1].contains("pending") && lines[1].contains("in 10 min"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("5 s") && lines[1].contains(r#"{"vmid":100}"#),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains("expired") && lines[2].contains("3 s ago"),
+            "{text}"
+        );
+        assert!(lines[3].contains("used"), "{text}");
+        assert_eq!(table(&[], now), "no approvals\n");
+    }
+
+    #[test]
+    fn decisions_say_what_happens_next() {
+        let now = 1_000;
+        let text = decided(&approval("ap-1", State::Approved, 0, now + 900_000), now);
+        assert!(
+            text.starts_with("approved ap-1: pve_get_vm_status"),
+            "{text}"
+        );
+        assert!(
+            text.contains("runs once") && text.contains("15 min"),
+            "{text}"
+        );
+        let text = decided(&approval("ap-1", State::Denied, 0, now + 60_000), now);
+        assert!(text.starts_with("denied ap-1"), "{text}");
+    }
+}

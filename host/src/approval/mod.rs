@@ -1,0 +1,431 @@
+//! Human approval of tool calls (the policy action `require_approval`).
+//!
+//! A call that needs approval runs only once a person has said yes:
+//!
+//! - **At the client**, when it declared the `elicitation` capability: the
+//!   host asks with a one-field form ([`elicit`]) naming the tool and its
+//!   redacted arguments, and runs the call if the person approves.
+//! - **Pending-then-retry** otherwise: the call returns a tool error with an
+//!   approval id; a person runs `pve-mcp approvals approve ID` ([`cli`]),
+//!   which talks to the server's loopback admin endpoint ([`admin`]); the
+//!   agent retries, and the identical call runs exactly once.
+//!
+//! An approval is bound to the tool, the canonical hash of its arguments
+//! and the caller ([`binding`]), and expires (`[approvals] ttl_secs`).
+//! Approvals live in memory, or in Redis so that replicas share them
+//! ([`store`], [`redis_store`]).
+
+pub mod admin;
+pub mod cli;
+pub mod client;
+pub mod elicit;
+pub mod redact;
+pub mod redis_store;
+pub mod serve;
+pub mod settings;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+
+use crate::caller::Caller;
+use crate::canonical::arguments_hash;
+use crate::policy::Permit;
+use crate::secret::Redactor;
+use crate::tools::JsonObject;
+use store::{ApprovalStore, Check, Millis, Request, now_ms};
+
+/// Whether a call that needs approval may run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorization {
+    /// A person approved exactly this call; run it.
+    Run,
+    /// Do not run it; return this text as a tool error (`isError`), so the
+    /// agent reads why and what to do.
+    Refused(String),
+}
+
+/// The approval step of one MCP call, as the server acts on it.
+#[derive(Debug)]
+pub enum Gate {
+    /// Approved: run it with these rate-limit units.
+    Approved(Permit),
+    /// Not run (its units given back); return this as a tool error.
+    Refused(String),
+    /// The client cancelled the call while it waited (units given back).
+    Cancelled,
+}
+
+/// Whom an approval belongs to: `token:NAME` when the caller authenticated
+/// with a named bearer token, otherwise `session:ID` (`session:stdio` for
+/// the one client of a stdio server).
+///
+/// The token, when there is one, because it is the identity a person
+/// approves for: it is the same on every replica and survives the agent
+/// reconnecting (a new MCP session) between the call and its retry, which
+/// HTTP clients do routinely and which MCP 2026-07-28 makes universal by
+/// dropping sessions. Without a token the session is the only identity
+/// there is, and binding to it keeps one unauthenticated client from using
+/// another's approval.
+pub fn binding(caller: &Caller) -> String {
+    match &caller.token {
+        Some(token) => format!("token:{token}"),
+        None => format!("session:{}", caller.session),
+    }
+}
+
+/// The approval flow, shared by every session of a server.
+pub struct Approvals {
+    store: Arc<dyn ApprovalStore>,
+    ttl: Duration,
+    redactor: Redactor,
+    /// Whether a person can reach the admin endpoint to approve.
+    admin: bool,
+    /// Whether clients that can show a form are asked.
+    elicitation: bool,
+}
+
+impl Approvals {
+    /// Approvals in `store`, counting for `ttl`; argument previews are
+    /// scrubbed of the `redactor`'s secrets.
+    pub fn new(store: Arc<dyn ApprovalStore>, ttl: Duration, redactor: Redactor) -> Approvals {
+        Approvals {
+            store,
+            ttl,
+            redactor,
+            admin: true,
+            elicitation: true,
+        }
+    }
+
+    /// Never asks the client, even one that declared elicitation: every
+    /// approval goes through the admin endpoint (`[approvals] elicitation
+    /// = false`).
+    pub fn without_elicitation(mut self) -> Approvals {
+        self.elicitation = false;
+        self
+    }
+
+    /// Without an admin endpoint nobody can approve a pending call, so
+    /// pending-then-retry refuses at once, saying so (asking the person at
+    /// the client still works).
+    pub fn without_admin(mut self) -> Approvals {
+        self.admin = false;
+        self
+    }
+
+    /// The approval step of an MCP call the policy marked
+    /// `require_approval`: [`Approvals::authorize`], cancellable by the
+    /// client, giving the call's rate-limit units back unless it runs.
+    pub async fn gate(
+        &self,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+        tool: &str,
+        arguments: &JsonObject,
+        permit: Permit,
+    ) -> Gate {
+        let authorization = tokio::select! {
+            a = self.authorize(Some(&context.peer), caller, tool, arguments) => a,
+            _ = context.ct.cancelled() => {
+                permit.rollback().await;
+                return Gate::Cancelled;
+            }
+        };
+        match authorization {
+            Authorization::Run => Gate::Approved(permit),
+            Authorization::Refused(text) => {
+                permit.rollback().await;
+                Gate::Refused(text)
+            }
+        }
+    }
+
+    /// Decides whether this call may run: asks the person at the client if
+    /// it can show a form, otherwise consumes or requests an approval.
+    pub async fn authorize(
+        &self,
+        peer: Option<&Peer<RoleServer>>,
+        caller: &Caller,
+        tool: &str,
+        arguments: &JsonObject,
+    ) -> Authorization {
+        let shown = redact::preview(arguments, &self.redactor);
+        let who = binding(caller);
+        if let Some(peer) = peer.filter(|p| self.elicitation && elicit::supported(p)) {
+            let question = format!(
+                "Approve a call to {tool}?\nArguments: {shown}\nRequested by: {who}\nApproving runs this call once."
+            );
+            match elicit::ask(peer, question, self.ttl).await {
+                elicit::Answer::Approved => {
+                    tracing::info!(tool, caller = %who, outcome = "approved", via = "elicitation", "approval");
+                    return Authorization::Run;
+                }
+                elicit::Answer::NotApproved(refusal) => {
+                    tracing::info!(tool, caller = %who, outcome = "not-approved", reason = %refusal.reason(), via = "elicitation", "approval");
+                    return Authorization::Refused(format!(
+                        "Not approved: {}; {tool} was not run. Do not retry the same call unless the person asks you to.",
+                        refusal.reason()
+                    ));
+                }
+                elicit::Answer::Unavailable(problem) => {
+                    tracing::warn!(tool, caller = %who, %problem, "the client could not show the approval form; falling back to pending-then-retry");
+                }
+            }
+        }
+        let request = Request {
+            caller: who,
+            tool: tool.to_string(),
+            arguments_hash: arguments_hash(arguments),
+            arguments: shown,
+        };
+        self.pending_then_retry(&request).await
+    }
+
+    /// The retry step: consume a granted approval or report what to do.
+    async fn pending_then_retry(&self, request: &Request) -> Authorization {
+        let tool = request.tool.as_str();
+        if !self.admin {
+            tracing::warn!(
+                tool,
+                "a call needs approval but the admin endpoint is off (no admin token)"
+            );
+            return Authorization::Refused(format!(
+                "Not approved: {tool} needs a person's approval, which this server can only ask for through an approval form in the client, and none was answered; it has no approvals admin endpoint (no admin token is configured). Ask the operator to set PVE_MCP_ADMIN_TOKEN."
+            ));
+        }
+        let now = now_ms();
+        let check = match self
+            .store
+            .check_or_request(request, &store::new_id(), now)
+            .await
+        {
+            Ok(check) => check,
+            Err(e) => {
+                tracing::error!(tool, error = %e, "approval store unavailable; the call is refused");
+                return Authorization::Refused(format!(
+                    "Not approved: {tool} needs a person's approval and {e}, so it was not run. Try again later."
+                ));
+            }
+        };
+        let caller = request.caller.as_str();
+        match check {
+            Check::Granted(approval) => {
+                tracing::info!(approval = %approval.id, tool, caller, outcome = "granted", "approval");
+                Authorization::Run
+            }
+            Check::Pending {
+                approval,
+                created,
+                expired,
+            } => {
+                tracing::info!(approval = %approval.id, tool, caller, created, expired = expired.as_deref(), outcome = "pending", "approval");
+                let id = &approval.id;
+                let left = remaining(approval.expires_ms, now);
+                let lead = match (&expired, created) {
+                    (Some(old), _) => format!(
+                        "Approval required: the earlier approval {old} expired unused. A new approval {id} is pending"
+                    ),
+                    (None, true) => format!(
+                        "Approval required: a person must approve this call to {tool} before it runs. Approval {id} is pending"
+                    ),
+                    (None, false) => format!(
+                        "Still waiting for a person to approve this call to {tool}. Approval {id} is pending"
+                    ),
+                };
+                Authorization::Refused(format!(
+                    "{lead} (expires in {left}). Ask a person to run `pve-mcp approvals approve {id}`, then retry exactly the same call: it runs once. A call with other arguments needs its own approval."
+                ))
+            }
+            Check::Denied(approval) => {
+                tracing::info!(approval = %approval.id, tool, caller, outcome = "denied", "approval");
+                Authorization::Refused(format!(
+                    "Not approved: a person denied this call to {tool} (approval {}). Do not retry it; identical calls are refused for the next {}.",
+                    approval.id,
+                    remaining(approval.expires_ms, now)
+                ))
+            }
+            Check::Full => {
+                tracing::warn!(
+                    tool,
+                    caller,
+                    "too many approvals are open; the call is refused"
+                );
+                Authorization::Refused(format!(
+                    "Not approved: {tool} needs a person's approval, and too many approvals are already open ({}). Ask a person to review them with `pve-mcp approvals list`.",
+                    store::MAX_RECORDS
+                ))
+            }
+        }
+    }
+}
+
+/// How long until `until`, for people: "14 min", "45 s".
+pub fn remaining(until: Millis, now: Millis) -> String {
+    // Rounded up, so a fresh 15-minute approval says 15, not 14.
+    let secs = until.saturating_sub(now).div_ceil(1000);
+    human_duration(Duration::from_secs(secs))
+}
+
+/// A duration rounded to the nearest unit people use for it.
+pub fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let round = |unit: u64| (secs + unit / 2) / unit;
+    match secs {
+        0..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", round(60)),
+        7200..=172_799 => format!("{} h", round(3600)),
+        _ => format!("{} d", round(86_400)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use store::{MemoryStore, StoreLimits, Verdict};
+
+    fn approvals() -> (Approvals, Arc<MemoryStore>) {
+        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+            Duration::from_secs(600),
+        )));
+        (
+            Approvals::new(store.clone(), Duration::from_secs(600), Redactor::default()),
+            store,
+        )
+    }
+
+    /// Built from `stdio()` so that fields added to `Caller` need no change.
+    fn caller_of(session: &str, token: Option<&str>) -> Caller {
+        let mut caller = Caller::stdio();
+        caller.session = Arc::from(session);
+        caller.token = token.map(Arc::from);
+        caller
+    }
+
+    fn refused(a: Authorization) -> String {
+        match a {
+            Authorization::Refused(text) => text,
+            Authorization::Run => panic!("expected a refusal"),
+        }
+    }
+
+    fn approval_id(text: &str) -> String {
+        let start = text.find("ap-").expect("an approval id");
+        text[start..start + 19].to_string()
+    }
+
+    #[test]
+    fn binding_prefers_the_token_over_the_session() {
+        assert_eq!(binding(&Caller::stdio()), "session:stdio");
+        assert_eq!(binding(&caller_of("abc", Some("ci-bot"))), "token:ci-bot");
+        assert_eq!(binding(&caller_of("abc", None)), "session:abc");
+    }
+
+    #[tokio::test]
+    async fn pending_then_retry_runs_the_identical_call_once() {
+        let (approvals, store) = approvals();
+        let caller = Caller::stdio();
+        let args = json!({"vmid": 100, "node": "pve1"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let text = refused(
+            approvals
+                .authorize(None, &caller, "pve_get_vm_status", &args)
+                .await,
+        );
+        assert!(text.contains("pve-mcp approvals approve ap-"), "{text}");
+        let id = approval_id(&text);
+        let again = refused(
+            approvals
+                .authorize(None, &caller, "pve_get_vm_status", &args)
+                .await,
+        );
+        assert!(again.starts_with("Still waiting"), "{again}");
+        assert_eq!(approval_id(&again), id);
+
+        store.decide(&id, Verdict::Approve, now_ms()).await.unwrap();
+        // Keys in another order are the same call.
+        let reordered = json!({"node": "pve1", "vmid": 100})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            approvals
+                .authorize(None, &caller, "pve_get_vm_status", &reordered)
+                .await,
+            Authorization::Run
+        );
+        let after = refused(
+            approvals
+                .authorize(None, &caller, "pve_get_vm_status", &args)
+                .await,
+        );
+        assert_ne!(approval_id(&after), id, "a second run needs a new approval");
+    }
+
+    #[tokio::test]
+    async fn denied_and_changed_calls_are_not_run() {
+        let (approvals, store) = approvals();
+        let caller = Caller::stdio();
+        let args = json!({"vmid": 100}).as_object().unwrap().clone();
+        let id = approval_id(&refused(
+            approvals
+                .authorize(None, &caller, "pve_list_vms", &args)
+                .await,
+        ));
+        store.decide(&id, Verdict::Approve, now_ms()).await.unwrap();
+        let changed = json!({"vmid": 101}).as_object().unwrap().clone();
+        let text = refused(
+            approvals
+                .authorize(None, &caller, "pve_list_vms", &changed)
+                .await,
+        );
+        assert_ne!(approval_id(&text), id);
+        let other_caller = caller_of("s2", None);
+        let text = refused(
+            approvals
+                .authorize(None, &other_caller, "pve_list_vms", &args)
+                .await,
+        );
+        assert_ne!(approval_id(&text), id, "approvals are per caller");
+
+        store.decide(&id, Verdict::Deny, now_ms()).await.unwrap();
+        let text = refused(
+            approvals
+                .authorize(None, &caller, "pve_list_vms", &args)
+                .await,
+        );
+        assert!(text.starts_with("Not approved: a person denied"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn without_an_admin_endpoint_nothing_is_left_pending() {
+        let (approvals, store) = approvals();
+        let approvals = approvals.without_admin();
+        let args = json!({"vmid": 100}).as_object().unwrap().clone();
+        let text = refused(
+            approvals
+                .authorize(None, &Caller::stdio(), "pve_list_vms", &args)
+                .await,
+        );
+        assert!(text.contains("PVE_MCP_ADMIN_TOKEN"), "{text}");
+        assert!(store.list(now_ms()).await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(human_duration(Duration::from_secs(45)), "45 s");
+        assert_eq!(human_duration(Duration::from_secs(900)), "15 min");
+        assert_eq!(human_duration(Duration::from_secs(3 * 3600)), "3 h");
+        assert_eq!(human_duration(Duration::from_secs(3 * 86_400)), "3 d");
+        assert_eq!(human_duration(Duration::from_secs(899)), "15 min");
+        assert_eq!(remaining(10, 20), "0 s");
+        assert_eq!(remaining(900_000, 1), "15 min");
+        assert_eq!(remaining(1_500, 1_000), "1 s");
+    }
+}

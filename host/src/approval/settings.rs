@@ -1,0 +1,431 @@
+//! The `[approvals]` section: how long approvals count, where the admin
+//! endpoint listens, and its token. The server and `pve-mcp approvals` read
+//! the same settings, so the command finds the endpoint without flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+use crate::secret::Secret;
+
+/// The admin token from the environment (overrides the file).
+pub const TOKEN_ENV: &str = "PVE_MCP_ADMIN_TOKEN";
+/// A file holding the admin token, from the environment.
+pub const TOKEN_FILE_ENV: &str = "PVE_MCP_ADMIN_TOKEN_FILE";
+
+/// Approvals count for 15 minutes unless configured.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(900);
+/// At most a week: an approval is for a call someone is waiting on.
+const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
+/// The admin endpoint's address unless configured.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:7391";
+/// Shorter tokens are too easy to guess.
+const MIN_TOKEN_LEN: usize = 16;
+
+/// `[approvals]` as written in the file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileApprovals {
+    ttl_secs: Option<u64>,
+    elicitation: Option<bool>,
+    admin_listen: Option<String>,
+    admin_socket: Option<PathBuf>,
+    admin_token: Option<String>,
+    admin_token_file: Option<PathBuf>,
+}
+
+/// Where the admin endpoint listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminAddress {
+    /// HTTP on a loopback address.
+    Tcp(SocketAddr),
+    /// HTTP on a unix socket (created with mode 0600).
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for AdminAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AdminAddress::Tcp(addr) => write!(f, "http://{addr}"),
+            AdminAddress::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+/// The admin token and the setting it came from.
+#[derive(Debug, Clone)]
+pub struct AdminToken {
+    /// The token; prints as `[REDACTED]`.
+    pub secret: Secret,
+    /// `PVE_MCP_ADMIN_TOKEN`, `approvals.admin_token_file (in FILE)`, ...
+    pub key: String,
+}
+
+/// The `[approvals]` settings.
+#[derive(Debug, Clone)]
+pub struct ApprovalSettings {
+    /// How long a pending, approved or denied approval counts.
+    pub ttl: Duration,
+    /// Whether clients that declare elicitation are asked with a form.
+    /// Off when the client cannot be trusted to put the question to a
+    /// person (a harness that answers forms itself): then every approval
+    /// goes through the admin endpoint.
+    pub elicitation: bool,
+    /// Where the admin endpoint listens.
+    pub admin: AdminAddress,
+    /// The admin token; required once any tool needs approval.
+    pub admin_token: Option<AdminToken>,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        ApprovalSettings {
+            ttl: DEFAULT_TTL,
+            elicitation: true,
+            admin: AdminAddress::Tcp(
+                DEFAULT_ADMIN_LISTEN
+                    .parse()
+                    .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 7391))),
+            ),
+            admin_token: None,
+        }
+    }
+}
+
+fn error(
+    key: impl Into<String>,
+    problem: impl Into<String>,
+    fix: impl Into<String>,
+) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+impl ApprovalSettings {
+    /// Reads the section (from `file_name`) and the environment.
+    pub fn load(
+        file: &FileApprovals,
+        file_name: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ApprovalSettings, ConfigError> {
+        let key = |name: &str| format!("approvals.{name} (in {file_name})");
+        let ttl = match file.ttl_secs {
+            None => DEFAULT_TTL,
+            Some(secs @ 1..=MAX_TTL_SECS) => Duration::from_secs(secs),
+            Some(secs) => {
+                return Err(error(
+                    key("ttl_secs"),
+                    format!("{secs} is out of range"),
+                    format!("use between 1 and {MAX_TTL_SECS} seconds (default 900)"),
+                ));
+            }
+        };
+        let admin = match (&file.admin_listen, &file.admin_socket) {
+            (Some(_), Some(_)) => {
+                return Err(error(
+                    key("admin_socket"),
+                    "both admin_listen and admin_socket are set",
+                    "keep one: admin_listen = \"127.0.0.1:PORT\" or admin_socket = \"/path/admin.sock\"",
+                ));
+            }
+            (Some(listen), None) => AdminAddress::Tcp(parse_listen(listen, &key("admin_listen"))?),
+            (None, Some(path)) => {
+                if path.as_os_str().is_empty() || path.is_dir() {
+                    return Err(error(
+                        key("admin_socket"),
+                        format!("{:?} is not a socket path", path.display().to_string()),
+                        "give the path of the socket file to create, e.g. /run/pve-mcp/admin.sock",
+                    ));
+                }
+                AdminAddress::Unix(path.clone())
+            }
+            (None, None) => ApprovalSettings::default().admin,
+        };
+        let admin_token = load_token(file, &key, env)?;
+        Ok(ApprovalSettings {
+            ttl,
+            elicitation: file.elicitation.unwrap_or(true),
+            admin,
+            admin_token,
+        })
+    }
+
+    /// Reads only `[approvals]` from the file (and the environment), for
+    /// `pve-mcp approvals`: a person approving calls needs no Proxmox
+    /// credentials, so the rest of the file is not checked here.
+    pub fn load_alone(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ApprovalSettings, ConfigError> {
+        let Some(path) = file else {
+            return ApprovalSettings::load(&FileApprovals::default(), "config file", env);
+        };
+        let file_key = format!("--config {}", path.display());
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            error(
+                &file_key,
+                format!("cannot read the file: {e}"),
+                "check the path and its permissions",
+            )
+        })?;
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| {
+            error(
+                &file_key,
+                e.message().to_string(),
+                "fix the TOML syntax (the server reports the line)",
+            )
+        })?;
+        let section: FileApprovals = match table.remove("approvals") {
+            None => FileApprovals::default(),
+            Some(value) => value.try_into().map_err(|e: toml::de::Error| {
+                error(
+                    format!("[approvals] (in {})", path.display()),
+                    e.message().to_string(),
+                    "the keys are ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file",
+                )
+            })?,
+        };
+        ApprovalSettings::load(&section, &path.display().to_string(), env)
+    }
+
+    /// The admin token, or the error that says how to set one.
+    pub fn require_token(&self, why: &str) -> Result<&AdminToken, ConfigError> {
+        self.admin_token.as_ref().ok_or_else(|| missing_token(why))
+    }
+}
+
+/// The error for a missing admin token, saying why it is needed.
+pub fn missing_token(why: &str) -> ConfigError {
+    error(
+        TOKEN_ENV,
+        format!("no admin token: {why}"),
+        "set PVE_MCP_ADMIN_TOKEN (or admin_token_file / admin_token in [approvals]) to a random string of at least 16 characters, e.g. `openssl rand -hex 24`; the server and `pve-mcp approvals` must use the same one",
+    )
+}
+
+fn parse_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
+    let addr: SocketAddr = raw.trim().parse().map_err(|_| {
+        error(
+            key,
+            format!("{raw:?} is not an IP address and port"),
+            "use a loopback address and port, e.g. 127.0.0.1:7391 or [::1]:7391",
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(error(
+            key,
+            format!(
+                "{addr} is not a loopback address; the admin endpoint approves calls and must not be reachable from the network"
+            ),
+            "use 127.0.0.1:PORT or [::1]:PORT (or admin_socket), and reach it over SSH if you approve from elsewhere",
+        ));
+    }
+    Ok(addr)
+}
+
+fn load_token(
+    file: &FileApprovals,
+    key: &dyn Fn(&str) -> String,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<AdminToken>, ConfigError> {
+    let nonempty = |k: &str| env(k).filter(|v| !v.is_empty());
+    // The environment overrides the file; within one place, two ways of
+    // giving the token are ambiguous.
+    let (value, source) = match (nonempty(TOKEN_ENV), nonempty(TOKEN_FILE_ENV)) {
+        (Some(_), Some(_)) => {
+            return Err(error(
+                TOKEN_FILE_ENV,
+                format!("both {TOKEN_ENV} and {TOKEN_FILE_ENV} are set"),
+                "keep only one of them (the file is the safer choice)",
+            ));
+        }
+        (Some(token), None) => (token, TOKEN_ENV.to_string()),
+        (None, Some(path)) => (
+            read_token_file(Path::new(&path), TOKEN_FILE_ENV)?,
+            TOKEN_FILE_ENV.to_string(),
+        ),
+        (None, None) => match (&file.admin_token, &file.admin_token_file) {
+            (Some(_), Some(_)) => {
+                return Err(error(
+                    key("admin_token_file"),
+                    "the admin token is given both inline and as a file",
+                    "keep only one of them (the file is the safer choice)",
+                ));
+            }
+            (Some(token), None) => (token.clone(), key("admin_token")),
+            (None, Some(path)) => {
+                let k = key("admin_token_file");
+                (read_token_file(path, &k)?, k)
+            }
+            (None, None) => return Ok(None),
+        },
+    };
+    let value = value.trim().to_string();
+    if value.len() < MIN_TOKEN_LEN || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(error(
+            source,
+            format!("the admin token must be at least {MIN_TOKEN_LEN} characters without spaces"),
+            "generate one, e.g. `openssl rand -hex 24`",
+        ));
+    }
+    Ok(Some(AdminToken {
+        secret: Secret::new(value),
+        key: source,
+    }))
+}
+
+fn read_token_file(path: &Path, key: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        error(
+            key,
+            format!("cannot read {}: {e}", path.display()),
+            "point it at a readable file holding only the admin token",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn load(toml_text: &str, pairs: &[(&str, &str)]) -> Result<ApprovalSettings, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, toml_text).unwrap();
+        ApprovalSettings::load_alone(Some(&path), &env(pairs))
+    }
+
+    const TOKEN: &str = "0123456789abcdef0123";
+
+    #[test]
+    fn defaults_without_a_section() {
+        let s = load("[pve]\nbase_url = \"x\"\n", &[]).unwrap();
+        assert_eq!(s.ttl, DEFAULT_TTL);
+        assert!(s.elicitation);
+        assert_eq!(
+            s.admin,
+            AdminAddress::Tcp("127.0.0.1:7391".parse().unwrap())
+        );
+        assert!(s.admin_token.is_none());
+        let err = s.require_token("pve_list_vms needs approval").unwrap_err();
+        assert_eq!(err.key, TOKEN_ENV);
+        assert!(err.fix.contains("openssl rand"), "{err}");
+    }
+
+    #[test]
+    fn section_is_read_and_env_token_overrides() {
+        let s = load(
+            &format!("[approvals]\nttl_secs = 60\nelicitation = false\nadmin_listen = \"[::1]:9000\"\nadmin_token = \"{TOKEN}\"\n"),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.ttl, Duration::from_secs(60));
+        assert!(!s.elicitation);
+        assert_eq!(s.admin, AdminAddress::Tcp("[::1]:9000".parse().unwrap()));
+        let token = s.admin_token.unwrap();
+        assert_eq!(token.secret.expose(), TOKEN);
+        assert!(token.key.starts_with("approvals.admin_token"));
+        assert_eq!(format!("{:?}", token.secret), "[REDACTED]");
+
+        let s = load(
+            &format!("[approvals]\nadmin_token = \"{TOKEN}\"\n"),
+            &[(TOKEN_ENV, "from-the-environment-xyz")],
+        )
+        .unwrap();
+        let token = s.admin_token.unwrap();
+        assert_eq!(token.secret.expose(), "from-the-environment-xyz");
+        assert_eq!(token.key, TOKEN_ENV);
+    }
+
+    #[test]
+    fn token_file_is_read_and_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let token_path = dir.path().join("token");
+        std::fs::write(&token_path, format!("{TOKEN}\n")).unwrap();
+        let s = load(
+            &format!(
+                "[approvals]\nadmin_socket = \"/tmp/x.sock\"\nadmin_token_file = \"{}\"\n",
+                token_path.display()
+            ),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.admin, AdminAddress::Unix("/tmp/x.sock".into()));
+        assert_eq!(s.admin_token.unwrap().secret.expose(), TOKEN);
+        let s = load("", &[(TOKEN_FILE_ENV, token_path.to_str().unwrap())]).unwrap();
+        assert_eq!(s.admin_token.unwrap().key, TOKEN_FILE_ENV);
+    }
+
+    #[test]
+    fn bad_settings_name_the_key_and_never_echo_the_token() {
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
+            (
+                "[approvals]\nadmin_listen = \"0.0.0.0:7391\"\n",
+                &[],
+                "approvals.admin_listen",
+            ),
+            (
+                "[approvals]\nadmin_listen = \"192.168.1.5:7391\"\n",
+                &[],
+                "approvals.admin_listen",
+            ),
+            (
+                "[approvals]\nadmin_listen = \"localhost\"\n",
+                &[],
+                "approvals.admin_listen",
+            ),
+            (
+                "[approvals]\nadmin_listen = \"127.0.0.1:1\"\nadmin_socket = \"/x\"\n",
+                &[],
+                "approvals.admin_socket",
+            ),
+            ("[approvals]\nttl_secs = 0\n", &[], "approvals.ttl_secs"),
+            (
+                "[approvals]\nadmin_token = \"short-secret\"\n",
+                &[],
+                "approvals.admin_token",
+            ),
+            (
+                "[approvals]\nadmin_token_file = \"/nonexistent/t\"\n",
+                &[],
+                "approvals.admin_token_file",
+            ),
+            (
+                "",
+                &[(TOKEN_ENV, "has a space in it, long enough")],
+                TOKEN_ENV,
+            ),
+            (
+                "",
+                &[(TOKEN_ENV, TOKEN), (TOKEN_FILE_ENV, "/x")],
+                TOKEN_FILE_ENV,
+            ),
+            ("[approvals]\nadmin_tokn = \"x\"\n", &[], "[approvals]"),
+        ];
+        for (text, pairs, key) in cases {
+            let err = load(text, pairs).unwrap_err();
+            assert!(err.key.starts_with(key), "{text}: {err}");
+            assert!(!err.fix.is_empty());
+            assert!(!err.to_string().contains("short-secret"), "{err}");
+            assert!(!err.to_string().contains("has a space"), "{err}");
+        }
+        let err = load("[approvals]\nadmin_listen = \"0.0.0.0:7391\"\n", &[]).unwrap_err();
+        assert!(err.problem.contains("loopback"), "{err}");
+    }
+}
