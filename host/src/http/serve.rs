@@ -260,10 +260,10 @@ fn spawn_connection(
     tokio::spawn(async move {
         let _ = stream.set_nodelay(true);
         match tls {
-            None => serve_connection(stream, state, watcher).await,
+            None => serve_connection(stream, peer, state, watcher).await,
             Some(acceptor) => {
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => serve_connection(stream, state, watcher).await,
+                    Ok(Ok(stream)) => serve_connection(stream, peer, state, watcher).await,
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                     Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                 }
@@ -272,13 +272,13 @@ fn spawn_connection(
     });
 }
 
-async fn serve_connection<I>(io: I, state: Arc<State>, watcher: Watcher)
+async fn serve_connection<I>(io: I, peer: SocketAddr, state: Arc<State>, watcher: Watcher)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request| {
         let state = state.clone();
-        async move { Ok::<_, Infallible>(handle(&state, request).await) }
+        async move { Ok::<_, Infallible>(handle(&state, peer, request).await) }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -293,21 +293,25 @@ where
 
 /// One request, logged with its outcome. The token's name is logged,
 /// never the token.
-async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
+async fn handle(state: &State, peer: SocketAddr, request: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
     let method = request.method().clone();
     let path: String = request.uri().path().chars().take(200).collect();
     let session_in = header(&request, SESSION_HEADER);
     let (response, token) = route(state, request).await;
-    let session = session_in.or_else(|| {
-        response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    });
+    // The client's session header is its own text: bounded in the log.
+    let session: Option<String> = session_in
+        .or_else(|| {
+            response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+        .map(|s| s.chars().take(64).collect());
     tracing::info!(
         target: "pve_mcp::http",
+        %peer,
         %method,
         path,
         status = response.status().as_u16(),
