@@ -41,6 +41,10 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// After the grace period, how long open streams get to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 const SESSION_HEADER: &str = "mcp-session-id";
+/// Open connections allowed per allowed session (a session's client keeps
+/// a GET stream and a few POST connections), plus headroom for probes.
+const CONNECTIONS_PER_SESSION: usize = 4;
+const SPARE_CONNECTIONS: usize = 64;
 
 /// Where the server listens, as clients reach it.
 #[derive(Debug, Clone)]
@@ -181,12 +185,27 @@ pub async fn run(
     }
     let mut starting = true;
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(
+        settings
+            .max_sessions
+            .saturating_mul(CONNECTIONS_PER_SESSION)
+            + SPARE_CONNECTIONS,
+    ));
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    spawn_connection(stream, peer, tls.clone(), state.clone(), graceful.watcher());
-                }
+                Ok((stream, peer)) => match connections.clone().try_acquire_owned() {
+                    Ok(permit) => spawn_connection(
+                        stream,
+                        peer,
+                        tls.clone(),
+                        state.clone(),
+                        graceful.watcher(),
+                        permit,
+                    ),
+                    // Closing at once is the cheapest answer to a flood.
+                    Err(_) => tracing::warn!(%peer, "too many open connections; closed a new one"),
+                },
                 Err(e) => {
                     // Out of file descriptors and the like: wait, go on.
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -256,8 +275,10 @@ fn spawn_connection(
     tls: Option<TlsAcceptor>,
     state: Arc<State>,
     watcher: Watcher,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     tokio::spawn(async move {
+        let _permit = permit;
         let _ = stream.set_nodelay(true);
         match tls {
             None => serve_connection(stream, peer, state, watcher).await,
