@@ -729,7 +729,8 @@ async fn a_slow_proxmox_request_does_not_block_another_session() {
             status: 0,
             reason: String::new(),
             times: Some(1),
-            delay: Some(Duration::from_secs(5)),
+            // Long enough that the other session's call surely ends first.
+            delay: Some(Duration::from_secs(8)),
         });
         let slow_client = server.client().await;
         let slow = tokio::spawn(async move {

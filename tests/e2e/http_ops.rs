@@ -282,12 +282,12 @@ async fn idle_sessions_expire_with_404() {
     within(async {
         let sim = simulator().await;
         let server =
-            HttpServer::start(&sim, Opts::default().env("MCP_SESSION_IDLE_SECS", "1")).await;
+            HttpServer::start(&sim, Opts::default().env("MCP_SESSION_IDLE_SECS", "2")).await;
         let session = server.session().await;
         let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
         let r = server.post_in(&session, &ping).send().await.unwrap();
         assert_eq!(r.status(), 200);
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
         let r = server.post_in(&session, &ping).send().await.unwrap();
         assert_eq!(r.status(), 404, "the idle session is gone");
         // A new one works.
