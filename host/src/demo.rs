@@ -108,9 +108,14 @@ async fn serve_http(global: &Global, listen: &str) -> ExitCode {
             bound.url
         );
         match &token {
-            Some(name) => println!(
-                "Clients must send the bearer token (here: {name:?}, from MCP_AUTH_TOKEN or the config):\n  \
+            Some(name) if name.as_ref() == crate::http::config::DEFAULT_TOKEN_NAME => println!(
+                "Clients must send the token in MCP_AUTH_TOKEN as a bearer token:\n  \
                  claude mcp add --transport http pve-demo {} --header \"Authorization: Bearer $MCP_AUTH_TOKEN\"",
+                bound.url
+            ),
+            Some(name) => println!(
+                "Clients must send a bearer token from the config's [http.tokens] (e.g. {name:?}):\n  \
+                 claude mcp add --transport http pve-demo {} --header \"Authorization: Bearer TOKEN\"",
                 bound.url
             ),
             None => println!(

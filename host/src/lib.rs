@@ -4,8 +4,9 @@
 //! The host ([`app::App`]) compiles the component once, runs every tool call
 //! in a fresh instance ([`sandbox`]), and lets its HTTP requests out only
 //! through the egress gate ([`egress`]), which adds the Proxmox credentials
-//! after checking them. [`mcp`] speaks MCP over stdio; [`demo`] runs the
-//! same server against the embedded simulated cluster.
+//! after checking them. [`mcp`] speaks MCP over stdio, [`http`] over
+//! Streamable HTTP for many clients; [`demo`] runs the same server against
+//! the embedded simulated cluster.
 
 pub mod app;
 pub mod approval;

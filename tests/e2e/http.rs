@@ -269,7 +269,8 @@ async fn error_message(response: reqwest::Response) -> String {
 async fn missing_or_wrong_tokens_get_401_with_a_bearer_challenge() {
     within(async {
         let sim = simulator().await;
-        let server = HttpServer::start(&sim, Opts::default()).await;
+        // Everything at trace level: the token must still appear nowhere.
+        let server = HttpServer::start(&sim, Opts::default().env("RUST_LOG", "trace")).await;
         let init = initialize_request(1);
         let no_token = server.post_as(None, &init).send().await.unwrap();
         assert_eq!(no_token.status(), 401);
@@ -729,7 +730,8 @@ async fn a_slow_proxmox_request_does_not_block_another_session() {
             status: 0,
             reason: String::new(),
             times: Some(1),
-            delay: Some(Duration::from_secs(5)),
+            // Long enough that the other session's call surely ends first.
+            delay: Some(Duration::from_secs(8)),
         });
         let slow_client = server.client().await;
         let slow = tokio::spawn(async move {

@@ -282,12 +282,12 @@ async fn idle_sessions_expire_with_404() {
     within(async {
         let sim = simulator().await;
         let server =
-            HttpServer::start(&sim, Opts::default().env("MCP_SESSION_IDLE_SECS", "1")).await;
+            HttpServer::start(&sim, Opts::default().env("MCP_SESSION_IDLE_SECS", "2")).await;
         let session = server.session().await;
         let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
         let r = server.post_in(&session, &ping).send().await.unwrap();
         assert_eq!(r.status(), 200);
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
         let r = server.post_in(&session, &ping).send().await.unwrap();
         assert_eq!(r.status(), 404, "the idle session is gone");
         // A new one works.
@@ -458,6 +458,60 @@ async fn demo_serves_http_in_one_command() {
         // Nothing in flight: SIGINT (Ctrl-C) stops it at once, cleanly.
         server.signal("INT");
         assert_eq!(server.wait().await.code(), Some(0), "{}", server.log());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_and_the_server_recovers() {
+    within(async {
+        let sim = simulator().await;
+        // max_sessions 1: 4 connections per session plus 64 spare = 68.
+        let server = HttpServer::start(&sim, Opts::default().env("MCP_MAX_SESSIONS", "1")).await;
+        let addr = server.base.trim_start_matches("http://").to_string();
+        // The harness's own pooled connections may hold a few slots.
+        let mut held = Vec::new();
+        let mut closed_at = None;
+        for i in 0..80 {
+            let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+                .await
+                .unwrap();
+            let mut buf = [0u8; 12];
+            let n = tokio::time::timeout(
+                Duration::from_secs(10),
+                tokio::io::AsyncReadExt::read(&mut stream, &mut buf),
+            )
+            .await
+            .expect("an answer or a close")
+            .unwrap_or(0);
+            if n == 0 {
+                closed_at = Some(i);
+                break;
+            }
+            assert_eq!(&buf[..n.min(12)], &b"HTTP/1.1 200"[..n.min(12)]);
+            held.push(stream);
+        }
+        let closed_at = closed_at.expect("no connection was refused");
+        assert!((60..=68).contains(&closed_at), "cap hit after {closed_at}");
+        assert!(server.log().contains("too many open connections"));
+        drop(held);
+        // Slots come back once those connections are gone.
+        let mut recovered = false;
+        for _ in 0..200 {
+            if let Ok(r) = http_client()
+                .get(format!("{}/healthz", server.base))
+                .send()
+                .await
+                && r.status() == 200
+            {
+                recovered = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(recovered, "{}", server.log());
     })
     .await;
 }

@@ -41,6 +41,10 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// After the grace period, how long open streams get to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 const SESSION_HEADER: &str = "mcp-session-id";
+/// Open connections allowed per allowed session (a session's client keeps
+/// a GET stream and a few POST connections), plus headroom for probes.
+const CONNECTIONS_PER_SESSION: usize = 4;
+const SPARE_CONNECTIONS: usize = 64;
 
 /// Where the server listens, as clients reach it.
 #[derive(Debug, Clone)]
@@ -185,12 +189,27 @@ pub async fn run(
     }
     let mut starting = true;
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(
+        settings
+            .max_sessions
+            .saturating_mul(CONNECTIONS_PER_SESSION)
+            + SPARE_CONNECTIONS,
+    ));
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    spawn_connection(stream, peer, tls.clone(), state.clone(), graceful.watcher());
-                }
+                Ok((stream, peer)) => match connections.clone().try_acquire_owned() {
+                    Ok(permit) => spawn_connection(
+                        stream,
+                        peer,
+                        tls.clone(),
+                        state.clone(),
+                        graceful.watcher(),
+                        permit,
+                    ),
+                    // Closing at once is the cheapest answer to a flood.
+                    Err(_) => tracing::warn!(%peer, "too many open connections; closed a new one"),
+                },
                 Err(e) => {
                     // Out of file descriptors and the like: wait, go on.
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -260,14 +279,16 @@ fn spawn_connection(
     tls: Option<TlsAcceptor>,
     state: Arc<State>,
     watcher: Watcher,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     tokio::spawn(async move {
+        let _permit = permit;
         let _ = stream.set_nodelay(true);
         match tls {
-            None => serve_connection(stream, state, watcher).await,
+            None => serve_connection(stream, peer, state, watcher).await,
             Some(acceptor) => {
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => serve_connection(stream, state, watcher).await,
+                    Ok(Ok(stream)) => serve_connection(stream, peer, state, watcher).await,
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                     Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                 }
@@ -276,13 +297,13 @@ fn spawn_connection(
     });
 }
 
-async fn serve_connection<I>(io: I, state: Arc<State>, watcher: Watcher)
+async fn serve_connection<I>(io: I, peer: SocketAddr, state: Arc<State>, watcher: Watcher)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request| {
         let state = state.clone();
-        async move { Ok::<_, Infallible>(handle(&state, request).await) }
+        async move { Ok::<_, Infallible>(handle(&state, peer, request).await) }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -297,21 +318,25 @@ where
 
 /// One request, logged with its outcome. The token's name is logged,
 /// never the token.
-async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
+async fn handle(state: &State, peer: SocketAddr, request: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
     let method = request.method().clone();
     let path: String = request.uri().path().chars().take(200).collect();
     let session_in = header(&request, SESSION_HEADER);
     let (response, token) = route(state, request).await;
-    let session = session_in.or_else(|| {
-        response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    });
+    // The client's session header is its own text: bounded in the log.
+    let session: Option<String> = session_in
+        .or_else(|| {
+            response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+        .map(|s| s.chars().take(64).collect());
     tracing::info!(
         target: "pve_mcp::http",
+        %peer,
         %method,
         path,
         status = response.status().as_u16(),
