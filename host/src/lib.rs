@@ -13,6 +13,7 @@ pub mod approval;
 pub mod caller;
 pub mod canonical;
 pub mod cli;
+pub mod client_log;
 pub mod component;
 pub mod config;
 pub mod demo;

@@ -14,6 +14,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use crate::app::{App, Grant};
 use crate::approval::{Approvals, Gate};
 use crate::caller::Caller;
+use crate::client_log::ClientLog;
 use crate::policy::Decision;
 use crate::tools::{CallOutcome, ToolInfo};
 
@@ -33,6 +34,8 @@ pub struct McpServer {
     /// Over HTTP, the calls this session may run at once.
     call_slots: Option<crate::http::limits::CallSlots>,
     approvals: Option<Arc<Approvals>>,
+    /// The logging level the client set.
+    client_log: ClientLog,
 }
 
 impl McpServer {
@@ -44,6 +47,7 @@ impl McpServer {
             tools: Arc::new(tools),
             call_slots: None,
             approvals: None,
+            client_log: ClientLog::new(),
         }
     }
 
@@ -67,10 +71,13 @@ impl McpServer {
             .ok_or_else(|| unknown_tool(tool))
     }
 
-    /// Limits the calls this server (one HTTP session) runs at once.
-    pub fn with_call_limit(mut self, limit: usize) -> Self {
-        self.call_slots = Some(crate::http::limits::CallSlots::new(limit));
-        self
+    /// The handler for a new HTTP session: its own limit on calls at
+    /// once, and its own logging level.
+    pub fn for_session(&self, call_limit: usize) -> Self {
+        let mut server = self.clone();
+        server.call_slots = Some(crate::http::limits::CallSlots::new(call_limit));
+        server.client_log = ClientLog::new();
+        server
     }
 
     /// Serves MCP on stdin/stdout until the client closes stdin.
@@ -161,11 +168,13 @@ fn unknown_tool(name: &str) -> ErrorData {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging: see crate::client_log
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(
@@ -173,6 +182,16 @@ impl ServerHandler for McpServer {
                 .with_title("Proxmox VE (sandboxed)"),
         )
         .with_instructions(INSTRUCTIONS)
+    }
+
+    #[allow(deprecated)] // logging: see crate::client_log
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.client_log.set(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -262,6 +281,9 @@ impl ServerHandler for McpServer {
             report = call => report,
             _ = context.ct.cancelled() => return Err(cancelled(&request.name)),
         };
+        self.client_log
+            .call_finished(&context.peer, &request.name, &report)
+            .await;
         to_call_result(report.outcome)
             .map(Into::into)
             .ok_or_else(|| unknown_tool(&request.name))

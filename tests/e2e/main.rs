@@ -8,6 +8,7 @@ mod catalog_infra;
 mod catalog_tasks;
 mod catalog_vm_detail;
 mod cli;
+mod client_log;
 mod clusters;
 mod common;
 mod errors;

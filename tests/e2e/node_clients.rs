@@ -179,3 +179,126 @@ async fn inspector_calls_a_tool_and_sees_tool_errors() {
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("99999"), "{text}");
 }
+
+/// `pve-mcp serve --http` on the simulator, without a token (loopback), as
+/// the conformance suite expects.
+async fn http_server(sim: &Simulator) -> crate::http::HttpServer {
+    crate::http::HttpServer::spawn(
+        sim,
+        crate::common::Opts::default(),
+        &["serve", "--http", "127.0.0.1:0"],
+        crate::http::http_client(),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn official_conformance_suite_passes_every_applicable_scenario() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let server = http_server(&sim).await;
+    let results = tempfile::tempdir().unwrap();
+    let expected = clients.interop.join("conformance-expected-failures.yml");
+    let out = tokio::task::block_in_place(|| {
+        clients
+            .command("conformance")
+            .current_dir(results.path())
+            .args(["server", "--url", &server.url, "--expected-failures"])
+            .arg(&expected)
+            .output()
+            .expect("running the conformance suite")
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .split("=== SUMMARY ===")
+        .nth(1)
+        .unwrap_or(&stdout)
+        .to_string();
+    assert!(
+        out.status.success(),
+        "conformance failures beyond {}:\n{summary}\n{}\nserver log:\n{}",
+        expected.display(),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    // The scenarios that apply to pve-mcp passed, not just "were expected".
+    for scenario in [
+        "server-initialize",
+        "logging-set-level",
+        "ping",
+        "tools-list",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+    ] {
+        let line = summary
+            .lines()
+            .find(|l| l.contains(&format!(" {scenario}:")))
+            .unwrap_or_else(|| panic!("{scenario} did not run:\n{summary}"));
+        assert!(
+            line.trim_start().starts_with('✓') && line.contains(" 0 failed"),
+            "{line}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspector_talks_streamable_http_with_a_bearer_token() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let server = crate::http::HttpServer::start(&sim, crate::common::Opts::default()).await;
+    let token = server.token.clone().expect("a token");
+    let inspector = |header: &str, method: &[&str]| {
+        let mut cmd = clients.command("mcp-inspector");
+        cmd.args(["--cli", &server.url, "--transport", "http"]);
+        if !header.is_empty() {
+            cmd.args(["--header", header]);
+        }
+        cmd.args(method);
+        tokio::task::block_in_place(|| cmd.output().expect("running the Inspector CLI"))
+    };
+    let bearer = format!("Authorization: Bearer {token}");
+    let out = inspector(&bearer, &["--method", "tools/list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout_json(&out)["tools"].as_array().map(Vec::len),
+        Some(CATALOG.len())
+    );
+    let out = inspector(
+        &bearer,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "pve_list_vms",
+            "--tool-arg",
+            "node=pve2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = stdout_json(&out);
+    let vms = result["structuredContent"]["vms"].as_array().expect("vms");
+    assert!(!vms.is_empty(), "{result}");
+    assert!(vms.iter().all(|v| v["node"] == "pve2"), "{result}");
+
+    // Without the token the Inspector is refused (its exit code 3: auth).
+    let out = inspector("", &["--method", "tools/list"]);
+    assert!(!out.status.success());
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        server.log().contains("401"),
+        "the server logged no 401:\n{}",
+        server.log()
+    );
+}

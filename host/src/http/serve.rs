@@ -122,7 +122,7 @@ impl State {
         // rmcp asks for a server per session (and per stateless request);
         // each gets its own call slots.
         let service = StreamableHttpService::new(
-            move || Ok(prototype.clone().with_call_limit(limit)),
+            move || Ok(prototype.for_session(limit)),
             self.sessions.clone(),
             self.rmcp_config.clone(),
         );
