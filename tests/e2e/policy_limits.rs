@@ -244,3 +244,57 @@ async fn counting_resumes_when_redis_comes_back() {
     })
     .await;
 }
+
+/// Over Streamable HTTP with two named tokens: `rate_limit_per_token`
+/// counts each agent across all its sessions, and one agent's budget is not
+/// another's.
+#[tokio::test]
+async fn per_token_limits_follow_the_agent_across_sessions() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (alice, bob) = ("a11ce-a11ce-a11ce-a11ce-a11ce", "b0b-b0b-b0b-b0b-b0b-b0b-b0b");
+        let config = dir.path().join("pve-mcp.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[http]\nlisten = \"127.0.0.1:0\"\n[http.tokens]\nalice = \"{alice}\"\nbob = \"{bob}\"\n\n\
+                 [policy.tools.pve_get_version]\nrate_limit_per_token = \"2/day\"\n"
+            ),
+        )
+        .unwrap();
+        let opts = Opts::default().arg("--config").arg(config.to_str().unwrap());
+        let server = crate::http::HttpServer::spawn(&sim, opts, &["serve"], crate::http::http_client())
+            .await;
+        let call = || CallToolRequestParams::new("pve_get_version");
+        let mut outcomes = Vec::new();
+        // Alice's three calls over three sessions: two run, the third is over
+        // her budget although each session made only one call.
+        for _ in 0..3 {
+            let session = server.client_with(Some(alice)).await.expect("alice connects");
+            let result = session.call_tool(call()).await.expect("a tool result");
+            outcomes.push((result.is_error == Some(true), text(&result)));
+            let _ = session.cancel().await;
+        }
+        assert!(!outcomes[0].0 && !outcomes[1].0, "{outcomes:?}");
+        assert!(outcomes[2].0, "{outcomes:?}");
+        assert!(
+            outcomes[2].1.contains("policy.tools.pve_get_version.rate_limit_per_token")
+                && outcomes[2].1.contains("retry after"),
+            "{}",
+            outcomes[2].1
+        );
+        // Bob has his own budget.
+        let session = server.client_with(Some(bob)).await.expect("bob connects");
+        let result = session.call_tool(call()).await.expect("a tool result");
+        assert_ne!(result.is_error, Some(true), "{}", text(&result));
+        let _ = session.cancel().await;
+        let upstream = sim
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/api2/json/version")
+            .count();
+        assert_eq!(upstream, 3, "only allowed calls reach Proxmox");
+    })
+    .await;
+}
