@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+use crate::audit::{AuditDecision, AuditLog, AuditSettings};
 use crate::caller::Caller;
 use crate::component::{CacheDir, LoadedFrom};
-use crate::config::{Cluster, SandboxLimits};
+use crate::config::{Cluster, ConfigError, SandboxLimits};
 use crate::egress::{Gate, GateEndpoint};
 use crate::sandbox::{CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
@@ -29,6 +30,8 @@ pub enum ComponentSource {
 pub struct App {
     sandbox: Sandbox,
     next_id: AtomicU64,
+    redactor: Redactor,
+    audit: Option<AuditLog>,
 }
 
 impl App {
@@ -60,11 +63,12 @@ impl App {
                     .with_context(|| format!("reading the component {}", path.display()))?,
             ),
         };
+        let redactor = Redactor::new(secrets);
         let sandbox = Sandbox::new(
             &wasm,
             Gate::new(endpoints),
             limits.clone(),
-            Redactor::new(secrets),
+            redactor.clone(),
             cache,
         )
         .await
@@ -81,7 +85,16 @@ impl App {
         Ok(App {
             sandbox,
             next_id: AtomicU64::new(1),
+            redactor,
+            audit: None,
         })
+    }
+
+    /// Turns on the audit log these settings describe (nothing when they
+    /// leave it off); every call from then on is recorded.
+    pub fn enable_audit(&mut self, settings: &AuditSettings) -> Result<(), ConfigError> {
+        self.audit = AuditLog::open(settings, self.redactor.clone())?;
+        Ok(())
     }
 
     /// The component's tools.
@@ -102,16 +115,30 @@ impl App {
         arguments: &serde_json::Map<String, serde_json::Value>,
     ) -> CallReport {
         let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+        // The policy engine's decision goes here; without one, all is allowed.
+        let decision = AuditDecision::no_policy();
+        let mut audit = self
+            .audit
+            .as_ref()
+            .map(|log| log.begin(&id, caller, tool, arguments, &decision));
         let started = Instant::now();
-        let report = self
-            .sandbox
-            .call(CallRequest {
-                tool,
-                arguments: &arguments,
-                request_id: &id,
-            })
-            .await;
+        let report = match audit.as_mut().and_then(|a| a.refusal()) {
+            Some(refused) => refused,
+            None => {
+                let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+                self.sandbox
+                    .call(CallRequest {
+                        tool,
+                        arguments: &arguments,
+                        request_id: &id,
+                    })
+                    .await
+            }
+        };
+        let report = match audit {
+            Some(audit) => audit.finish(report).await,
+            None => report,
+        };
         let outcome = match &report.outcome {
             CallOutcome::Output {
                 is_error: false, ..

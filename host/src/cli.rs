@@ -84,6 +84,33 @@ pub enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// Work with the audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+/// `pve-mcp audit` commands.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain of audit files and report the first record that
+    /// was edited, dropped, reordered or cut off (exit code 1), or the
+    /// record count and the last record's hash.
+    Verify {
+        /// The files (any order, e.g. audit.jsonl*), or their directory.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// A record hash saved earlier (e.g. the last hash a verification
+        /// printed); the log must still contain it. This detects a dropped
+        /// tail.
+        #[arg(long, value_name = "SHA256")]
+        anchor: Option<String>,
+        /// Accept a log that does not start at the first record, when older
+        /// files were removed on purpose.
+        #[arg(long)]
+        partial: bool,
+    },
 }
 
 impl Global {
@@ -127,14 +154,17 @@ pub fn failure(error: &anyhow::Error) -> ExitCode {
 /// reported and becomes the exit code.
 async fn start_configured(global: &Global) -> Result<App, ExitCode> {
     let config = global.load_config().map_err(|e| config_failure(&e))?;
-    App::start(
+    let mut app = App::start(
         &config.clusters,
         &config.sandbox,
         &global.component(),
         &global.cache(),
     )
     .await
-    .map_err(|e| failure(&e))
+    .map_err(|e| failure(&e))?;
+    app.enable_audit(&config.audit)
+        .map_err(|e| config_failure(&e))?;
+    Ok(app)
 }
 
 /// `pve-mcp serve`.

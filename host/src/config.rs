@@ -24,6 +24,8 @@ pub struct Config {
     pub clusters: Vec<Cluster>,
     /// Limits for every guest call.
     pub sandbox: SandboxLimits,
+    /// The audit log (`[audit]`, `PVE_MCP_AUDIT_*`).
+    pub audit: crate::audit::AuditSettings,
 }
 
 /// One Proxmox VE cluster (or single node) and how to reach it.
@@ -145,6 +147,8 @@ struct FileConfig {
     clusters: indexmap::IndexMap<String, FileCluster>,
     #[serde(default)]
     sandbox: FileSandbox,
+    #[serde(default)]
+    audit: crate::audit::FileAudit,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -431,7 +435,12 @@ impl Config {
             clusters.push(load_cluster(&src, name)?);
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
-        Ok(Config { clusters, sandbox })
+        let audit = crate::audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
+        Ok(Config {
+            clusters,
+            sandbox,
+            audit,
+        })
     }
 
     /// The default cluster.
@@ -467,7 +476,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) and [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls) and [audit] (path, stderr, include_arguments, max_size_mib, on_failure, fsync)",
         )
     })
 }

@@ -8,6 +8,7 @@
 //! same server against the embedded simulated cluster.
 
 pub mod app;
+pub mod audit;
 pub mod caller;
 pub mod canonical;
 pub mod cli;
