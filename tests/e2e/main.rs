@@ -2,6 +2,7 @@
 //! HTTPS to the Proxmox simulator, and the official API schema checking
 //! every request the guest makes.
 
+mod audit;
 mod catalog_guests;
 mod catalog_infra;
 mod catalog_tasks;
