@@ -495,3 +495,48 @@ async fn bad_audit_settings_stop_the_start_naming_the_key() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_cancelled_call_is_recorded_as_cancelled() {
+    within(async {
+        let sim = simulator().await;
+        sim.add_fault(pve_sim::Fault {
+            path_prefix: "/cluster/resources".into(),
+            status: 0,
+            reason: String::new(),
+            times: Some(1),
+            delay: Some(std::time::Duration::from_secs(3)),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(dir.path(), &format!("path = \"{}\"", log.display()));
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        // Dropping the client's call future sends notifications/cancelled;
+        // it is dropped once the guest's request is held upstream.
+        let held = async {
+            while sim.requests().is_empty() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            result = server.try_call("pve_list_vms", json!({})) => {
+                panic!("the held call finished: {result:?}")
+            }
+            () = held => {}
+        }
+        while !log.exists() || lines(&log).is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let r = records(&log);
+        assert_eq!(r.len(), 1, "{r:#?}");
+        assert_eq!(r[0]["tool"], "pve_list_vms");
+        assert_eq!(r[0]["outcome"], "cancelled");
+        // The chain goes on after it.
+        server.ok("pve_get_version", json!({})).await;
+        server.stop().await;
+        assert_eq!(records(&log)[1]["seq"], 2);
+        let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stderr}");
+    })
+    .await;
+}
