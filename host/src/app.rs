@@ -2,6 +2,7 @@
 //! for tool calls that the MCP server, `pve-mcp call` and the demo share.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -12,9 +13,10 @@ use crate::caller::Caller;
 use crate::component::{CacheDir, LoadedFrom};
 use crate::config::{Cluster, ConfigError, SandboxLimits};
 use crate::egress::{Gate, GateEndpoint};
+use crate::policy::{self, Decision, Permit};
 use crate::sandbox::{CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
-use crate::tools::{CallOutcome, ToolInfo};
+use crate::tools::{CallOutcome, FailureKind, ToolInfo};
 use crate::upstream::Upstream;
 
 /// Which component to run.
@@ -29,9 +31,22 @@ pub enum ComponentSource {
 /// A running host.
 pub struct App {
     sandbox: Sandbox,
+    policy: Arc<policy::Engine>,
     next_id: AtomicU64,
     redactor: Redactor,
     audit: Option<AuditLog>,
+}
+
+/// What an allowed call runs with: the rule that allowed it, whether it
+/// may write, and its rate-limit units (given back if it fails upstream).
+#[derive(Debug)]
+pub struct Grant {
+    /// The rule that allowed the call.
+    pub rule: String,
+    /// Whether the egress gate lets non-GET methods out.
+    pub may_write: bool,
+    /// The call's rate-limit units.
+    pub permit: Permit,
 }
 
 impl App {
@@ -84,6 +99,7 @@ impl App {
         );
         Ok(App {
             sandbox,
+            policy: Arc::new(policy::Engine::default()),
             next_id: AtomicU64::new(1),
             redactor,
             audit: None,
@@ -97,6 +113,22 @@ impl App {
         Ok(())
     }
 
+    /// Puts this policy engine in charge (the default is read-only).
+    pub fn with_policy(mut self, engine: Arc<policy::Engine>) -> App {
+        self.policy = engine;
+        self
+    }
+
+    /// The policy engine.
+    pub fn policy(&self) -> &Arc<policy::Engine> {
+        &self.policy
+    }
+
+    /// A tool by name.
+    pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
+        self.tools().iter().find(|t| t.name == name)
+    }
+
     /// The component's tools.
     pub fn tools(&self) -> &[ToolInfo] {
         self.sandbox.tools()
@@ -107,32 +139,136 @@ impl App {
         self.tools().iter().any(|t| t.name == name)
     }
 
-    /// Runs one tool call for this caller and logs it.
+    /// Decides one call and runs it if the policy allows; a call that
+    /// needs a person's approval is refused (there is no approval flow
+    /// here: `pve-mcp call` and the demo have no one to ask).
     pub async fn call(
         &self,
         caller: &Caller,
         tool: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
     ) -> CallReport {
+        let Some(info) = self.tool(tool) else {
+            return CallReport {
+                outcome: CallOutcome::UnknownTool(tool.to_string()),
+                egress: Vec::new(),
+            };
+        };
+        match self.policy.decide(caller, info, arguments).await {
+            Decision::Allow {
+                rule,
+                may_write,
+                permit,
+            } => {
+                let grant = Grant {
+                    rule,
+                    may_write,
+                    permit,
+                };
+                self.run(caller, tool, arguments, grant).await
+            }
+            refused => self.refuse(caller, tool, arguments, refused).await,
+        }
+    }
+
+    /// Asks the policy about one call.
+    pub async fn decide(
+        &self,
+        caller: &Caller,
+        tool: &ToolInfo,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Decision {
+        self.policy.decide(caller, tool, arguments).await
+    }
+
+    /// The report of a refused call (its units, if any, given back), logged
+    /// and audited like any call.
+    pub async fn refuse(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        decision: Decision,
+    ) -> CallReport {
+        let audit = self.audit.as_ref().map(|log| {
+            let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+            log.begin(
+                &id,
+                caller,
+                tool,
+                arguments,
+                &AuditDecision::from(&decision),
+            )
+        });
+        let text = decision.refusal_text().unwrap_or_default();
+        tracing::info!(
+            session = %caller.session,
+            token = caller.token.as_deref(),
+            tool,
+            outcome = "policy",
+            decision = decision.kind(),
+            rule = decision.rule(),
+            "tool call refused by policy"
+        );
+        match decision {
+            Decision::Allow { permit, .. } | Decision::RequireApproval { permit, .. } => {
+                permit.rollback().await
+            }
+            Decision::Deny { .. } | Decision::RateLimited { .. } => {}
+        }
+        let report = CallReport::refused(text);
+        match audit {
+            Some(audit) => audit.finish(report).await,
+            None => report,
+        }
+    }
+
+    /// Runs one allowed call and logs it. Its rate-limit units are given
+    /// back when it fails upstream (Proxmox never did the work).
+    pub async fn run(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        grant: Grant,
+    ) -> CallReport {
         let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        // The policy engine's decision goes here; without one, all is allowed.
-        let decision = AuditDecision::no_policy();
+        let decision = AuditDecision::allowed(&grant.rule);
         let mut audit = self
             .audit
             .as_ref()
             .map(|log| log.begin(&id, caller, tool, arguments, &decision));
         let started = Instant::now();
         let report = match audit.as_mut().and_then(|a| a.refusal()) {
-            Some(refused) => refused,
+            Some(refused) => {
+                // It never ran: its rate-limit units are given back.
+                if !grant.permit.is_empty() {
+                    grant.permit.rollback().await;
+                }
+                refused
+            }
             None => {
                 let arguments = serde_json::Value::Object(arguments.clone()).to_string();
-                self.sandbox
+                let report = self
+                    .sandbox
                     .call(CallRequest {
                         tool,
                         arguments: &arguments,
                         request_id: &id,
+                        allowed_methods: policy::allowed_methods(grant.may_write),
                     })
-                    .await
+                    .await;
+                let upstream_failed = matches!(
+                    report.outcome,
+                    CallOutcome::Failed {
+                        kind: FailureKind::Upstream,
+                        ..
+                    }
+                );
+                if upstream_failed && !grant.permit.is_empty() {
+                    grant.permit.rollback().await;
+                }
+                report
             }
         };
         let report = match audit {
@@ -153,6 +289,8 @@ impl App {
             token = caller.token.as_deref(),
             tool,
             outcome,
+            rule = %grant.rule,
+            may_write = grant.may_write,
             upstream_requests = report.egress.len(),
             denied = report.egress.iter().filter(|r| r.denied.is_some()).count(),
             ms = started.elapsed().as_millis() as u64,

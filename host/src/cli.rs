@@ -38,6 +38,11 @@ pub struct Global {
     #[arg(long, global = true, env = "PVE_MCP_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Policy file ([policy] section: which tools run, with what limits);
+    /// overrides the configuration file's [policy].
+    #[arg(long, global = true, env = "PVE_MCP_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
     /// Run this component instead of the embedded one (it must implement
     /// the pve-mcp:guest/pve-tools world in wit/).
     #[arg(long, global = true, value_name = "PATH")]
@@ -84,10 +89,31 @@ pub enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// Work with the policy (which tools run, and how often).
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Work with the audit log.
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+}
+
+/// `pve-mcp policy ...`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Check a policy and print the effective decision for every tool.
+    ///
+    /// Without FILE, checks the policy `serve` would use (--policy, or the
+    /// [policy] of --config). Exit code 2 names the key and line at fault.
+    Check {
+        /// A policy file (a [policy] section and its [policy.tools.NAME]).
+        file: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -131,6 +157,14 @@ impl Global {
         }
     }
 
+    /// Where the policy is looked for: --policy, then --config.
+    pub fn policy_origin(&self) -> crate::policy::reload::Origin {
+        crate::policy::reload::Origin {
+            flag: self.policy.clone(),
+            config: self.config.clone(),
+        }
+    }
+
     /// Loads the configuration from --config and the environment.
     pub fn load_config(&self) -> Result<Config, ConfigError> {
         Config::load(self.config.as_deref(), &|key| std::env::var(key).ok())
@@ -150,8 +184,8 @@ pub fn failure(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Loads the configuration and starts the host on it; a failure has been
-/// reported and becomes the exit code.
+/// Loads the configuration and the policy and starts the host on them; a
+/// failure has been reported and becomes the exit code.
 async fn start_configured(global: &Global) -> Result<App, ExitCode> {
     let config = global.load_config().map_err(|e| config_failure(&e))?;
     let mut app = App::start(
@@ -162,9 +196,14 @@ async fn start_configured(global: &Global) -> Result<App, ExitCode> {
     )
     .await
     .map_err(|e| failure(&e))?;
+    let policy = global
+        .policy_origin()
+        .load(app.tools())
+        .map_err(|e| config_failure(&e))?;
+    let engine = crate::policy::Engine::new(policy).map_err(|e| config_failure(&e))?;
     app.enable_audit(&config.audit)
         .map_err(|e| config_failure(&e))?;
-    Ok(app)
+    Ok(app.with_policy(Arc::new(engine)))
 }
 
 /// `pve-mcp serve`.
@@ -176,6 +215,19 @@ pub async fn serve(global: &Global) -> ExitCode {
         Ok(app) => Arc::new(app),
         Err(code) => return code,
     };
+    let tools: Arc<[ToolInfo]> = Arc::from(app.tools().to_vec());
+    if let Err(e) =
+        crate::policy::reload::spawn(app.policy().clone(), global.policy_origin(), tools)
+    {
+        tracing::warn!("policy reload on SIGHUP is unavailable: {e}");
+    }
+    let policy = app.policy().policy();
+    tracing::info!(
+        policy = %policy.origin,
+        default = policy.default.as_str(),
+        state = %app.policy().store().describe(),
+        "policy in force"
+    );
     tracing::info!("serving MCP on stdio");
     match McpServer::new(app).serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,

@@ -149,6 +149,9 @@ struct FileConfig {
     sandbox: FileSandbox,
     #[serde(default)]
     audit: crate::audit::FileAudit,
+    /// Read (with its spans) by [`crate::policy`].
+    #[serde(default, rename = "policy")]
+    _policy: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -476,7 +479,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http) [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls) and [audit] (path, stderr, include_arguments, max_size_mib, on_failure, fsync)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [audit] (path, stderr, include_arguments, max_size_mib, on_failure, fsync) and [policy] (see `pve-mcp policy check`)",
         )
     })
 }

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use pve_mcp::cli::{self, AuditCommand, Cli, Command};
+use pve_mcp::cli::{self, AuditCommand, Cli, Command, PolicyCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -47,6 +47,9 @@ fn main() -> ExitCode {
                     anchor: anchor.clone(),
                 },
             ),
+            Command::Policy {
+                command: PolicyCommand::Check { file, json },
+            } => pve_mcp::policy::check::run(&cli.global, file.as_deref(), *json).await,
         }
     })
 }

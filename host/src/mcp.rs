@@ -11,8 +11,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::app::App;
+use crate::app::{App, Grant};
 use crate::caller::Caller;
+use crate::policy::Decision;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -122,7 +123,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        // Hidden tools are left out; the policy can change on reload, so
+        // this is decided per listing.
+        let policy = self.app.policy().policy();
+        let visible = self
+            .tools
+            .iter()
+            .zip(self.app.tools())
+            .filter(|(_, info)| policy.visible(info))
+            .map(|(tool, _)| tool.clone())
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
     }
 
     async fn call_tool(
@@ -130,18 +141,43 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.app.has_tool(&request.name) {
+        let Some(tool) = self.app.tool(&request.name) else {
             return Err(unknown_tool(&request.name));
-        }
+        };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
-        // Dropping the call future on cancellation drops its store (so the
-        // instance) and its in-flight upstream request.
-        let report = tokio::select! {
-            report = self.app.call(&caller, &request.name, &arguments) => report,
-            _ = context.ct.cancelled() => {
-                tracing::info!(tool = %request.name, "call cancelled by the client");
-                return Err(ErrorData::internal_error("request cancelled", None));
+        let report = match self.app.decide(&caller, tool, &arguments).await {
+            Decision::Allow {
+                rule,
+                may_write,
+                permit,
+            } => {
+                let grant = Grant {
+                    rule,
+                    may_write,
+                    permit,
+                };
+                // Dropping the call future on cancellation drops its store
+                // (so the instance) and its in-flight upstream request.
+                tokio::select! {
+                    report = self.app.run(&caller, &request.name, &arguments, grant) => report,
+                    _ = context.ct.cancelled() => {
+                        tracing::info!(tool = %request.name, "call cancelled by the client");
+                        return Err(ErrorData::internal_error("request cancelled", None));
+                    }
+                }
+            }
+            // The approval flow replaces this arm; until then a call that
+            // needs a person's approval is refused, saying so.
+            decision @ Decision::RequireApproval { .. } => {
+                self.app
+                    .refuse(&caller, &request.name, &arguments, decision)
+                    .await
+            }
+            decision => {
+                self.app
+                    .refuse(&caller, &request.name, &arguments, decision)
+                    .await
             }
         };
         to_call_result(report.outcome)

@@ -46,7 +46,7 @@ use bindings::exports::pve_mcp::guest::tools as guest;
 /// How often the epoch advances; deadlines are counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// The methods a read-only call may send. Writes arrive with the policy layer.
+/// The methods the tool listing may send; a call's come from the policy.
 const READ_ONLY_METHODS: &[Method] = &[Method::GET];
 
 /// Everything a call's store holds. Dropped with the store at the end of the
@@ -137,6 +137,9 @@ pub struct CallRequest<'a> {
     pub arguments: &'a str,
     /// Correlation id for logs.
     pub request_id: &'a str,
+    /// The methods the egress gate lets this call send, decided by the
+    /// policy (GET only unless the call may write).
+    pub allowed_methods: Arc<[Method]>,
 }
 
 /// A call's outcome plus what it did on the network.
@@ -205,7 +208,13 @@ impl Sandbox {
         &self.gate
     }
 
-    fn new_store(&self, tool: &str, egress: EgressLog, log: &CappedPipe) -> Store<CallState> {
+    fn new_store(
+        &self,
+        tool: &str,
+        methods: Arc<[Method]>,
+        egress: EgressLog,
+        log: &CappedPipe,
+    ) -> Store<CallState> {
         let wasi = WasiCtxBuilder::new()
             .stdout(log.clone())
             .stderr(log.clone())
@@ -220,7 +229,7 @@ impl Sandbox {
             hooks: CallHooks::new(
                 self.gate.clone(),
                 tool,
-                READ_ONLY_METHODS.into(),
+                methods,
                 self.limits.max_response_bytes,
                 egress,
             ),
@@ -238,7 +247,12 @@ impl Sandbox {
 
     async fn read_tools(&self) -> anyhow::Result<Vec<ToolInfo>> {
         let log = CappedPipe::new(self.limits.max_log_bytes);
-        let mut store = self.new_store("list-tools", EgressLog::default(), &log);
+        let mut store = self.new_store(
+            "list-tools",
+            READ_ONLY_METHODS.into(),
+            EgressLog::default(),
+            &log,
+        );
         let instance = self.pre.instantiate_async(&mut store).await?;
         let descriptors = instance
             .pve_mcp_guest_tools()
@@ -293,7 +307,7 @@ impl Sandbox {
 
     async fn run(&self, request: &CallRequest<'_>, egress: EgressLog) -> CallOutcome {
         let log = CappedPipe::new(self.limits.max_log_bytes);
-        let mut store = self.new_store(request.tool, egress, &log);
+        let mut store = self.new_store(request.tool, request.allowed_methods.clone(), egress, &log);
         let context = guest::CallContext {
             endpoints: self
                 .gate

@@ -54,7 +54,7 @@ pub enum CallOutcome {
     /// The tool could not produce a result; the text says why and what to
     /// do. Shown to the agent as `isError: true`.
     Failed {
-        /// `invalid-arguments`, `upstream`, `internal` or `sandbox`.
+        /// `invalid-arguments`, `upstream`, `internal`, `sandbox` or `policy`.
         kind: FailureKind,
         /// The message for the agent.
         message: String,
@@ -73,6 +73,8 @@ pub enum FailureKind {
     /// The sandbox stopped the call: deadline, memory cap, crash, oversize
     /// output, or no free slot.
     Sandbox,
+    /// The policy refused the call before the guest ran.
+    Policy,
 }
 
 impl FailureKind {
@@ -83,6 +85,7 @@ impl FailureKind {
             FailureKind::Upstream => "upstream",
             FailureKind::Internal => "internal",
             FailureKind::Sandbox => "sandbox",
+            FailureKind::Policy => "policy",
         }
     }
 }

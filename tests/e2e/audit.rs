@@ -101,22 +101,33 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
             dir.path(),
             &format!("path = \"{}\"\ninclude_arguments = true", log.display()),
         );
+        let with_policy = dir.path().join("with-policy.toml");
+        std::fs::write(
+            &with_policy,
+            format!(
+                "{}\n[policy.tools.pve_list_nodes]\naction = \"deny\"\nreason = \"not for agents\"\n",
+                std::fs::read_to_string(&config).unwrap()
+            ),
+        )
+        .unwrap();
 
-        // First run: the real tools.
-        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        // First run: the real tools, under a policy that denies one.
+        let server = Server::start(&sim, with_config(Opts::default(), &with_policy)).await;
         let ok_args = json!({"status": "running", "limit": 5});
         let listed = server.ok("pve_list_vms", ok_args.clone()).await;
         let missing_args = json!({"vmid": 4242, "node": "pve1", "vm_type": "qemu"});
         server.err("pve_get_vm_status", missing_args.clone()).await;
         let secret_args = json!({"vmid": 100, "password": ARG_PASSWORD});
         server.err("pve_get_vm_status", secret_args.clone()).await;
+        let denied = server.err("pve_list_nodes", json!({})).await;
+        assert!(denied.contains("Denied by policy"), "{denied}");
         let first_run = lines(&log);
         server.stop().await;
 
         let r = records(&log);
         // 1: list_vms, 2: its GET; 3: the 404ing status call, 4: its GET;
-        // 5: the refused arguments (no request).
-        assert_eq!(r.len(), 5, "{first_run:#?}");
+        // 5: the refused arguments (no request); 6: the policy's denial.
+        assert_eq!(r.len(), 6, "{first_run:#?}");
         let call = &r[0];
         assert_eq!(call["seq"], 1);
         assert_eq!(call["prev"], GENESIS);
@@ -131,7 +142,7 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
         assert_eq!(call["args_hash"], arguments_hash(&object(&ok_args)));
         assert_eq!(call["args"], ok_args);
         assert_eq!(call["decision"], "allow");
-        assert_eq!(call["rule"], "none");
+        assert_eq!(call["rule"], "policy.default");
         assert_eq!(call["outcome"], "ok");
         assert!(call["ms"].as_f64().unwrap() > 0.0, "{call}");
         assert_eq!(
@@ -172,6 +183,14 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
         assert_eq!(refused["args"]["vmid"], 100);
         assert_eq!(refused["upstream"], json!([]));
 
+        let by_policy = &r[5];
+        assert_eq!(by_policy["tool"], "pve_list_nodes");
+        assert_eq!(by_policy["decision"], "deny");
+        assert_eq!(by_policy["rule"], "policy.tools.pve_list_nodes");
+        assert_eq!(by_policy["outcome"], "policy");
+        assert_eq!(by_policy["args_hash"], arguments_hash(&object(&json!({}))));
+        assert_eq!(by_policy["upstream"], json!([]));
+
         // Second run, on the same file: the hostile component's denied
         // requests, continuing the chain rather than starting a new one.
         let opts = with_config(Opts::default(), &config)
@@ -183,21 +202,21 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
 
         let all = lines(&log);
         let r = records(&log);
-        let call = &r[5];
-        assert_eq!(call["seq"], 6);
+        let call = &r[6];
+        assert_eq!(call["seq"], 7);
         assert_eq!(
             call["prev"],
-            sha256_line(&first_run[4]),
+            sha256_line(&first_run[5]),
             "restart broke the chain"
         );
         assert_eq!(call["tool"], "hostile_egress");
         assert_eq!(call["outcome"], "ok");
-        let egress: Vec<&Value> = r[6..].iter().collect();
+        let egress: Vec<&Value> = r[7..].iter().collect();
         assert_eq!(egress.len(), call["upstream"].as_array().unwrap().len());
         assert!(egress.len() >= 10, "{call}");
         for e in &egress {
             assert_eq!(e["kind"], "egress");
-            assert_eq!(e["call_seq"], 6);
+            assert_eq!(e["call_seq"], 7);
         }
         let denied: Vec<&&Value> = egress.iter().filter(|e| e["decision"] == "deny").collect();
         assert!(denied.len() >= 10, "{all:#?}");

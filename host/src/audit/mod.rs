@@ -29,8 +29,8 @@ use chain::{Batch, FileSink, Head, Sinks};
 use record::{CallRecord, EgressEntry, Record};
 pub use settings::{AuditSettings, FileAudit, OnFailure};
 
-/// The decision recorded for a call, and the rule that made it. The policy
-/// engine supplies it; without one every call is `allow` by rule `none`.
+/// The decision recorded for a call, and the rule that made it, as the
+/// policy engine gave them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditDecision {
     /// `allow`, `deny`, `rate-limited`, `approval-required`, `approved`, ...
@@ -40,11 +40,20 @@ pub struct AuditDecision {
 }
 
 impl AuditDecision {
-    /// The decision when no policy is configured.
-    pub fn no_policy() -> AuditDecision {
+    /// A call allowed by this rule.
+    pub fn allowed(rule: &str) -> AuditDecision {
         AuditDecision {
             decision: "allow".into(),
-            rule: "none".into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+impl From<&crate::policy::Decision> for AuditDecision {
+    fn from(decision: &crate::policy::Decision) -> Self {
+        AuditDecision {
+            decision: decision.kind().into(),
+            rule: decision.rule().into(),
         }
     }
 }

@@ -1,0 +1,163 @@
+//! `pve-mcp policy check [FILE]`: validates a policy against the
+//! component's tools and prints the effective decision for every tool.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use super::{Action, Policy, PolicySource, StateSpec};
+use crate::app::App;
+use crate::cli::{Global, config_failure, failure};
+use crate::config::SandboxLimits;
+use crate::tools::ToolInfo;
+
+/// Runs the command: exit 0 when the policy is valid, 2 when it is not
+/// (the error names the key and line), 1 when the component cannot load.
+pub async fn run(global: &Global, file: Option<&Path>, json: bool) -> ExitCode {
+    let app = match App::start(
+        &[],
+        &SandboxLimits::default(),
+        &global.component(),
+        &global.cache(),
+    )
+    .await
+    {
+        Ok(app) => app,
+        Err(e) => return failure(&e),
+    };
+    let source = match file {
+        Some(path) => Ok(PolicySource::File(path.to_path_buf())),
+        None => PolicySource::resolve(global.policy.as_deref(), global.config.as_deref()),
+    };
+    let policy = match source.and_then(|s| s.load(app.tools())) {
+        Ok(policy) => policy,
+        Err(e) => return config_failure(&e),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&as_json(&policy, app.tools())).unwrap_or_default()
+        );
+    } else {
+        print!("{}", table(&policy, app.tools()));
+    }
+    ExitCode::SUCCESS
+}
+
+fn verdict(hidden: bool, action: Action) -> &'static str {
+    match (hidden, action) {
+        (true, _) => "hidden",
+        (false, Action::Allow) => "allow",
+        (false, Action::Deny) => "deny",
+        (false, Action::RequireApproval) => "approval",
+    }
+}
+
+fn methods(may_write: bool, action: Action) -> &'static str {
+    match (action, may_write) {
+        (Action::Deny, _) => "-",
+        (_, true) => "GET,POST,PUT,DELETE",
+        (_, false) => "GET",
+    }
+}
+
+fn state(policy: &Policy) -> String {
+    match &policy.state {
+        StateSpec::Memory => "memory".into(),
+        StateSpec::Redis(url) => crate::state::redis::redacted_url(url),
+    }
+}
+
+/// The effective decision per tool, as a table.
+pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
+    let mut out = format!(
+        "policy: {} (default = \"{}\", state = {}, state_failure = \"{}\")\n",
+        policy.origin,
+        policy.default.as_str(),
+        state(policy),
+        policy.state_failure.as_str()
+    );
+    let rows: Vec<[String; 5]> = tools
+        .iter()
+        .map(|tool| {
+            let e = policy.effective(tool);
+            let mut details: Vec<String> = Vec::new();
+            if let Some(reason) = &e.reason {
+                details.push(format!("reason: {reason}"));
+            }
+            if e.action != Action::Deny {
+                details.extend(e.limits.iter().map(|l| format!("limit {}", l.describe())));
+                details.extend(e.conditions.iter().map(|c| format!("if {c}")));
+            }
+            [
+                tool.name.clone(),
+                verdict(e.hidden, e.action).into(),
+                methods(e.may_write, e.action).into(),
+                e.rule.clone(),
+                details.join("; "),
+            ]
+        })
+        .collect();
+    let headers = ["TOOL", "DECISION", "METHODS", "RULE", "DETAILS"];
+    let widths: Vec<usize> = (0..4)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([headers[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: [&str; 5]| {
+        let mut l = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i < 4 {
+                l.push_str(&format!("{cell:w$}  ", w = widths[i]));
+            } else {
+                l.push_str(cell);
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(headers));
+    for r in &rows {
+        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
+    }
+    out
+}
+
+/// The effective decision per tool, as JSON.
+pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let e = policy.effective(tool);
+            json!({
+                "tool": tool.name,
+                "decision": verdict(e.hidden, e.action),
+                "rule": e.rule,
+                "reason": e.reason,
+                "hidden": e.hidden,
+                "may_write": e.may_write,
+                "methods": methods(e.may_write, e.action).split(',').filter(|m| *m != "-").collect::<Vec<_>>(),
+                "rate_limits": e.limits.iter().map(|l| json!({
+                    "rule": l.name,
+                    "limit": l.rate.to_string(),
+                    "scope": l.scope.key(),
+                })).collect::<Vec<_>>(),
+                "conditions": e.conditions.iter().map(|c| json!({
+                    "rule": c.name,
+                    "condition": c.to_string(),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "policy": policy.origin,
+        "default": policy.default.as_str(),
+        "state": state(policy),
+        "state_failure": policy.state_failure.as_str(),
+        "tools": tools,
+    })
+}

@@ -1,0 +1,121 @@
+//! Reloading the policy: on SIGHUP, and when the policy's file (or the
+//! configuration file that holds or names it) changes, checked once a
+//! second. A new policy that does not pass the same checks as at start is
+//! rejected with a warning, and the old one stays in force.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::{Engine, PolicySource};
+use crate::tools::ToolInfo;
+
+/// How often the files are looked at.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Where the policy was found at start, so a reload finds it the same way.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// `--policy` / `PVE_MCP_POLICY`.
+    pub flag: Option<PathBuf>,
+    /// `--config` / `PVE_MCP_CONFIG`.
+    pub config: Option<PathBuf>,
+}
+
+impl Origin {
+    /// Finds and loads the policy.
+    pub fn load(&self, tools: &[ToolInfo]) -> Result<super::Policy, crate::config::ConfigError> {
+        PolicySource::resolve(self.flag.as_deref(), self.config.as_deref())?.load(tools)
+    }
+
+    fn watched(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self
+            .flag
+            .iter()
+            .chain(self.config.iter())
+            .cloned()
+            .collect();
+        if let Ok(source) = PolicySource::resolve(self.flag.as_deref(), self.config.as_deref())
+            && let Some(path) = source.path()
+            && !paths.iter().any(|p| p == path)
+        {
+            paths.push(path.to_path_buf());
+        }
+        paths
+    }
+}
+
+/// What identifies one version of a file: a rewrite in place changes the
+/// time or size, a rename over it changes the inode.
+type Stamp = Option<(SystemTime, u64, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len(), meta.ino()))
+}
+
+/// Starts the reload task. It must be started before anything could send
+/// SIGHUP: once the handler is installed the signal no longer ends the
+/// process.
+pub fn spawn(
+    engine: Arc<Engine>,
+    origin: Origin,
+    tools: Arc<[ToolInfo]>,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    Ok(tokio::spawn(async move {
+        let mut watched: Vec<(PathBuf, Stamp)> = origin
+            .watched()
+            .into_iter()
+            .map(|p| {
+                let s = stamp(&p);
+                (p, s)
+            })
+            .collect();
+        let mut tick = tokio::time::interval(POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let why = tokio::select! {
+                signal = hangup.recv() => match signal {
+                    Some(()) => "SIGHUP",
+                    None => return,
+                },
+                _ = tick.tick() => {
+                    if !watched.iter().any(|(p, s)| stamp(p) != *s) {
+                        continue;
+                    }
+                    "a file change"
+                }
+            };
+            reload(&engine, &origin, &tools, why);
+            watched = origin
+                .watched()
+                .into_iter()
+                .map(|p| {
+                    let s = stamp(&p);
+                    (p, s)
+                })
+                .collect();
+        }
+    }))
+}
+
+/// Loads the policy again and puts it in force, or keeps the old one.
+pub fn reload(engine: &Engine, origin: &Origin, tools: &[ToolInfo], why: &str) -> bool {
+    match origin.load(tools) {
+        Ok(policy) => {
+            let from = policy.origin.clone();
+            engine.replace(policy);
+            tracing::info!(trigger = why, "policy reloaded from {from}");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(
+                trigger = why,
+                "policy reload rejected; the previous policy stays in force: {e}"
+            );
+            false
+        }
+    }
+}

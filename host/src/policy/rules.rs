@@ -1,0 +1,526 @@
+//! The policy as operators write it (`[policy]` in TOML) and its checked
+//! form. Every problem is a [`ConfigError`] naming the key, its file and
+//! line, and the fix: unknown keys (a typo never silently means "no
+//! rule"), unknown tools, bad rates, bad regular expressions, bad ops.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::conditions::{Condition, Op};
+use super::rate_limit::{Rate, RateLimit, Scope};
+use crate::config::ConfigError;
+use crate::tools::ToolInfo;
+
+/// What happens to a tool no rule allows or denies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum DefaultMode {
+    /// Tools that declare `readOnlyHint` run, GET-only; others are denied.
+    #[serde(rename = "read-only", alias = "read_only", alias = "readonly")]
+    ReadOnly,
+    /// Only tools listed under `[policy.tools]` run.
+    #[serde(rename = "deny")]
+    Deny,
+    /// Every tool runs; tools that do not declare `readOnlyHint` may write.
+    #[serde(rename = "allow")]
+    Allow,
+}
+
+impl DefaultMode {
+    /// As written in the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DefaultMode::ReadOnly => "read-only",
+            DefaultMode::Deny => "deny",
+            DefaultMode::Allow => "allow",
+        }
+    }
+}
+
+/// What a rate-limited call gets when the state store is unreachable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateFailure {
+    /// Refuse the call (the default).
+    Closed,
+    /// Run the call without counting it.
+    Open,
+}
+
+impl StateFailure {
+    /// As written in the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StateFailure::Closed => "closed",
+            StateFailure::Open => "open",
+        }
+    }
+}
+
+/// A rule's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Run the call.
+    Allow,
+    /// Refuse it with the rule's `reason`.
+    Deny,
+    /// Run it once a person approves.
+    RequireApproval,
+}
+
+impl Action {
+    /// As written in the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Deny => "deny",
+            Action::RequireApproval => "require_approval",
+        }
+    }
+}
+
+/// The checked rules for one tool, or for every tool (`"*"`).
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// `policy.tools.NAME` (`policy.tools."*"` for the wildcard).
+    pub name: String,
+    /// The verdict, when the rule gives one.
+    pub action: Option<Action>,
+    /// Shown to the agent on a denial.
+    pub reason: Option<String>,
+    /// Absent from `tools/list`, and denied when called.
+    pub hide: Option<bool>,
+    /// Whether an allowed call may send non-GET requests; by default, when
+    /// the tool does not declare `readOnlyHint`.
+    pub write: Option<bool>,
+    /// Every limit must have budget left.
+    pub limits: Vec<RateLimit>,
+    /// Every condition must hold.
+    pub conditions: Vec<Condition>,
+}
+
+/// Where the rate-limit counters live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateSpec {
+    /// In this process.
+    Memory,
+    /// In Redis at this URL (shared by every replica using it).
+    Redis(String),
+}
+
+/// A checked policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// What unlisted tools get.
+    pub default: DefaultMode,
+    /// Where counters live.
+    pub state: StateSpec,
+    /// What to do when that store is unreachable.
+    pub state_failure: StateFailure,
+    /// Rules by tool name, `"*"` included, in file order.
+    pub tools: IndexMap<String, Rule>,
+    /// Where the policy came from, for messages.
+    pub origin: String,
+}
+
+impl Default for Policy {
+    /// Read-only with no rules: what runs without a `[policy]`.
+    fn default() -> Self {
+        Policy {
+            default: DefaultMode::ReadOnly,
+            state: StateSpec::Memory,
+            state_failure: StateFailure::Closed,
+            tools: IndexMap::new(),
+            origin: "built-in default (read-only)".into(),
+        }
+    }
+}
+
+/// The name a rule for `tool` has in decisions and the audit log.
+pub fn rule_name(tool: &str) -> String {
+    if tool
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        format!("policy.tools.{tool}")
+    } else {
+        format!("policy.tools.{tool:?}")
+    }
+}
+
+/// Where the policy lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySource {
+    /// No policy anywhere: the built-in read-only default.
+    Builtin,
+    /// A file of its own (`--policy`, `PVE_MCP_POLICY`, or `[policy] file`).
+    File(PathBuf),
+    /// The `[policy]` section of the configuration file.
+    Config(PathBuf),
+}
+
+impl PolicySource {
+    /// Finds the policy: `--policy` first, then the config file's
+    /// `[policy] file = ...`, then its `[policy]` section.
+    pub fn resolve(
+        flag: Option<&Path>,
+        config: Option<&Path>,
+    ) -> Result<PolicySource, ConfigError> {
+        if let Some(path) = flag {
+            return Ok(PolicySource::File(path.to_path_buf()));
+        }
+        let Some(config) = config else {
+            return Ok(PolicySource::Builtin);
+        };
+        let text = read(config, "--config")?;
+        let name = config.display().to_string();
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
+        let Some(policy) = file.policy else {
+            return Ok(PolicySource::Config(config.to_path_buf()));
+        };
+        match &policy.get_ref().file {
+            None => Ok(PolicySource::Config(config.to_path_buf())),
+            Some(path) => {
+                let section = policy.get_ref();
+                if section.default.is_some()
+                    || section.state.is_some()
+                    || section.state_failure.is_some()
+                    || !section.tools.is_empty()
+                {
+                    return Err(at(
+                        &text,
+                        &name,
+                        "policy.file",
+                        path.span(),
+                        "a policy file is named and rules are given here too",
+                        "put every policy setting in the named file, or drop `file` and keep them here",
+                    ));
+                }
+                let relative = Path::new(path.get_ref());
+                let resolved = match config.parent() {
+                    Some(dir) if relative.is_relative() => dir.join(relative),
+                    _ => relative.to_path_buf(),
+                };
+                Ok(PolicySource::File(resolved))
+            }
+        }
+    }
+
+    /// The files whose change means "reload".
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            PolicySource::Builtin => None,
+            PolicySource::File(p) | PolicySource::Config(p) => Some(p),
+        }
+    }
+
+    /// Reads and checks the policy against the component's tools.
+    pub fn load(&self, tools: &[ToolInfo]) -> Result<Policy, ConfigError> {
+        match self {
+            PolicySource::Builtin => Ok(Policy::default()),
+            PolicySource::File(path) => {
+                let text = read(path, "policy file")?;
+                let name = path.display().to_string();
+                let file: PolicyFile =
+                    toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
+                let Some(section) = file.policy else {
+                    return Err(ConfigError {
+                        key: format!("policy file {name}"),
+                        problem: "the file has no [policy] section".into(),
+                        fix: "start the file with [policy] (and rules as [policy.tools.NAME])"
+                            .into(),
+                    });
+                };
+                if let Some(file) = &section.get_ref().file {
+                    return Err(at(
+                        &text,
+                        &name,
+                        "policy.file",
+                        file.span(),
+                        "`file` names a policy file from the main configuration; a policy file cannot name another",
+                        "remove `file` from this file",
+                    ));
+                }
+                check(section.into_inner(), &text, &name, tools)
+            }
+            PolicySource::Config(path) => {
+                let text = read(path, "--config")?;
+                let name = path.display().to_string();
+                let file: ConfigFile =
+                    toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
+                match file.policy {
+                    None => Ok(Policy {
+                        origin: format!("{name} (no [policy] section: read-only)"),
+                        ..Policy::default()
+                    }),
+                    Some(section) => check(section.into_inner(), &text, &name, tools),
+                }
+            }
+        }
+    }
+}
+
+/// A file holding only a policy: nothing else may be in it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    policy: Option<Spanned<FilePolicy>>,
+}
+
+/// The configuration file: its other sections are config.rs's business.
+#[derive(Debug, Deserialize)]
+struct ConfigFile {
+    policy: Option<Spanned<FilePolicy>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePolicy {
+    file: Option<Spanned<String>>,
+    default: Option<Spanned<DefaultMode>>,
+    state: Option<Spanned<String>>,
+    state_failure: Option<Spanned<StateFailure>>,
+    #[serde(default)]
+    tools: IndexMap<Spanned<String>, Spanned<FileRule>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRule {
+    action: Option<Spanned<Action>>,
+    reason: Option<Spanned<String>>,
+    hide: Option<Spanned<bool>>,
+    write: Option<Spanned<bool>>,
+    rate_limit: Option<Spanned<String>>,
+    rate_limit_per_token: Option<Spanned<String>>,
+    rate_limit_global: Option<Spanned<String>>,
+    #[serde(default)]
+    conditions: Vec<Spanned<FileCondition>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCondition {
+    arg: Spanned<String>,
+    op: Spanned<Op>,
+    value: Spanned<toml::Value>,
+}
+
+const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, rate_limit, rate_limit_per_token, rate_limit_global, conditions";
+
+fn read(path: &Path, what: &str) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| ConfigError {
+        key: format!("{what} {}", path.display()),
+        problem: format!("cannot read the file: {e}"),
+        fix: "check the path and its permissions".into(),
+    })
+}
+
+/// The 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map(|before| before.matches('\n').count() + 1)
+        .unwrap_or(1)
+}
+
+fn at(
+    text: &str,
+    file: &str,
+    key: &str,
+    span: Range<usize>,
+    problem: impl Into<String>,
+    fix: impl Into<String>,
+) -> ConfigError {
+    ConfigError {
+        key: format!("{key} ({file} line {})", line_of(text, span.start)),
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+fn parse_error(e: &toml::de::Error, text: &str, file: &str) -> ConfigError {
+    let line = e
+        .span()
+        .map(|s| format!(" line {}", line_of(text, s.start)))
+        .unwrap_or_default();
+    ConfigError {
+        key: format!("{file}{line}"),
+        problem: e.message().trim().to_string(),
+        fix: format!(
+            "[policy] takes default (read-only, deny, allow), state, state_failure (closed, open) and file; each [policy.tools.NAME] takes {RULE_KEYS}; a condition is {{ arg = \"vmid\", op = \"in\", value = [100, 101] }} with op eq, in, not_in, lt, gt or regex"
+        ),
+    }
+}
+
+fn check(
+    section: FilePolicy,
+    text: &str,
+    file: &str,
+    tools: &[ToolInfo],
+) -> Result<Policy, ConfigError> {
+    let state = match &section.state {
+        None => StateSpec::Memory,
+        Some(url) if url.get_ref() == "memory" => StateSpec::Memory,
+        Some(url) => {
+            crate::state::redis::check_url(url.get_ref()).map_err(|problem| {
+                at(text, file, "policy.state", url.span(), problem, "use \"memory\" (the default) or redis://HOST:PORT[/DB], with the password as redis://:PASSWORD@HOST:PORT")
+            })?;
+            StateSpec::Redis(url.get_ref().clone())
+        }
+    };
+    let mut rules = IndexMap::new();
+    for (name, rule) in section.tools {
+        let tool_name = name.get_ref().clone();
+        let info = if tool_name == "*" {
+            None
+        } else {
+            match tools.iter().find(|t| t.name == tool_name) {
+                Some(info) => Some(info),
+                None => {
+                    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                    return Err(at(
+                        text,
+                        file,
+                        &rule_name(&tool_name),
+                        name.span(),
+                        format!("there is no tool named {tool_name:?}"),
+                        format!("use \"*\" for every tool, or one of: {}", names.join(", ")),
+                    ));
+                }
+            }
+        };
+        let checked = check_rule(&tool_name, info, rule.into_inner(), text, file)?;
+        rules.insert(tool_name, checked);
+    }
+    Ok(Policy {
+        default: section
+            .default
+            .map(|d| d.into_inner())
+            .unwrap_or(DefaultMode::ReadOnly),
+        state,
+        state_failure: section
+            .state_failure
+            .map(|s| s.into_inner())
+            .unwrap_or(StateFailure::Closed),
+        tools: rules,
+        origin: file.to_string(),
+    })
+}
+
+fn check_rule(
+    tool: &str,
+    info: Option<&ToolInfo>,
+    rule: FileRule,
+    text: &str,
+    file: &str,
+) -> Result<Rule, ConfigError> {
+    let name = rule_name(tool);
+    let key = |k: &str| format!("{name}.{k}");
+    let action = rule.action.as_ref().map(|a| *a.get_ref());
+    if let (Some(hide), Some(a)) = (&rule.hide, &rule.action)
+        && *hide.get_ref()
+    {
+        return Err(at(
+            text,
+            file,
+            &key("action"),
+            a.span(),
+            format!(
+                "a hidden tool is always denied, so action = {:?} has no effect",
+                a.get_ref().as_str()
+            ),
+            "keep hide = true alone (with an optional reason), or drop hide",
+        ));
+    }
+    if let Some(reason) = &rule.reason
+        && action != Some(Action::Deny)
+        && !rule.hide.as_ref().is_some_and(|h| *h.get_ref())
+    {
+        return Err(at(
+            text,
+            file,
+            &key("reason"),
+            reason.span(),
+            "a reason is shown only when the rule denies",
+            "add action = \"deny\" (or hide = true), or drop the reason",
+        ));
+    }
+    if let Some(write) = &rule.write
+        && *write.get_ref()
+        && !matches!(action, Some(Action::Allow | Action::RequireApproval))
+    {
+        return Err(at(
+            text,
+            file,
+            &key("write"),
+            write.span(),
+            "write = true lets the tool send non-GET requests, which only an explicit allow may grant",
+            "add action = \"allow\" (or \"require_approval\") to this rule",
+        ));
+    }
+    let mut limits = Vec::new();
+    for (scope, spec) in [
+        (Scope::Session, &rule.rate_limit),
+        (Scope::Token, &rule.rate_limit_per_token),
+        (Scope::Global, &rule.rate_limit_global),
+    ] {
+        if let Some(spec) = spec {
+            let rate = Rate::parse(spec.get_ref()).map_err(|problem| {
+                at(text, file, &key(scope.key()), spec.span(), problem, "e.g. rate_limit = \"30/minute\" (per session), rate_limit_per_token = \"100/hour\", rate_limit_global = \"1000/day\"")
+            })?;
+            limits.push(RateLimit {
+                name: key(scope.key()),
+                scope,
+                rate,
+            });
+        }
+    }
+    let properties = info
+        .and_then(|t| t.input_schema.get("properties"))
+        .and_then(|p| p.as_object());
+    let mut conditions = Vec::new();
+    for (i, c) in rule.conditions.into_iter().enumerate() {
+        let c = c.into_inner();
+        let cname = format!("{name}.conditions[{i}]");
+        let arg = c.arg.get_ref().clone();
+        if let (Some(info), Some(props)) = (info, properties)
+            && !props.contains_key(&arg)
+        {
+            let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            return Err(at(
+                text,
+                file,
+                &format!("{cname}.arg"),
+                c.arg.span(),
+                format!("{} has no argument {arg:?}", info.name),
+                format!("its arguments are: {}", names.join(", ")),
+            ));
+        }
+        let condition = Condition::new(cname.clone(), arg, *c.op.get_ref(), c.value.get_ref())
+            .map_err(|problem| {
+                at(
+                    text,
+                    file,
+                    &format!("{cname}.value"),
+                    c.value.span(),
+                    problem,
+                    "see the condition examples in the README's policy section",
+                )
+            })?;
+        conditions.push(condition);
+    }
+    Ok(Rule {
+        name,
+        action,
+        reason: rule.reason.map(|r| r.into_inner()),
+        hide: rule.hide.map(|h| h.into_inner()),
+        write: rule.write.map(|w| w.into_inner()),
+        limits,
+        conditions,
+    })
+}
