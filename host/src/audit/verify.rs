@@ -91,6 +91,14 @@ struct Previous {
 /// `*.jsonl*` files are taken). Files are put in chain order by their first
 /// record's seq, so a shell glob's order does not matter.
 pub fn verify(inputs: &[PathBuf], options: &VerifyOptions) -> Result<Summary, VerifyError> {
+    if let Some(anchor) = &options.anchor {
+        let hex = anchor.strip_prefix("sha256:").unwrap_or_default();
+        if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(VerifyError::Input(format!(
+                "--anchor {anchor:?} is not a record hash; give one as verify prints it: sha256: and 64 hex digits"
+            )));
+        }
+    }
     let files = order_by_first_seq(collect_files(inputs)?)?;
     let mut previous: Option<Previous> = None;
     let mut parts = Vec::new();
@@ -483,6 +491,14 @@ mod tests {
         assert!(matches!(
             verify(&[], &VerifyOptions::default()),
             Err(VerifyError::Input(_))
+        ));
+        let bad_anchor = VerifyOptions {
+            anchor: Some("last-line".into()),
+            ..VerifyOptions::default()
+        };
+        assert!(matches!(
+            verify(&[PathBuf::from("x")], &bad_anchor),
+            Err(VerifyError::Input(m)) if m.contains("--anchor")
         ));
     }
 }
