@@ -207,7 +207,7 @@ impl App {
             tool,
             outcome = "policy",
             decision = decision.kind(),
-            rule = decision.rule(),
+            rule = %decision.rule(),
             "tool call refused by policy"
         );
         match decision {

@@ -46,7 +46,13 @@ impl McpServer {
         // Pipes (how MCP clients spawn servers) are driven by the I/O
         // reactor; plain stdio would hand every read and write to a blocking
         // thread, ~75 µs per call. Anything else falls back to plain stdio.
+        let app = self.app.clone();
         let running = self.serve(rmcp::transport::stdio_pipes()).await?;
+        crate::policy::reload::notify_list_changes(
+            app.policy().clone(),
+            Arc::from(app.tools().to_vec()),
+            running.peer().clone(),
+        );
         running.waiting().await?;
         Ok(())
     }
@@ -110,12 +116,17 @@ fn unknown_tool(name: &str) -> ErrorData {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION"))
-                    .with_title("Proxmox VE (sandboxed)"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION"))
+                .with_title("Proxmox VE (sandboxed)"),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(

@@ -183,6 +183,8 @@ pub fn command(sim: &Simulator, opts: &Opts, dir: &Path, args: &[&str]) -> tokio
 /// A running `pve-mcp serve` with an MCP client attached.
 pub struct Server {
     pub client: RunningService<RoleClient, ()>,
+    /// The server process, e.g. to send it SIGHUP.
+    pub pid: Option<u32>,
     stderr: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
 }
@@ -196,6 +198,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawning pve-mcp serve");
+        let pid = transport.id();
         let log = Arc::new(Mutex::new(String::new()));
         if let Some(mut stderr) = stderr {
             let log = log.clone();
@@ -219,6 +222,7 @@ impl Server {
         });
         Server {
             client,
+            pid,
             stderr: log,
             _dir: dir,
         }

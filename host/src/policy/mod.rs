@@ -17,22 +17,25 @@
 //! 5. `require_approval` → a person decides; otherwise allowed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use http::Method;
 
 pub mod check;
 pub mod conditions;
+mod decision;
+mod effective;
 pub mod rate_limit;
 pub mod reload;
 pub mod rules;
 
+pub use decision::{Decision, Permit};
+pub use effective::Effective;
 pub use rules::{Action, DefaultMode, Policy, PolicySource, Rule, StateFailure, StateSpec};
 
 use crate::caller::Caller;
 use crate::sandbox::CallReport;
-use crate::state::{CounterStore, MemoryStore, RedisStore, Reservation, Reserve, Window};
+use crate::state::{CounterStore, MemoryStore, RedisStore, Reserve, Window};
 use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
 
 /// The rule name of the default mode.
@@ -54,237 +57,12 @@ pub fn allowed_methods(may_write: bool) -> Arc<[Method]> {
     }
 }
 
-/// What the policy says about one call.
-#[derive(Debug)]
-pub enum Decision {
-    /// Run the call.
-    Allow {
-        /// The rule that allowed it.
-        rule: String,
-        /// Whether it may send non-GET requests.
-        may_write: bool,
-        /// Its rate-limit reservations: roll them back if it fails upstream.
-        permit: Permit,
-    },
-    /// Refuse it.
-    Deny {
-        /// The rule (or condition) that denied it.
-        rule: String,
-        /// Why, for the agent.
-        reason: String,
-    },
-    /// Refuse it for now: a rate limit's budget is spent.
-    RateLimited {
-        /// The limit, e.g. `policy.tools.pve_list_vms.rate_limit`.
-        rule: String,
-        /// The limit in words, e.g. `30/minute per session`.
-        limit: String,
-        /// When its window ends.
-        retry_after: Duration,
-    },
-    /// A person must approve it first.
-    RequireApproval {
-        /// The rule that asks for approval.
-        rule: String,
-        /// Whether the call, once approved, may send non-GET requests.
-        may_write: bool,
-        /// Its rate-limit reservations: roll them back if the call does
-        /// not run (pending, refused by the person) or fails upstream.
-        permit: Permit,
-    },
-}
-
-impl Decision {
-    /// The rule that decided.
-    pub fn rule(&self) -> &str {
-        match self {
-            Decision::Allow { rule, .. }
-            | Decision::Deny { rule, .. }
-            | Decision::RateLimited { rule, .. }
-            | Decision::RequireApproval { rule, .. } => rule,
-        }
-    }
-
-    /// A short name for logs: `allow`, `deny`, `rate-limited`, `approval`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Decision::Allow { .. } => "allow",
-            Decision::Deny { .. } => "deny",
-            Decision::RateLimited { .. } => "rate-limited",
-            Decision::RequireApproval { .. } => "require-approval",
-        }
-    }
-
-    /// The text the agent sees when the call is refused; `None` for an
-    /// allowed call.
-    pub fn refusal_text(&self) -> Option<String> {
-        match self {
-            Decision::Allow { .. } => None,
-            Decision::Deny { rule, reason } => Some(format!("Denied by policy ({rule}): {reason}")),
-            Decision::RateLimited {
-                rule,
-                limit,
-                retry_after,
-            } => {
-                let secs = retry_after.as_millis().div_ceil(1000).max(1);
-                Some(format!(
-                    "Rate limit reached ({rule}: {limit}); retry after {secs} s, when the current window ends"
-                ))
-            }
-            Decision::RequireApproval { rule, .. } => Some(format!(
-                "Approval required ({rule}): a person must approve this call, and approvals are not available in this server yet; ask the operator"
-            )),
-        }
-    }
-}
-
-/// Rate-limit units held for one call. Dropping it keeps them (the call
-/// counted); [`Permit::rollback`] gives them back.
-pub struct Permit {
-    store: Option<Arc<dyn CounterStore>>,
-    held: Vec<Reservation>,
-}
-
-impl std::fmt::Debug for Permit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Permit").field("held", &self.held).finish()
-    }
-}
-
-impl Permit {
-    /// A permit holding nothing.
-    pub fn none() -> Permit {
-        Permit {
-            store: None,
-            held: Vec::new(),
-        }
-    }
-
-    /// Whether it holds any unit.
-    pub fn is_empty(&self) -> bool {
-        self.held.is_empty()
-    }
-
-    /// Gives every unit back: the call did not happen, or failed upstream.
-    pub async fn rollback(self) {
-        let Some(store) = self.store else { return };
-        for reservation in &self.held {
-            if let Err(e) = store.release(reservation).await {
-                tracing::warn!(
-                    "could not give back a rate-limit unit ({e}); it expires with its window"
-                );
-            }
-        }
-    }
-}
-
-/// What the policy says about a tool before its arguments are seen: the
-/// effective verdict `pve-mcp policy check` prints.
-#[derive(Debug, Clone)]
-pub struct Effective<'a> {
-    /// Hidden from `tools/list` (and denied).
-    pub hidden: bool,
-    /// The verdict: allow, deny or require_approval.
-    pub action: Action,
-    /// The rule that gave the verdict.
-    pub rule: String,
-    /// Why it is denied.
-    pub reason: Option<String>,
-    /// Whether an allowed call may write.
-    pub may_write: bool,
-    /// Conditions checked on every call.
-    pub conditions: Vec<&'a conditions::Condition>,
-    /// Limits counted on every call.
-    pub limits: Vec<&'a rate_limit::RateLimit>,
-}
-
-impl Policy {
-    /// The tool's verdict before arguments and counters are looked at.
-    pub fn effective(&self, tool: &ToolInfo) -> Effective<'_> {
-        let own = self.tools.get(&tool.name);
-        let any = self.tools.get("*");
-        let rules = || own.into_iter().chain(any);
-        let conditions = rules().flat_map(|r| r.conditions.iter()).collect();
-        let limits = rules().flat_map(|r| r.limits.iter()).collect();
-        let hider = own
-            .filter(|r| r.hide.is_some())
-            .or(any.filter(|r| r.hide.is_some()))
-            .filter(|r| r.hide == Some(true));
-        if let Some(rule) = hider {
-            return Effective {
-                hidden: true,
-                action: Action::Deny,
-                rule: rule.name.clone(),
-                reason: Some(
-                    rule.reason
-                        .clone()
-                        .unwrap_or_else(|| format!("{} is not available to this agent", tool.name)),
-                ),
-                may_write: false,
-                conditions,
-                limits,
-            };
-        }
-        let write = own.and_then(|r| r.write).or(any.and_then(|r| r.write));
-        let may_write = write.unwrap_or(!tool.annotations.read_only);
-        let decided = own
-            .filter(|r| r.action.is_some())
-            .or(any.filter(|r| r.action.is_some()));
-        let (action, rule, reason) = match decided {
-            Some(rule) => {
-                let action = rule.action.unwrap_or(Action::Allow);
-                let reason = (action == Action::Deny).then(|| {
-                    rule.reason
-                        .clone()
-                        .unwrap_or_else(|| format!("the policy does not allow {}", tool.name))
-                });
-                (action, rule.name.clone(), reason)
-            }
-            None => self.default_verdict(tool, own.is_some()),
-        };
-        Effective {
-            hidden: false,
-            action,
-            rule,
-            reason,
-            may_write: action != Action::Deny && may_write,
-            conditions,
-            limits,
-        }
-    }
-
-    fn default_verdict(&self, tool: &ToolInfo, listed: bool) -> (Action, String, Option<String>) {
-        let deny = |reason: String| (Action::Deny, DEFAULT_RULE.to_string(), Some(reason));
-        match self.default {
-            DefaultMode::Allow => (Action::Allow, DEFAULT_RULE.into(), None),
-            DefaultMode::Deny if listed => (Action::Allow, rules::rule_name(&tool.name), None),
-            DefaultMode::Deny => deny(format!(
-                "the policy allows only the tools it lists (default = \"deny\") and {} is not listed",
-                tool.name
-            )),
-            DefaultMode::ReadOnly if tool.annotations.read_only => {
-                (Action::Allow, DEFAULT_RULE.into(), None)
-            }
-            DefaultMode::ReadOnly => deny(format!(
-                "the policy is read-only (default = \"read-only\") and {} may write; an operator can allow it with [policy.tools.{}] action = \"allow\"",
-                tool.name, tool.name
-            )),
-        }
-    }
-
-    /// Whether the tool appears in `tools/list`.
-    pub fn visible(&self, tool: &ToolInfo) -> bool {
-        let own = self.tools.get(&tool.name).and_then(|r| r.hide);
-        let any = self.tools.get("*").and_then(|r| r.hide);
-        !own.or(any).unwrap_or(false)
-    }
-}
-
 /// The policy in force (swapped whole on reload) and the counters.
 pub struct Engine {
     policy: ArcSwap<Policy>,
     store: Arc<dyn CounterStore>,
     instance: String,
+    reloads: tokio::sync::watch::Sender<u64>,
 }
 
 impl Engine {
@@ -312,6 +90,7 @@ impl Engine {
             policy: ArcSwap::from_pointee(policy),
             store,
             instance: format!("{}-{}", std::process::id(), crate::state::now_ms()),
+            reloads: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -332,6 +111,12 @@ impl Engine {
             );
         }
         self.policy.store(Arc::new(policy));
+        self.reloads.send_modify(|n| *n += 1);
+    }
+
+    /// Changes each time a new policy is put in force.
+    pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
     }
 
     /// Where the counters live, for logs.
@@ -392,10 +177,7 @@ impl Engine {
         caller: &Caller,
         limits: &[&rate_limit::RateLimit],
     ) -> Result<Permit, Decision> {
-        let mut permit = Permit {
-            store: Some(self.store.clone()),
-            held: Vec::with_capacity(limits.len()),
-        };
+        let mut permit = Permit::holding(self.store.clone(), Vec::with_capacity(limits.len()));
         for limit in limits {
             let key = limit.counter_key(caller, &self.instance);
             let window = Window {
@@ -403,7 +185,7 @@ impl Engine {
                 length: limit.rate.window,
             };
             match self.store.reserve(&key, window).await {
-                Ok(Reserve::Granted(r)) => permit.held.push(r),
+                Ok(Reserve::Granted(r)) => permit.push(r),
                 Ok(Reserve::Exhausted { retry_after }) => {
                     permit.rollback().await;
                     return Err(Decision::RateLimited {
@@ -451,5 +233,100 @@ impl CallReport {
             },
             egress: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective::tests::{policy, tool};
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: serde_json::Value) -> JsonObject {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn limits_are_taken_all_or_none() {
+        let engine = Engine::default();
+        engine.replace(policy(
+            "[policy.tools.look]\nrate_limit = \"2/day\"\n[policy.tools.\"*\"]\nrate_limit_global = \"1/day\"\n",
+        ));
+        let look = tool("look", true);
+        let caller = Caller::stdio();
+        let first = engine.decide(&caller, &look, &JsonObject::new()).await;
+        assert!(matches!(first, Decision::Allow { .. }), "{first:?}");
+        let second = engine.decide(&caller, &look, &JsonObject::new()).await;
+        assert_eq!(second.rule(), "policy.tools.\"*\".rate_limit_global");
+        // The session unit the second call took was given back: without
+        // the wildcard, one more call fits the tool's 2/day.
+        engine.replace(policy("[policy.tools.look]\nrate_limit = \"2/day\"\n"));
+        let third = engine.decide(&caller, &look, &JsonObject::new()).await;
+        assert!(matches!(third, Decision::Allow { .. }), "{third:?}");
+        let fourth = engine.decide(&caller, &look, &JsonObject::new()).await;
+        assert!(matches!(fourth, Decision::RateLimited { .. }), "{fourth:?}");
+    }
+
+    #[tokio::test]
+    async fn rollback_gives_units_back_and_approval_holds_them() {
+        let engine = Engine::default();
+        engine.replace(policy(
+            "[policy.tools.poke]\naction = \"require_approval\"\nrate_limit = \"1/day\"\n\
+             conditions = [{ arg = \"vmid\", op = \"in\", value = [100] }]\n",
+        ));
+        let poke = tool("poke", false);
+        let caller = Caller::stdio();
+        let denied = engine
+            .decide(&caller, &poke, &args(json!({"vmid": 101})))
+            .await;
+        assert_eq!(denied.rule(), "policy.tools.poke.conditions[0]");
+        let Decision::RequireApproval {
+            rule,
+            may_write,
+            permit,
+        } = engine
+            .decide(&caller, &poke, &args(json!({"vmid": 100})))
+            .await
+        else {
+            panic!("approval expected")
+        };
+        assert_eq!((rule.as_str(), may_write), ("policy.tools.poke", true));
+        assert!(!permit.is_empty());
+        let held = engine
+            .decide(&caller, &poke, &args(json!({"vmid": 100})))
+            .await;
+        assert!(matches!(held, Decision::RateLimited { .. }), "{held:?}");
+        permit.rollback().await;
+        let again = engine
+            .decide(&caller, &poke, &args(json!({"vmid": 100})))
+            .await;
+        assert!(
+            matches!(again, Decision::RequireApproval { .. }),
+            "{again:?}"
+        );
+    }
+
+    #[test]
+    fn refusal_texts_name_the_rule() {
+        let deny = Decision::Deny {
+            rule: "policy.tools.x".into(),
+            reason: "no".into(),
+        };
+        assert_eq!(
+            deny.refusal_text().unwrap(),
+            "Denied by policy (policy.tools.x): no"
+        );
+        let limited = Decision::RateLimited {
+            rule: "policy.tools.x.rate_limit".into(),
+            limit: "3/minute per session".into(),
+            retry_after: std::time::Duration::from_millis(1500),
+        };
+        assert_eq!(
+            limited.refusal_text().unwrap(),
+            "Rate limit reached (policy.tools.x.rate_limit: 3/minute per session); retry after 2 s, when the current window ends"
+        );
+        assert_eq!(allowed_methods(false).as_ref(), [Method::GET]);
+        assert!(allowed_methods(true).contains(&Method::POST));
+        assert!(!allowed_methods(true).contains(&Method::PATCH));
     }
 }

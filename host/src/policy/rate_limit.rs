@@ -76,12 +76,17 @@ impl Rate {
             ));
         }
         let unit = unit.trim().to_ascii_lowercase();
+        // Plurals and short forms ("minutes", "mins", "min", "m"); a
+        // two-letter unit keeps its "s", so "ms" is refused rather than
+        // read as minutes.
+        let base = match unit.strip_suffix('s') {
+            Some(base) if unit.len() > 2 => base,
+            _ => unit.as_str(),
+        };
         let seconds = UNITS
             .iter()
             .find(|(name, _)| {
-                unit == *name
-                    || unit.strip_suffix('s') == Some(name)
-                    || (unit.len() <= 3 && name.starts_with(unit.as_str()) && !unit.is_empty())
+                *name == base || (!base.is_empty() && base.len() <= 3 && name.starts_with(base))
             })
             .map(|(_, s)| *s)
             .ok_or_else(|| format!("{unit:?} is not a unit: {expected}"))?;

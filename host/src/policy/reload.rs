@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use rmcp::{Peer, RoleServer};
+
 use super::{Engine, PolicySource};
 use crate::tools::ToolInfo;
 
@@ -118,4 +120,33 @@ pub fn reload(engine: &Engine, origin: &Origin, tools: &[ToolInfo], why: &str) -
             false
         }
     }
+}
+
+/// Tells the client `notifications/tools/list_changed` whenever a reload
+/// changes which tools `tools/list` shows (a tool hidden or shown), so it
+/// lists them again. Ends with the session.
+pub fn notify_list_changes(
+    engine: Arc<Engine>,
+    tools: Arc<[ToolInfo]>,
+    peer: Peer<RoleServer>,
+) -> tokio::task::JoinHandle<()> {
+    let listed = move |engine: &Engine| -> Vec<bool> {
+        let policy = engine.policy();
+        tools.iter().map(|t| policy.visible(t)).collect()
+    };
+    let mut reloads = engine.reloads();
+    tokio::spawn(async move {
+        let mut shown = listed(&engine);
+        while reloads.changed().await.is_ok() {
+            let now = listed(&engine);
+            if now == shown {
+                continue;
+            }
+            shown = now;
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!("could not tell the client the tool list changed: {e}");
+                return;
+            }
+        }
+    })
 }

@@ -224,28 +224,7 @@ impl PolicySource {
             PolicySource::Builtin => Ok(Policy::default()),
             PolicySource::File(path) => {
                 let text = read(path, "policy file")?;
-                let name = path.display().to_string();
-                let file: PolicyFile =
-                    toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
-                let Some(section) = file.policy else {
-                    return Err(ConfigError {
-                        key: format!("policy file {name}"),
-                        problem: "the file has no [policy] section".into(),
-                        fix: "start the file with [policy] (and rules as [policy.tools.NAME])"
-                            .into(),
-                    });
-                };
-                if let Some(file) = &section.get_ref().file {
-                    return Err(at(
-                        &text,
-                        &name,
-                        "policy.file",
-                        file.span(),
-                        "`file` names a policy file from the main configuration; a policy file cannot name another",
-                        "remove `file` from this file",
-                    ));
-                }
-                check(section.into_inner(), &text, &name, tools)
+                Policy::parse(&text, &path.display().to_string(), tools)
             }
             PolicySource::Config(path) => {
                 let text = read(path, "--config")?;
@@ -261,6 +240,32 @@ impl PolicySource {
                 }
             }
         }
+    }
+}
+
+impl Policy {
+    /// Parses and checks the text of a policy file (a `[policy]` section
+    /// and nothing else); `name` is how messages name the file.
+    pub fn parse(text: &str, name: &str, tools: &[ToolInfo]) -> Result<Policy, ConfigError> {
+        let file: PolicyFile = toml::from_str(text).map_err(|e| parse_error(&e, text, name))?;
+        let Some(section) = file.policy else {
+            return Err(ConfigError {
+                key: format!("policy file {name}"),
+                problem: "the file has no [policy] section".into(),
+                fix: "start the file with [policy] (and rules as [policy.tools.NAME])".into(),
+            });
+        };
+        if let Some(file) = &section.get_ref().file {
+            return Err(at(
+                text,
+                name,
+                "policy.file",
+                file.span(),
+                "`file` names a policy file from the main configuration; a policy file cannot name another",
+                "remove `file` from this file",
+            ));
+        }
+        check(section.into_inner(), text, name, tools)
     }
 }
 
@@ -523,4 +528,67 @@ fn check_rule(
         limits,
         conditions,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::effective::tests::tools;
+    use super::*;
+
+    fn error(text: &str) -> ConfigError {
+        Policy::parse(text, "p.toml", &tools()).unwrap_err()
+    }
+
+    #[test]
+    fn contradictions_are_refused_with_their_line() {
+        let e = error("[policy.tools.look]\nhide = true\naction = \"allow\"\n");
+        assert!(
+            e.key.contains("policy.tools.look.action (p.toml line 3)"),
+            "{e}"
+        );
+        let e = error("[policy.tools.look]\nreason = \"why\"\n");
+        assert!(
+            e.key.contains("policy.tools.look.reason (p.toml line 2)"),
+            "{e}"
+        );
+        let e = error("[policy]\nfile = \"other.toml\"\n");
+        assert!(e.problem.contains("cannot name another"), "{e}");
+        let e = error("[pve]\nbase_url = \"https://x\"\n");
+        assert!(e.problem.contains("unknown field `pve`"), "{e}");
+        let e = error("");
+        assert!(e.problem.contains("no [policy] section"), "{e}");
+        let e = error("[policy.tools.look]\nrate_limit_global = \"0/day\"\n");
+        assert!(e.problem.contains("allows no calls"), "{e}");
+    }
+
+    #[test]
+    fn the_config_file_holds_or_names_the_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("c.toml");
+        std::fs::write(&config, "[sandbox]\nmemory_mib = 64\n").unwrap();
+        assert_eq!(
+            PolicySource::resolve(None, Some(&config)).unwrap(),
+            PolicySource::Config(config.clone())
+        );
+        assert_eq!(
+            PolicySource::resolve(None, None).unwrap(),
+            PolicySource::Builtin
+        );
+        std::fs::write(&config, "[policy]\nfile = \"p.toml\"\n").unwrap();
+        assert_eq!(
+            PolicySource::resolve(None, Some(&config)).unwrap(),
+            PolicySource::File(dir.path().join("p.toml"))
+        );
+        let flag = dir.path().join("flag.toml");
+        assert_eq!(
+            PolicySource::resolve(Some(&flag), Some(&config)).unwrap(),
+            PolicySource::File(flag)
+        );
+        std::fs::write(&config, "[policy]\nfile = \"p.toml\"\ndefault = \"deny\"\n").unwrap();
+        let e = PolicySource::resolve(None, Some(&config)).unwrap_err();
+        assert!(
+            e.key.contains("policy.file") && e.key.contains("line 2"),
+            "{e}"
+        );
+    }
 }

@@ -80,9 +80,9 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "hostile_slow_upstream",
-        title: "GET an arbitrary API path and wait",
-        description: "GETs base-url + `path` through the real gate with no timeout of its own, then reports the status and body length.",
-        input_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path and query appended to the base URL (default /api2/json/version)"}},"additionalProperties":false}"#,
+        title: "Request an arbitrary API path and wait",
+        description: "Sends `method` (GET by default) to base-url + `path` through the real gate with no timeout of its own, then reports the status and body length.",
+        input_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path and query appended to the base URL (default /api2/json/version)"},"method":{"type":"string","enum":["GET","POST","PUT","DELETE"],"description":"HTTP method (default GET)"}},"additionalProperties":false}"#,
     },
     ToolSpec {
         name: "hostile_exit",

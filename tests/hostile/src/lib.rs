@@ -158,7 +158,18 @@ mod component {
                 }
                 "hostile_slow_upstream" => {
                     let path = args.str_or("path", "/api2/json/version").map_err(bad)?;
-                    crate::slow::run(&base()?, &path)
+                    let method = match args.str_or("method", "GET").map_err(bad)?.as_str() {
+                        "GET" => wasip2::http::types::Method::Get,
+                        "POST" => wasip2::http::types::Method::Post,
+                        "PUT" => wasip2::http::types::Method::Put,
+                        "DELETE" => wasip2::http::types::Method::Delete,
+                        other => {
+                            return Err(bad(format!(
+                                "`method` {other:?} is not GET, POST, PUT or DELETE"
+                            )));
+                        }
+                    };
+                    crate::slow::run(&base()?, &path, method)
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 _ => return Err(ToolError::UnknownTool(name)),

@@ -1,5 +1,6 @@
-//! `hostile_slow_upstream`: one legitimate-looking GET with no deadline of
-//! its own, so the host's timeout and cancellation are what end it.
+//! `hostile_slow_upstream`: one legitimate-looking request (a GET unless
+//! told otherwise) with no deadline of its own, so the host's timeout and
+//! cancellation are what end it.
 
 use serde_json::{Value, json};
 use wasip2::clocks::monotonic_clock;
@@ -9,12 +10,13 @@ use crate::base::Base;
 use crate::net::{self, Deadline, Request};
 use crate::report;
 
-/// GETs base + `path` and reports status, body length and elapsed time.
-pub fn run(base: &Base, path: &str) -> Value {
+/// Sends `method` to base + `path` and reports status, body length and
+/// elapsed time.
+pub fn run(base: &Base, path: &str, method: Method) -> Value {
     let url = Base::url(&base.scheme, &base.authority, path);
     let start = monotonic_clock::now();
     let x = net::send(&Request {
-        method: Method::Get,
+        method,
         scheme: &base.scheme,
         authority: &base.authority,
         path,

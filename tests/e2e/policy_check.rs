@@ -1,0 +1,241 @@
+//! `pve-mcp policy check`: a bad policy exits 2 with a message naming the
+//! key and the line; a good one prints the effective decision per tool.
+
+use serde_json::Value;
+
+use crate::common::CATALOG;
+use crate::policy_harness::run;
+
+fn check(policy: &str, json: bool) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, policy).unwrap();
+    let path = path.to_str().unwrap();
+    let mut args = vec!["policy", "check", path];
+    if json {
+        args.push("--json");
+    }
+    let out = run(&args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Each mistake is refused with exit code 2, naming the line and the key.
+#[test]
+fn mistakes_name_their_line_and_key() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "unknown tool",
+            "[policy]\ndefault = \"read-only\"\n[policy.tools.pve_list_vm]\naction = \"deny\"\n",
+            &[
+                "line 3",
+                "policy.tools.pve_list_vm",
+                "no tool named \"pve_list_vm\"",
+                "pve_list_vms",
+            ],
+        ),
+        (
+            "unknown key",
+            "[policy.tools.pve_list_vms]\nactoin = \"deny\"\n",
+            &["line 2", "unknown field `actoin`", "action"],
+        ),
+        (
+            "bad rate_limit",
+            "[policy.tools.pve_list_vms]\n\nrate_limit = \"30/minit\"\n",
+            &[
+                "line 3",
+                "policy.tools.pve_list_vms.rate_limit",
+                "\"minit\" is not a unit",
+                "30/minute",
+            ],
+        ),
+        (
+            "bad regex",
+            "[policy.tools.pve_list_vms]\nconditions = [\n  { arg = \"name\", op = \"regex\", value = \"web-(\" },\n]\n",
+            &[
+                "line 3",
+                "policy.tools.pve_list_vms.conditions[0].value",
+                "not a valid regular expression",
+            ],
+        ),
+        (
+            "bad op",
+            "[policy.tools.pve_get_vm_status]\nconditions = [{ arg = \"vmid\", op = \"gte\", value = 100 }]\n",
+            &[
+                "line 2",
+                "unknown variant `gte`",
+                "eq, in, not_in, lt, gt or regex",
+            ],
+        ),
+        (
+            "bad action",
+            "[policy.tools.pve_list_vms]\naction = \"permit\"\n",
+            &["line 2", "unknown variant `permit`"],
+        ),
+        (
+            "unknown argument",
+            "[policy.tools.pve_list_nodes]\nconditions = [{ arg = \"vmid\", op = \"eq\", value = 100 }]\n",
+            &["line 2", "pve_list_nodes has no argument \"vmid\"", "limit"],
+        ),
+        (
+            "wrong value for op",
+            "[policy.tools.pve_get_vm_status]\nconditions = [{ arg = \"vmid\", op = \"in\", value = 100 }]\n",
+            &["line 2", "needs a list"],
+        ),
+        (
+            "write without allow",
+            "[policy.tools.pve_list_vms]\nwrite = true\n",
+            &[
+                "line 2",
+                "policy.tools.pve_list_vms.write",
+                "action = \"allow\"",
+            ],
+        ),
+        (
+            "bad default",
+            "[policy]\ndefault = \"readonly-ish\"\n",
+            &["line 2", "unknown variant `readonly-ish`"],
+        ),
+        (
+            "bad state",
+            "[policy]\nstate = \"http://:secret@cache:6379\"\n",
+            &["line 2", "policy.state", "redis://"],
+        ),
+    ];
+    for (what, policy, needles) in cases {
+        let (code, stdout, stderr) = check(policy, false);
+        assert_eq!(code, Some(2), "{what}: {stderr}");
+        assert!(stdout.is_empty(), "{what}: {stdout}");
+        assert!(stderr.contains("fix:"), "{what}: {stderr}");
+        for needle in *needles {
+            assert!(stderr.contains(needle), "{what}: no {needle:?} in {stderr}");
+        }
+        assert!(!stderr.contains("secret"), "{what}: {stderr}");
+    }
+}
+
+const GOOD: &str = r#"
+[policy]
+default = "read-only"
+[policy.tools.pve_list_backups]
+action = "deny"
+reason = "backups are out of scope for this agent"
+[policy.tools.pve_list_vms]
+rate_limit = "30/minute"
+rate_limit_global = "1000/day"
+[policy.tools.pve_get_vm_status]
+conditions = [{ arg = "vmid", op = "in", value = [100, 101] }]
+[policy.tools.pve_list_nodes]
+hide = true
+[policy.tools.pve_get_vm_config]
+action = "require_approval"
+"#;
+
+#[test]
+fn the_table_shows_every_tool_and_its_effective_decision() {
+    let (code, stdout, stderr) = check(GOOD, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    let row = |tool: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(tool))
+            .unwrap_or_else(|| panic!("no row for {tool}:\n{stdout}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(stdout.starts_with("policy: "), "{stdout}");
+    assert!(stdout.contains("default = \"read-only\""), "{stdout}");
+    assert_eq!(stdout.lines().count(), CATALOG.len() + 2, "{stdout}");
+    assert_eq!(
+        row("pve_list_backups"),
+        "pve_list_backups deny - policy.tools.pve_list_backups reason: backups are out of scope for this agent"
+    );
+    assert_eq!(
+        row("pve_list_vms"),
+        "pve_list_vms allow GET policy.default limit 30/minute per session; limit 1000/day for all callers together"
+    );
+    assert_eq!(
+        row("pve_get_vm_status"),
+        "pve_get_vm_status allow GET policy.default if vmid in [100,101]"
+    );
+    assert!(
+        row("pve_list_nodes").starts_with("pve_list_nodes hidden - policy.tools.pve_list_nodes")
+    );
+    assert_eq!(
+        row("pve_get_vm_config"),
+        "pve_get_vm_config approval GET policy.tools.pve_get_vm_config"
+    );
+    assert_eq!(
+        row("pve_get_version"),
+        "pve_get_version allow GET policy.default"
+    );
+}
+
+#[test]
+fn json_output_has_the_same_decisions() {
+    let (code, stdout, stderr) = check(GOOD, true);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["default"], "read-only");
+    assert_eq!(v["state"], "memory");
+    let tools = v["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), CATALOG.len());
+    let tool = |name: &str| tools.iter().find(|t| t["tool"] == name).unwrap().clone();
+    assert_eq!(tool("pve_list_backups")["decision"], "deny");
+    assert_eq!(tool("pve_list_backups")["methods"], serde_json::json!([]));
+    assert_eq!(tool("pve_list_nodes")["hidden"], true);
+    assert_eq!(tool("pve_get_vm_config")["decision"], "approval");
+    assert_eq!(tool("pve_list_vms")["methods"], serde_json::json!(["GET"]));
+    assert_eq!(tool("pve_list_vms")["may_write"], false);
+    let limits = tool("pve_list_vms")["rate_limits"].clone();
+    assert_eq!(limits[0]["rule"], "policy.tools.pve_list_vms.rate_limit");
+    assert_eq!(limits[0]["limit"], "30/minute");
+    assert_eq!(limits[1]["scope"], "rate_limit_global");
+    assert_eq!(
+        tool("pve_get_vm_status")["conditions"][0]["rule"],
+        "policy.tools.pve_get_vm_status.conditions[0]"
+    );
+}
+
+#[test]
+fn without_a_file_it_checks_the_policy_serve_would_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pve-mcp.toml");
+    std::fs::write(
+        &config,
+        "[sandbox]\nmemory_mib = 64\n\n[policy]\nfile = \"agent-policy.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agent-policy.toml"),
+        "[policy]\ndefault = \"deny\"\n[policy.tools.pve_get_version]\n",
+    )
+    .unwrap();
+    let out = run(&["--config", config.to_str().unwrap(), "policy", "check"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("agent-policy.toml"), "{stdout}");
+    assert!(stdout.contains("default = \"deny\""), "{stdout}");
+    // An inline [policy] in the config works as well.
+    std::fs::write(
+        &config,
+        "[sandbox]\nmemory_mib = 64\n\n[policy.tools.pve_list_vms]\nactoin = \"deny\"\n",
+    )
+    .unwrap();
+    let out = run(&["--config", config.to_str().unwrap(), "policy", "check"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("pve-mcp.toml line 5") && stderr.contains("actoin"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,246 @@
+//! Rate limits through the real binary: per session and global, exact
+//! under concurrency, the retry-after text, units given back when a call
+//! fails upstream, Redis shared by two server processes, and an
+//! unreachable Redis failing closed (or open when configured).
+//!
+//! Limits here are per day, so a window never ends during a test (except
+//! across midnight UTC, once a day for a second).
+
+use pve_sim::Fault;
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+
+use crate::common::*;
+use crate::policy_harness::*;
+
+/// `n` concurrent `pve_get_version` calls on one client: (ok, limited).
+async fn concurrent_version_calls(server: &Server, n: usize) -> (usize, usize) {
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let peer = server.client.peer().clone();
+        calls.spawn(async move {
+            peer.call_tool(CallToolRequestParams::new("pve_get_version"))
+                .await
+                .expect("tools/call")
+        });
+    }
+    let (mut ok, mut limited) = (0, 0);
+    while let Some(result) = calls.join_next().await {
+        let result = result.expect("call task");
+        if result.is_error == Some(false) {
+            ok += 1;
+        } else {
+            let t = text(&result);
+            assert!(t.starts_with("Rate limit reached"), "{t}");
+            limited += 1;
+        }
+    }
+    (ok, limited)
+}
+
+fn version_requests(sim: &pve_sim::Simulator) -> usize {
+    sim.requests()
+        .iter()
+        .filter(|r| r.path == "/api2/json/version")
+        .count()
+}
+
+#[tokio::test]
+async fn a_session_limit_refuses_after_n_and_says_when_to_retry() {
+    within(async {
+        let sim = simulator().await;
+        let p = with_policy(
+            &sim,
+            "[policy.tools.pve_get_version]\nrate_limit = \"3/day\"\n",
+        )
+        .await;
+        let (ok, limited) = count_version_calls(&p.server, 5).await;
+        assert_eq!((ok, limited.len()), (3, 2), "{limited:?}");
+        let t = &limited[0];
+        assert!(
+            t.contains("(policy.tools.pve_get_version.rate_limit: 3/day per session)"),
+            "{t}"
+        );
+        let secs: u64 = t
+            .split("retry after ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no retry-after seconds in {t}"));
+        assert!((1..=86_400).contains(&secs), "{t}");
+        // The refused calls never reached Proxmox; other tools are unlimited.
+        assert_eq!(version_requests(&sim), 3);
+        p.server.ok("pve_list_nodes", json!({})).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn twenty_concurrent_calls_get_exactly_the_limit() {
+    within(async {
+        let sim = simulator().await;
+        let p = with_policy(
+            &sim,
+            "[policy.tools.pve_get_version]\nrate_limit_global = \"7/day\"\n",
+        )
+        .await;
+        assert_eq!(concurrent_version_calls(&p.server, 20).await, (7, 13));
+        assert_eq!(version_requests(&sim), 7);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_wildcard_limit_counts_every_tool_together() {
+    within(async {
+        let sim = simulator().await;
+        let p = with_policy(
+            &sim,
+            "[policy.tools.\"*\"]\nrate_limit_global = \"3/day\"\n",
+        )
+        .await;
+        p.server.ok("pve_get_version", json!({})).await;
+        p.server.ok("pve_list_nodes", json!({})).await;
+        p.server.ok("pve_get_cluster_status", json!({})).await;
+        let t = p.server.err("pve_list_vms", json!({})).await;
+        assert!(
+            t.contains("policy.tools.\"*\".rate_limit_global: 3/day for all callers together"),
+            "{t}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_call_that_fails_upstream_gives_its_unit_back() {
+    within(async {
+        let sim = simulator().await;
+        let p = with_policy(
+            &sim,
+            "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n",
+        )
+        .await;
+        sim.add_fault(Fault {
+            path_prefix: "/version".into(),
+            status: 500,
+            reason: "injected failure".into(),
+            times: Some(1),
+            delay: None,
+        });
+        let failed = p.server.err("pve_get_version", json!({})).await;
+        assert!(!failed.starts_with("Rate limit"), "{failed}");
+        assert!(
+            p.server.stderr().contains("outcome=\"upstream\"")
+                || p.server.stderr().contains("outcome=upstream"),
+            "the failure is an upstream one: {}",
+            p.server.stderr()
+        );
+        // Both units are still there.
+        let (ok, limited) = count_version_calls(&p.server, 3).await;
+        assert_eq!((ok, limited.len()), (2, 1), "{limited:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn redis_limits_are_shared_by_two_server_processes() {
+    within(async {
+        let redis = Redis::start().await;
+        let sim = simulator().await;
+        let policy = format!(
+            "[policy]\nstate = \"{}\"\n[policy.tools.pve_get_version]\nrate_limit_global = \"5/day\"\n[policy.tools.pve_list_nodes]\nrate_limit = \"2/day\"\n",
+            redis.url()
+        );
+        let a = with_policy(&sim, &policy).await;
+        let b = with_policy(&sim, &policy).await;
+        // Both at once, 6 calls each, against one budget of 5.
+        let (from_a, from_b) = tokio::join!(
+            concurrent_version_calls(&a.server, 6),
+            concurrent_version_calls(&b.server, 6)
+        );
+        assert_eq!(from_a.0 + from_b.0, 5, "a {from_a:?}, b {from_b:?}");
+        assert_eq!(version_requests(&sim), 5);
+        // A per-session limit is per session, even though both processes
+        // serve a session called "stdio".
+        for server in [&a.server, &b.server] {
+            server.ok("pve_list_nodes", json!({})).await;
+            server.ok("pve_list_nodes", json!({})).await;
+            let t = server.err("pve_list_nodes", json!({})).await;
+            assert!(t.contains("2/day per session"), "{t}");
+        }
+        assert!(a.server.stderr().contains(&format!("state={}", redis.url())), "{}", a.server.stderr());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_fails_closed_by_default_and_open_when_configured() {
+    within(async {
+        let sim = simulator().await;
+        let url = format!("redis://:hunter2-not-shown@127.0.0.1:{}", free_port());
+        let limited = format!(
+            "[policy]\nstate = \"{url}\"\n[policy.tools.pve_get_version]\nrate_limit = \"5/day\"\n"
+        );
+        let p = with_policy(&sim, &limited).await;
+        let t = refused(
+            &p.server,
+            "pve_get_version",
+            json!({}),
+            "policy.state_failure",
+        )
+        .await;
+        assert!(
+            t.contains("policy.tools.pve_get_version.rate_limit")
+                && t.contains("unavailable")
+                && t.contains("fails closed"),
+            "{t}"
+        );
+        assert!(t.contains("[REDACTED]@127.0.0.1"), "{t}");
+        assert_eq!(version_requests(&sim), 0);
+        // Tools without limits do not need the store.
+        p.server.ok("pve_list_nodes", json!({})).await;
+        let log = p.server.stop().await;
+        assert!(
+            !log.contains("hunter2") && !t.contains("hunter2"),
+            "the Redis password leaked"
+        );
+
+        let open = limited.replace("[policy]\n", "[policy]\nstate_failure = \"open\"\n");
+        let p = with_policy(&sim, &open).await;
+        p.server.ok("pve_get_version", json!({})).await;
+        assert!(
+            p.server.stderr().contains("runs uncounted"),
+            "{}",
+            p.server.stderr()
+        );
+        assert_eq!(version_requests(&sim), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn counting_resumes_when_redis_comes_back() {
+    within(async {
+        let sim = simulator().await;
+        let port = free_port();
+        let policy = format!(
+            "[policy]\nstate = \"redis://127.0.0.1:{port}\"\n[policy.tools.pve_get_version]\nrate_limit_global = \"2/day\"\n"
+        );
+        let p = with_policy(&sim, &policy).await;
+        refused(&p.server, "pve_get_version", json!({}), "policy.state_failure").await;
+        let _redis = Redis::start_on(port).await;
+        // The connection is retried on later calls; refusals until then
+        // take no unit.
+        loop {
+            let result = p.server.call("pve_get_version", json!({})).await;
+            if result.is_error == Some(false) {
+                break;
+            }
+            assert!(text(&result).contains("policy.state_failure"), "{}", text(&result));
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let (ok, limited) = count_version_calls(&p.server, 2).await;
+        assert_eq!((ok, limited.len()), (1, 1), "{limited:?}");
+    })
+    .await;
+}

@@ -1,0 +1,168 @@
+//! Reloading the policy of a running server: on SIGHUP and on a file
+//! change. A bad new file is rejected and the old policy stays in force;
+//! counters of unchanged limits survive.
+
+use serde_json::json;
+
+use crate::common::*;
+use crate::policy_harness::*;
+
+fn hangup(server: &Server) {
+    let pid = server.pid.expect("the server's pid");
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .expect("running kill");
+    assert!(status.success());
+}
+
+const RELOADED: &str = "policy reloaded";
+const REJECTED: &str = "policy reload rejected";
+
+#[tokio::test]
+async fn sighup_reloads_the_policy_and_a_bad_file_keeps_the_old_one() {
+    within(async {
+        let sim = simulator().await;
+        let p = with_policy(&sim, "[policy]\ndefault = \"read-only\"\n").await;
+        p.server.ok("pve_get_version", json!({})).await;
+
+        write_policy(
+            &p.path,
+            "[policy.tools.pve_get_version]\naction = \"deny\"\nreason = \"version two\"\n",
+        );
+        let seen = p.server.stderr().matches("trigger=\"SIGHUP\"").count();
+        hangup(&p.server);
+        wait_for_log(&p.server, "trigger=\"SIGHUP\"", seen).await;
+        assert!(
+            p.server.stderr().contains(RELOADED),
+            "{}",
+            p.server.stderr()
+        );
+        let t = refused(
+            &p.server,
+            "pve_get_version",
+            json!({}),
+            "policy.tools.pve_get_version",
+        )
+        .await;
+        assert!(t.ends_with("version two"), "{t}");
+
+        // A typo: rejected with the line, and "version two" stays.
+        write_policy(
+            &p.path,
+            "[policy.tools.pve_get_version]\nactoin = \"allow\"\n",
+        );
+        let seen = p.server.stderr().matches(REJECTED).count();
+        hangup(&p.server);
+        wait_for_log(&p.server, REJECTED, seen).await;
+        let log = p.server.stderr();
+        assert!(log.contains("actoin") && log.contains("line 2"), "{log}");
+        assert!(log.contains("WARN"), "{log}");
+        let t = refused(
+            &p.server,
+            "pve_get_version",
+            json!({}),
+            "policy.tools.pve_get_version",
+        )
+        .await;
+        assert!(t.ends_with("version two"), "{t}");
+        // The server still serves.
+        p.server.ok("pve_list_nodes", json!({})).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_file_change_reloads_and_unchanged_limits_keep_their_count() {
+    within(async {
+        let sim = simulator().await;
+        let first = "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n";
+        let p = with_policy(&sim, first).await;
+        p.server.ok("pve_get_version", json!({})).await;
+        p.server.ok("pve_get_cluster_status", json!({})).await;
+
+        let seen = p.server.stderr().matches("trigger=\"a file change\"").count();
+        write_policy(
+            &p.path,
+            &format!("{first}[policy.tools.pve_get_cluster_status]\naction = \"deny\"\nreason = \"second policy\"\n"),
+        );
+        wait_for_log(&p.server, "trigger=\"a file change\"", seen).await;
+        assert!(p.server.stderr().contains(RELOADED), "{}", p.server.stderr());
+        refused(&p.server, "pve_get_cluster_status", json!({}), "policy.tools.pve_get_cluster_status").await;
+        // One unit of 2 was used before the reload: one is left.
+        let (ok, limited) = count_version_calls(&p.server, 2).await;
+        assert_eq!((ok, limited.len()), (1, 1), "{limited:?}");
+
+        // A bad rate: rejected, the old policy (and its counters) stays.
+        let seen = p.server.stderr().matches(REJECTED).count();
+        write_policy(&p.path, "[policy.tools.pve_get_version]\nrate_limit = \"lots\"\n");
+        wait_for_log(&p.server, REJECTED, seen).await;
+        assert!(p.server.stderr().contains("rate_limit"), "{}", p.server.stderr());
+        refused(&p.server, "pve_get_cluster_status", json!({}), "policy.tools.pve_get_cluster_status").await;
+        let (ok, _) = count_version_calls(&p.server, 1).await;
+        assert_eq!(ok, 0);
+
+        // A changed limit is a new limit: it starts from zero.
+        let seen = p.server.stderr().matches(RELOADED).count();
+        write_policy(&p.path, "[policy.tools.pve_get_version]\nrate_limit = \"3/day\"\n");
+        wait_for_log(&p.server, RELOADED, seen).await;
+        let (ok, _) = count_version_calls(&p.server, 4).await;
+        assert_eq!(ok, 3);
+        p.server.ok("pve_get_cluster_status", json!({})).await;
+    })
+    .await;
+}
+
+/// A client that reports `notifications/tools/list_changed`.
+struct ListWatcher(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for ListWatcher {
+    fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + rmcp::service::MaybeSendFuture + '_ {
+        let _ = self.0.send(());
+        std::future::ready(())
+    }
+}
+
+#[tokio::test]
+async fn clients_are_told_when_a_reload_changes_the_tool_list() {
+    use rmcp::ServiceExt;
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        write_policy(&path, "[policy]\n");
+        let opts = Opts::default().arg("--policy").arg(path.to_str().unwrap());
+        let cmd = command(&sim, &opts, dir.path(), &["serve"]);
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawning pve-mcp serve");
+        let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        let client = ListWatcher(tx).serve(transport).await.expect("handshake");
+        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+
+        write_policy(&path, "[policy.tools.pve_list_nodes]\nhide = true\n");
+        changes
+            .recv()
+            .await
+            .expect("a tools/list_changed notification");
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names.len(), CATALOG.len() - 1, "{names:?}");
+        assert!(!names.contains(&"pve_list_nodes".to_string()), "{names:?}");
+
+        write_policy(&path, "[policy]\n");
+        changes.recv().await.expect("a second notification");
+        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+        let _ = client.cancel().await;
+    })
+    .await;
+}
