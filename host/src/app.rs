@@ -223,6 +223,29 @@ impl App {
         }
     }
 
+    /// A call refused outside the policy engine (e.g. a person declined to
+    /// approve it), recorded in the audit log with this decision; the agent
+    /// sees `text`.
+    pub async fn refuse_recorded(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        decision: &AuditDecision,
+        text: String,
+    ) -> CallReport {
+        let report = CallReport::refused(text);
+        match &self.audit {
+            Some(log) => {
+                let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+                log.begin(&id, caller, tool, arguments, decision)
+                    .finish(report)
+                    .await
+            }
+            None => report,
+        }
+    }
+
     /// Runs one allowed call and logs it. Its rate-limit units are given
     /// back when it fails upstream (Proxmox never did the work).
     pub async fn run(
@@ -232,12 +255,26 @@ impl App {
         arguments: &serde_json::Map<String, serde_json::Value>,
         grant: Grant,
     ) -> CallReport {
-        let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let decision = AuditDecision::allowed(&grant.rule);
+        self.run_recorded(caller, tool, arguments, grant, &decision)
+            .await
+    }
+
+    /// [`App::run`], recording this decision in the audit log instead of
+    /// `allow` (e.g. [`AuditDecision::approved`] after a person approved).
+    pub async fn run_recorded(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        grant: Grant,
+        decision: &AuditDecision,
+    ) -> CallReport {
+        let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let mut audit = self
             .audit
             .as_ref()
-            .map(|log| log.begin(&id, caller, tool, arguments, &decision));
+            .map(|log| log.begin(&id, caller, tool, arguments, decision));
         let started = Instant::now();
         let report = match audit.as_mut().and_then(|a| a.refusal()) {
             Some(refused) => {

@@ -49,6 +49,24 @@ impl AuditDecision {
     }
 }
 
+impl AuditDecision {
+    /// A call that ran because a person approved it, under this rule.
+    pub fn approved(rule: &str) -> AuditDecision {
+        AuditDecision {
+            decision: "approved".into(),
+            rule: rule.into(),
+        }
+    }
+
+    /// A call a person declined (or did not approve in time), under this rule.
+    pub fn approval_denied(rule: &str) -> AuditDecision {
+        AuditDecision {
+            decision: "approval-denied".into(),
+            rule: rule.into(),
+        }
+    }
+}
+
 impl From<&crate::policy::Decision> for AuditDecision {
     fn from(decision: &crate::policy::Decision) -> Self {
         AuditDecision {
