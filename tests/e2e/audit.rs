@@ -276,6 +276,10 @@ async fn edits_deletions_reorders_and_truncation_are_named_by_line() {
         server.stop().await;
         let good = lines(&log);
         assert_eq!(good.len(), 8, "a call and its GET, four times");
+        // Without include_arguments only the hash is recorded.
+        let first = &records(&log)[0];
+        assert!(first.get("args").is_none(), "{first}");
+        assert_eq!(first["args_hash"], arguments_hash(&object(&json!({}))));
         let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stderr}");
 
