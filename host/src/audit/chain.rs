@@ -323,15 +323,16 @@ pub struct Sinks {
     pub stderr: bool,
 }
 
-/// Starts the writer thread. It runs until every sender is gone; `failing`
-/// says whether the last batch could not be written.
+/// Starts the writer thread. It runs until every sender is gone, writing
+/// what is still queued; `failing` says whether the last batch could not be
+/// written.
 pub fn start_writer(
     mut sinks: Sinks,
     mut head: Head,
     failing: Arc<AtomicBool>,
-) -> io::Result<mpsc::Sender<Batch>> {
+) -> io::Result<(mpsc::Sender<Batch>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Batch>();
-    std::thread::Builder::new()
+    let handle = std::thread::Builder::new()
         .name("pve-mcp-audit".into())
         .spawn(move || {
             for mut batch in rx {
@@ -345,7 +346,7 @@ pub fn start_writer(
                 }
             }
         })?;
-    Ok(tx)
+    Ok((tx, handle))
 }
 
 /// Links and writes a batch. The head only moves once the file has the

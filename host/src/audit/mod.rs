@@ -79,6 +79,7 @@ impl From<&crate::policy::Decision> for AuditDecision {
 /// An open audit log: a writer thread that owns the file.
 pub struct AuditLog {
     sender: mpsc::Sender<Batch>,
+    writer: Option<std::thread::JoinHandle<()>>,
     failing: Arc<AtomicBool>,
     include_arguments: bool,
     on_failure: OnFailure,
@@ -119,7 +120,7 @@ impl AuditLog {
             file,
             stderr: settings.stderr,
         };
-        let sender =
+        let (sender, writer) =
             chain::start_writer(sinks, head, failing.clone()).map_err(|e| ConfigError {
                 key: "audit".into(),
                 problem: format!("cannot start the audit writer thread: {e}"),
@@ -127,6 +128,7 @@ impl AuditLog {
             })?;
         Ok(Some(AuditLog {
             sender,
+            writer: Some(writer),
             failing,
             include_arguments: settings.include_arguments,
             on_failure: settings.on_failure,
@@ -175,6 +177,17 @@ impl AuditLog {
 
     fn refuses(&self) -> bool {
         self.on_failure == OnFailure::Refuse && self.failing.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for AuditLog {
+    /// Closes the queue and waits for the writer, so records nobody waited
+    /// for (cancelled calls) are on disk before the process exits.
+    fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.sender, mpsc::channel().0));
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
     }
 }
 
