@@ -566,3 +566,31 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn two_servers_sharing_one_file_extend_one_chain() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        // Small files, so the two also rotate under each other.
+        let config = audit_config(
+            dir.path(),
+            &format!("path = \"{}\"\nmax_size_mib = 0.002", log.display()),
+        );
+        // An MCP client starts one server per connection; two of them
+        // configured alike write to the same file.
+        let a = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        let b = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        for _ in 0..4 {
+            a.ok("pve_get_version", json!({})).await;
+            b.ok("pve_get_version", json!({})).await;
+        }
+        a.stop().await;
+        b.stop().await;
+        let (code, stdout, stderr) = verify(&[dir.path().to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        assert!(stdout.contains("ok: 16 records, seq 1..16"), "{stdout}");
+    })
+    .await;
+}

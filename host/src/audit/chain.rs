@@ -91,11 +91,18 @@ pub struct OpenError {
     pub fix: String,
 }
 
-/// The audit file: appended to, rotated by size.
+/// The audit file: appended to under an exclusive lock, rotated by size.
+///
+/// Several pve-mcp processes may share one file (an MCP client starts one
+/// server per connection): each batch is written while holding the file's
+/// lock, after checking where the chain in the file ends, so they all
+/// extend one chain.
 pub struct FileSink {
     path: PathBuf,
     file: Option<File>,
-    len: u64,
+    /// The file's length after this process's last write. While it still
+    /// is, nobody else wrote and the cached head is the file's.
+    synced_len: Option<u64>,
     /// Rotation threshold; 0 (and anything but a regular file) never rotates.
     max_bytes: u64,
     regular: bool,
@@ -119,9 +126,10 @@ impl FileSink {
         Ok((
             FileSink {
                 path: path.to_path_buf(),
-                len: meta.len(),
                 regular: meta.is_file(),
                 file: Some(file),
+                // Another process may write before this one's first batch.
+                synced_len: None,
                 max_bytes,
                 fsync,
             },
@@ -129,48 +137,93 @@ impl FileSink {
         ))
     }
 
-    /// Appends lines in one write, rotating first if they would take the
-    /// file past its size. A failed write is cut back off, so the file never
-    /// keeps half a record.
-    fn write(&mut self, bytes: &[u8], last_seq: u64) -> io::Result<()> {
-        if self.regular
-            && self.max_bytes > 0
-            && self.len > 0
-            && self.len + bytes.len() as u64 > self.max_bytes
-        {
-            self.rotate(last_seq)?;
-        }
-        let file = match &mut self.file {
-            Some(f) => f,
-            None => {
-                let f = open_append(&self.path)?;
-                self.len = f.metadata()?.len();
-                self.file.insert(f)
-            }
-        };
-        let before = self.len;
-        let result = file.write_all(bytes).and_then(|()| {
-            file.flush()?;
-            if self.fsync { file.sync_data() } else { Ok(()) }
-        });
-        match result {
-            Ok(()) => {
-                self.len += bytes.len() as u64;
-                Ok(())
-            }
-            Err(e) => {
-                if self.regular {
-                    let _ = file.set_len(before);
-                }
-                // Reopened on the next write, in case the file was moved.
+    /// Links and appends a batch in one write; returns the bytes written.
+    /// A failed write is cut back off, so the file never keeps half a
+    /// record, and `head` only moves once the file has the lines.
+    fn append(&mut self, head: &mut Head, records: &mut [Record]) -> io::Result<Vec<u8>> {
+        if !self.regular {
+            // A device or pipe: no lock, no rotation, no chain to re-read.
+            let (bytes, next) = format_batch(head, records)?;
+            let file = self.handle()?;
+            let written = file.write_all(&bytes).and_then(|()| file.flush());
+            if written.is_err() {
                 self.file = None;
-                Err(e)
             }
+            written?;
+            *head = next;
+            return Ok(bytes);
+        }
+        loop {
+            let file = self.handle()?;
+            file.lock()?;
+            if !self.is_current()? {
+                // Rotated by another process while this one waited.
+                self.file = None;
+                continue;
+            }
+            let Some(file) = self.file.as_mut() else {
+                continue;
+            };
+            let len = file.metadata()?.len();
+            if self.synced_len != Some(len) {
+                *head = resume(&self.path)
+                    .map_err(|e| io::Error::other(format!("{} {}", e.problem, e.fix)))?;
+            }
+            let (bytes, next) = format_batch(head, records)?;
+            if self.max_bytes > 0 && len > 0 && len + bytes.len() as u64 > self.max_bytes {
+                self.rotate(head.seq)?;
+                continue;
+            }
+            let result = file.write_all(&bytes).and_then(|()| {
+                file.flush()?;
+                if self.fsync { file.sync_data() } else { Ok(()) }
+            });
+            if let Err(e) = result {
+                let _ = file.set_len(len);
+                // Reopened (and the head re-read) on the next write.
+                self.file = None;
+                self.synced_len = None;
+                return Err(e);
+            }
+            let _ = file.unlock();
+            self.synced_len = Some(len + bytes.len() as u64);
+            *head = next;
+            return Ok(bytes);
         }
     }
 
-    /// Renames the full file to `NAME.<last seq, 12 digits>` and starts a
-    /// new one; the chain carries on into it.
+    /// The open file, opened (or created) again if needed.
+    fn handle(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            self.file = Some(open_append(&self.path)?);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the audit file is not open"))
+    }
+
+    /// Whether the open file is still the one at the path.
+    fn is_current(&self) -> io::Result<bool> {
+        let Some(file) = &self.file else {
+            return Ok(false);
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let open = file.metadata()?;
+            Ok(std::fs::metadata(&self.path)
+                .is_ok_and(|at_path| at_path.dev() == open.dev() && at_path.ino() == open.ino()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = file;
+            Ok(self.path.exists())
+        }
+    }
+
+    /// Renames the full file to `NAME.<last seq, 12 digits>`; the next
+    /// write creates a new one and the chain carries on into it. Called
+    /// with the lock held, which closing the old file releases.
     fn rotate(&mut self, last_seq: u64) -> io::Result<()> {
         let name = self
             .path
@@ -185,12 +238,12 @@ impl FileSink {
                 .with_file_name(format!("{name}.{last_seq:012}-{n}"));
             n += 1;
         }
-        self.file = None;
         std::fs::rename(&self.path, &target)?;
+        self.file = None;
+        // The new file starts empty; if it still is when this process
+        // writes, the head it has is the chain's.
+        self.synced_len = Some(0);
         tracing::info!(rotated = %target.display(), "audit log rotated");
-        let file = open_append(&self.path)?;
-        self.len = 0;
-        self.file = Some(file);
         Ok(())
     }
 }
@@ -349,9 +402,8 @@ pub fn start_writer(
     Ok((tx, handle))
 }
 
-/// Links and writes a batch. The head only moves once the file has the
-/// lines, so a failed write leaves no gap in the chain.
-fn write_batch(sinks: &mut Sinks, head: &mut Head, records: &mut [Record]) -> Result<(), String> {
+/// The lines of a batch linked after `head`, and the head after them.
+fn format_batch(head: &Head, records: &mut [Record]) -> io::Result<(Vec<u8>, Head)> {
     let mut next = head.clone();
     let mut bytes = Vec::new();
     let mut call_seq = 0;
@@ -362,15 +414,27 @@ fn write_batch(sinks: &mut Sinks, head: &mut Head, records: &mut [Record]) -> Re
         }
         let line = next
             .link(record)
-            .map_err(|e| format!("cannot format a record: {e}"))?;
+            .map_err(|e| io::Error::other(format!("cannot format a record: {e}")))?;
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
     }
-    if let Some(file) = &mut sinks.file {
-        file.write(&bytes, head.seq)
-            .map_err(|e| format!("writing {}: {e}", file.path.display()))?;
-    }
-    *head = next;
+    Ok((bytes, next))
+}
+
+/// Writes a batch to the file (if any), then the same lines to stderr (if
+/// asked). The head only moves once the file has the lines, so a failed
+/// write leaves no gap in the chain.
+fn write_batch(sinks: &mut Sinks, head: &mut Head, records: &mut [Record]) -> Result<(), String> {
+    let bytes = match &mut sinks.file {
+        Some(file) => file
+            .append(head, records)
+            .map_err(|e| format!("writing {}: {e}", file.path.display()))?,
+        None => {
+            let (bytes, next) = format_batch(head, records).map_err(|e| e.to_string())?;
+            *head = next;
+            bytes
+        }
+    };
     if sinks.stderr {
         let mut stderr = io::stderr().lock();
         stderr
@@ -515,6 +579,45 @@ pub(crate) mod tests {
         let (_, resumed) = FileSink::open(&path, 600, false).unwrap();
         assert_eq!(resumed.hash, line_hash(last_rotated.as_bytes()));
         assert_eq!(resumed.seq, head.seq - active.len() as u64);
+    }
+
+    #[test]
+    fn two_processes_on_one_file_extend_one_chain_across_rotations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut writers: Vec<(Sinks, Head)> = (0..2)
+            .map(|_| {
+                let (file, head) = FileSink::open(&path, 900, false).unwrap();
+                (
+                    Sinks {
+                        file: Some(file),
+                        stderr: false,
+                    },
+                    head,
+                )
+            })
+            .collect();
+        for i in 0..12 {
+            let (sinks, head) = &mut writers[i % 2];
+            let mut batch = if i % 3 == 0 {
+                vec![call("a"), egress()]
+            } else {
+                vec![call("b")]
+            };
+            write_batch(sinks, head, &mut batch).unwrap();
+        }
+        let files = std::fs::read_dir(dir.path()).unwrap().count();
+        assert!(files >= 3, "rotated {files} times");
+        let summary = crate::audit::verify::verify(
+            &[dir.path().to_path_buf()],
+            &crate::audit::verify::VerifyOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(summary.records, 16);
+        // Each writer's head is where its last write left the chain.
+        let last = &writers[1].1;
+        assert_eq!(last.seq, 16);
+        assert_eq!(summary.last_hash, last.hash);
     }
 
     #[test]
