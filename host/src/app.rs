@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+use crate::audit::{AuditDecision, AuditLog, AuditSettings};
 use crate::caller::Caller;
 use crate::component::{CacheDir, LoadedFrom};
-use crate::config::{Cluster, SandboxLimits};
+use crate::config::{Cluster, ConfigError, SandboxLimits};
 use crate::egress::{Gate, GateEndpoint};
 use crate::policy::{self, Decision, Permit};
 use crate::sandbox::{CallReport, CallRequest, Sandbox};
@@ -32,6 +33,8 @@ pub struct App {
     sandbox: Sandbox,
     policy: Arc<policy::Engine>,
     next_id: AtomicU64,
+    redactor: Redactor,
+    audit: Option<AuditLog>,
 }
 
 /// What an allowed call runs with: the rule that allowed it, whether it
@@ -75,11 +78,12 @@ impl App {
                     .with_context(|| format!("reading the component {}", path.display()))?,
             ),
         };
+        let redactor = Redactor::new(secrets);
         let sandbox = Sandbox::new(
             &wasm,
             Gate::new(endpoints),
             limits.clone(),
-            Redactor::new(secrets),
+            redactor.clone(),
             cache,
         )
         .await
@@ -97,7 +101,16 @@ impl App {
             sandbox,
             policy: Arc::new(policy::Engine::default()),
             next_id: AtomicU64::new(1),
+            redactor,
+            audit: None,
         })
+    }
+
+    /// Turns on the audit log these settings describe (nothing when they
+    /// leave it off); every call from then on is recorded.
+    pub fn enable_audit(&mut self, settings: &AuditSettings) -> Result<(), ConfigError> {
+        self.audit = AuditLog::open(settings, self.redactor.clone())?;
+        Ok(())
     }
 
     /// Puts this policy engine in charge (the default is read-only).
@@ -154,7 +167,7 @@ impl App {
                 };
                 self.run(caller, tool, arguments, grant).await
             }
-            refused => self.refuse(caller, tool, refused).await,
+            refused => self.refuse(caller, tool, arguments, refused).await,
         }
     }
 
@@ -169,8 +182,24 @@ impl App {
     }
 
     /// The report of a refused call (its units, if any, given back), logged
-    /// like any call.
-    pub async fn refuse(&self, caller: &Caller, tool: &str, decision: Decision) -> CallReport {
+    /// and audited like any call.
+    pub async fn refuse(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        decision: Decision,
+    ) -> CallReport {
+        let audit = self.audit.as_ref().map(|log| {
+            let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+            log.begin(
+                &id,
+                caller,
+                tool,
+                arguments,
+                &AuditDecision::from(&decision),
+            )
+        });
         let text = decision.refusal_text().unwrap_or_default();
         tracing::info!(
             session = %caller.session,
@@ -187,7 +216,34 @@ impl App {
             }
             Decision::Deny { .. } | Decision::RateLimited { .. } => {}
         }
-        CallReport::refused(text)
+        let report = CallReport::refused(text);
+        match audit {
+            Some(audit) => audit.finish(report).await,
+            None => report,
+        }
+    }
+
+    /// A call refused outside the policy engine (e.g. a person declined to
+    /// approve it), recorded in the audit log with this decision; the agent
+    /// sees `text`.
+    pub async fn refuse_recorded(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        decision: &AuditDecision,
+        text: String,
+    ) -> CallReport {
+        let report = CallReport::refused(text);
+        match &self.audit {
+            Some(log) => {
+                let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+                log.begin(&id, caller, tool, arguments, decision)
+                    .finish(report)
+                    .await
+            }
+            None => report,
+        }
     }
 
     /// Runs one allowed call and logs it. Its rate-limit units are given
@@ -199,28 +255,63 @@ impl App {
         arguments: &serde_json::Map<String, serde_json::Value>,
         grant: Grant,
     ) -> CallReport {
+        let decision = AuditDecision::allowed(&grant.rule);
+        self.run_recorded(caller, tool, arguments, grant, &decision)
+            .await
+    }
+
+    /// [`App::run`], recording this decision in the audit log instead of
+    /// `allow` (e.g. [`AuditDecision::approved`] after a person approved).
+    pub async fn run_recorded(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        grant: Grant,
+        decision: &AuditDecision,
+    ) -> CallReport {
         let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+        let mut audit = self
+            .audit
+            .as_ref()
+            .map(|log| log.begin(&id, caller, tool, arguments, decision));
         let started = Instant::now();
-        let report = self
-            .sandbox
-            .call(CallRequest {
-                tool,
-                arguments: &arguments,
-                request_id: &id,
-                allowed_methods: policy::allowed_methods(grant.may_write),
-            })
-            .await;
-        let upstream_failed = matches!(
-            report.outcome,
-            CallOutcome::Failed {
-                kind: FailureKind::Upstream,
-                ..
+        let report = match audit.as_mut().and_then(|a| a.refusal()) {
+            Some(refused) => {
+                // It never ran: its rate-limit units are given back.
+                if !grant.permit.is_empty() {
+                    grant.permit.rollback().await;
+                }
+                refused
             }
-        );
-        if upstream_failed && !grant.permit.is_empty() {
-            grant.permit.rollback().await;
-        }
+            None => {
+                let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+                let report = self
+                    .sandbox
+                    .call(CallRequest {
+                        tool,
+                        arguments: &arguments,
+                        request_id: &id,
+                        allowed_methods: policy::allowed_methods(grant.may_write),
+                    })
+                    .await;
+                let upstream_failed = matches!(
+                    report.outcome,
+                    CallOutcome::Failed {
+                        kind: FailureKind::Upstream,
+                        ..
+                    }
+                );
+                if upstream_failed && !grant.permit.is_empty() {
+                    grant.permit.rollback().await;
+                }
+                report
+            }
+        };
+        let report = match audit {
+            Some(audit) => audit.finish(report).await,
+            None => report,
+        };
         let outcome = match &report.outcome {
             CallOutcome::Output {
                 is_error: false, ..

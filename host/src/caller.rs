@@ -10,6 +10,9 @@ use rmcp::service::RequestContext;
 /// The session name used for the one stdio client of a process.
 pub const STDIO_SESSION: &str = "stdio";
 
+/// Longest client name kept, in characters.
+const MAX_CLIENT_NAME: usize = 128;
+
 /// The name of the bearer token that authenticated an HTTP request. The HTTP
 /// auth layer inserts it into the request's extensions; rmcp hands the
 /// request's `http::request::Parts` to the handler.
@@ -23,6 +26,8 @@ pub struct Caller {
     pub session: Arc<str>,
     /// The named bearer token, over HTTP with auth on.
     pub token: Option<Arc<str>>,
+    /// The client's `name/version` from its MCP `initialize`, if known.
+    pub client: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -31,14 +36,26 @@ impl Caller {
         Caller {
             session: Arc::from(STDIO_SESSION),
             token: None,
+            client: None,
         }
     }
 
     /// The caller of an MCP request: over Streamable HTTP the session header
     /// and the token the auth layer recorded, otherwise stdio.
     pub fn from_context(context: &RequestContext<RoleServer>) -> Caller {
+        let client = context.peer.peer_info().map(|info| {
+            let mut name = format!("{}/{}", info.client_info.name, info.client_info.version);
+            // The client chooses this text; a record needs no more of it.
+            if let Some((cut, _)) = name.char_indices().nth(MAX_CLIENT_NAME) {
+                name.truncate(cut);
+            }
+            Arc::from(name)
+        });
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
-            return Caller::stdio();
+            return Caller {
+                client,
+                ..Caller::stdio()
+            };
         };
         let session = parts
             .headers
@@ -49,6 +66,7 @@ impl Caller {
         Caller {
             session,
             token: parts.extensions.get::<TokenName>().map(|t| t.0.clone()),
+            client,
         }
     }
 }

@@ -112,6 +112,11 @@ pub enum Command {
     /// PVE_MCP_ADMIN_TOKEN.
     #[command(subcommand)]
     Approvals(crate::approval::cli::ApprovalsCommand),
+    /// Work with the audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
 }
 
 /// `pve-mcp policy ...`.
@@ -127,6 +132,28 @@ pub enum PolicyCommand {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// `pve-mcp audit` commands.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain of audit files and report the first record that
+    /// was edited, dropped, reordered or cut off (exit code 1), or the
+    /// record count and the last record's hash.
+    Verify {
+        /// The files (any order, e.g. audit.jsonl*), or their directory.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// A record hash saved earlier (e.g. the last hash a verification
+        /// printed); the log must still contain it. This detects a dropped
+        /// tail.
+        #[arg(long, value_name = "SHA256")]
+        anchor: Option<String>,
+        /// Accept a log that does not start at the first record, when older
+        /// files were removed on purpose.
+        #[arg(long)]
+        partial: bool,
     },
 }
 

@@ -28,6 +28,8 @@ pub struct Config {
     pub http: crate::http::HttpSettings,
     /// `[approvals]`: expiry, the admin endpoint and its token.
     pub approvals: crate::approval::settings::ApprovalSettings,
+    /// The audit log (`[audit]`, `PVE_MCP_AUDIT_*`).
+    pub audit: crate::audit::AuditSettings,
 }
 
 /// One Proxmox VE cluster (or single node) and how to reach it.
@@ -151,6 +153,7 @@ struct FileConfig {
     sandbox: FileSandbox,
     #[serde(default)]
     http: crate::http::config::FileHttp,
+    audit: crate::audit::FileAudit,
     /// Read (with its spans) by [`crate::policy`].
     #[serde(default, rename = "policy")]
     _policy: Option<toml::Value>,
@@ -443,6 +446,7 @@ impl Config {
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
         let http = crate::http::config::load(&file_config.http, &file_name, env)?;
+        let audit = crate::audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
         let approvals = crate::approval::settings::ApprovalSettings::load(
             &file_config.approvals,
             &file_name,
@@ -453,6 +457,7 @@ impl Config {
             sandbox,
             http,
             approvals,
+            audit,
         })
     }
 
@@ -502,7 +507,7 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         ConfigError::new(
             format!("{key}{line}"),
             problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs), [policy] (see `pve-mcp policy check`) and [approvals] (ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file)",
+            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs), [policy] (see `pve-mcp policy check`), [approvals] (ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file) and [audit] (path, stderr, include_arguments, max_size_mib, on_failure, fsync)",
         )
     })
 }

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod audit;
 pub mod caller;
 pub mod canonical;
 pub mod cli;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use pve_mcp::cli::{self, Cli, Command, PolicyCommand};
+use pve_mcp::cli::{self, AuditCommand, Cli, Command, PolicyCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -39,6 +39,20 @@ fn main() -> ExitCode {
                 args,
                 demo: false,
             } => cli::call(&cli.global, tool, args).await,
+            Command::Audit {
+                command:
+                    AuditCommand::Verify {
+                        files,
+                        anchor,
+                        partial,
+                    },
+            } => pve_mcp::audit::verify::command(
+                files,
+                &pve_mcp::audit::verify::VerifyOptions {
+                    partial: *partial,
+                    anchor: anchor.clone(),
+                },
+            ),
             Command::Policy {
                 command: PolicyCommand::Check { file, json },
             } => pve_mcp::policy::check::run(&cli.global, file.as_deref(), *json).await,

@@ -13,9 +13,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::app::{App, Grant};
 use crate::approval::{Approvals, Gate};
+use crate::audit::AuditDecision;
 use crate::caller::Caller;
 use crate::client_log::ClientLog;
 use crate::policy::Decision;
+use crate::sandbox::CallReport;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -58,17 +60,16 @@ impl McpServer {
         self
     }
 
-    /// The result of a call the policy (or a person) refused.
+    /// The result of a call the policy refused (recorded in the audit log).
     async fn refuse(
         &self,
         caller: &Caller,
         tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
         decision: Decision,
     ) -> Result<CallToolResponse, ErrorData> {
-        let report = self.app.refuse(caller, tool, decision).await;
-        to_call_result(report.outcome)
-            .map(Into::into)
-            .ok_or_else(|| unknown_tool(tool))
+        let report = self.app.refuse(caller, tool, arguments, decision).await;
+        result_of(report, tool)
     }
 
     /// The handler for a new HTTP session: its own limit on calls at
@@ -163,6 +164,13 @@ fn cancelled(tool: &str) -> ErrorData {
     ErrorData::internal_error("request cancelled", None)
 }
 
+/// The MCP answer for a finished (or refused) call.
+fn result_of(report: CallReport, tool: &str) -> Result<CallToolResponse, ErrorData> {
+    to_call_result(report.outcome)
+        .map(Into::into)
+        .ok_or_else(|| unknown_tool(tool))
+}
+
 fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown tool: {name}"), None)
 }
@@ -229,16 +237,21 @@ impl ServerHandler for McpServer {
         };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
-        let grant = match self.app.decide(&caller, tool, &arguments).await {
+        // The grant to run, and what the audit log records as the decision.
+        let (grant, decision) = match self.app.decide(&caller, tool, &arguments).await {
             Decision::Allow {
                 rule,
                 may_write,
                 permit,
-            } => Grant {
-                rule,
-                may_write,
-                permit,
-            },
+            } => {
+                let decision = AuditDecision::allowed(&rule);
+                let grant = Grant {
+                    rule,
+                    may_write,
+                    permit,
+                };
+                (grant, decision)
+            }
             Decision::RequireApproval {
                 rule,
                 may_write,
@@ -248,13 +261,22 @@ impl ServerHandler for McpServer {
                     .gate(&context, &caller, &request.name, &arguments, permit)
                     .await
                 {
-                    Gate::Approved(permit) => Grant {
-                        rule,
-                        may_write,
-                        permit,
-                    },
+                    Gate::Approved(permit) => {
+                        let decision = AuditDecision::approved(&rule);
+                        let grant = Grant {
+                            rule,
+                            may_write,
+                            permit,
+                        };
+                        (grant, decision)
+                    }
                     Gate::Refused(text) => {
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+                        let decision = AuditDecision::not_approved(&rule);
+                        let report = self
+                            .app
+                            .refuse_recorded(&caller, &request.name, &arguments, &decision, text)
+                            .await;
+                        return result_of(report, &request.name);
                     }
                     Gate::Cancelled => return Err(cancelled(&request.name)),
                 },
@@ -265,17 +287,24 @@ impl ServerHandler for McpServer {
                         may_write,
                         permit,
                     };
-                    return self.refuse(&caller, &request.name, decision).await;
+                    return self
+                        .refuse(&caller, &request.name, &arguments, decision)
+                        .await;
                 }
             },
-            decision => return self.refuse(&caller, &request.name, decision).await,
+            decision => {
+                return self
+                    .refuse(&caller, &request.name, &arguments, decision)
+                    .await;
+            }
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
         let call = crate::progress::track(
             &context,
             &request.name,
-            self.app.run(&caller, &request.name, &arguments, grant),
+            self.app
+                .run_recorded(&caller, &request.name, &arguments, grant, &decision),
         );
         let report = tokio::select! {
             report = call => report,
@@ -284,8 +313,6 @@ impl ServerHandler for McpServer {
         self.client_log
             .call_finished(&context.peer, &request.name, &report)
             .await;
-        to_call_result(report.outcome)
-            .map(Into::into)
-            .ok_or_else(|| unknown_tool(&request.name))
+        result_of(report, &request.name)
     }
 }

@@ -1,6 +1,6 @@
 //! What `pve-mcp serve` runs behind either transport: the app with its
-//! policy, the policy's reload task, and the approval flow with its admin
-//! endpoint. One place, so stdio and Streamable HTTP enforce the same
+//! policy and audit log, the policy's reload task, and the approval flow
+//! with its admin endpoint. One place, so stdio and Streamable HTTP enforce the same
 //! things.
 
 use std::process::ExitCode;
@@ -40,7 +40,8 @@ impl From<StartError> for anyhow::Error {
     }
 }
 
-/// The app with the policy from `--policy`, the config or the default.
+/// The app with the policy from `--policy`, the config or the default, and
+/// the audit log when `[audit]` asks for one.
 pub async fn start_app(global: &Global, config: &Config) -> Result<App, StartError> {
     let app = App::start(
         &config.clusters,
@@ -50,11 +51,14 @@ pub async fn start_app(global: &Global, config: &Config) -> Result<App, StartErr
     )
     .await
     .map_err(StartError::Failed)?;
+    let mut app = app;
     let policy = global
         .policy_origin()
         .load(app.tools())
         .map_err(StartError::Config)?;
     let engine = crate::policy::Engine::new(policy).map_err(StartError::Config)?;
+    app.enable_audit(&config.audit)
+        .map_err(StartError::Config)?;
     Ok(app.with_policy(Arc::new(engine)))
 }
 

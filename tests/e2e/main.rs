@@ -3,6 +3,7 @@
 //! every request the guest makes.
 
 mod approvals;
+mod audit;
 mod catalog_guests;
 mod catalog_infra;
 mod catalog_tasks;

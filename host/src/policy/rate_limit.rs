@@ -190,10 +190,12 @@ mod tests {
         let a = Caller {
             session: Arc::from("s1"),
             token: Some(Arc::from("ci")),
+            client: None,
         };
         let b = Caller {
             session: Arc::from("s2"),
             token: Some(Arc::from("ci")),
+            client: None,
         };
         assert_eq!(
             limit(Scope::Global).counter_key(&a, "i"),

@@ -1,0 +1,242 @@
+//! What one audit record says, and how argument values are made safe to
+//! record.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::egress::{Denial, EgressRecord};
+use crate::secret::Redactor;
+
+/// The mask that replaces a secret-looking value.
+pub const MASK: &str = "[REDACTED]";
+
+/// Parts of an argument name that mark its value as a secret.
+const SECRET_KEY_PARTS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "key",
+    "credential",
+    "auth",
+    "cookie",
+    "ticket",
+    "csrf",
+];
+
+/// The body of one record; the chain puts `seq` and `prev` in front of it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Record {
+    /// One tool call.
+    Call(CallRecord),
+    /// One request the guest attempted during a call.
+    Egress(EgressEntry),
+}
+
+/// One tool call, as recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    /// When the call started, RFC 3339 UTC.
+    pub time: String,
+    /// The host's id for the call (also in its log lines).
+    pub call_id: String,
+    /// The MCP session (`stdio` over stdio).
+    pub session: String,
+    /// The client's name and version from its MCP `initialize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The name of the bearer token, over HTTP with auth on.
+    pub token: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// `sha256:` of the arguments' canonical JSON.
+    pub args_hash: String,
+    /// The redacted arguments, only with `include_arguments`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// What the policy decided.
+    pub decision: String,
+    /// The rule that decided it.
+    pub rule: String,
+    /// `ok`, `tool-error`, a failure kind, `refused` or `cancelled`.
+    pub outcome: String,
+    /// Wall time of the call in milliseconds.
+    pub ms: f64,
+    /// Bytes of the result (its structured JSON, or the error text).
+    pub result_bytes: usize,
+    /// Every upstream request the guest attempted, in order.
+    pub upstream: Vec<Upstream>,
+}
+
+/// One upstream request, as summarised in its call's record.
+#[derive(Debug, Clone, Serialize)]
+pub struct Upstream {
+    /// HTTP method.
+    pub method: String,
+    /// Path without the query.
+    pub path: String,
+    /// `allow` or `deny` (the egress gate's decision).
+    pub decision: &'static str,
+    /// The status Proxmox answered with, if it answered.
+    pub status: Option<u16>,
+    /// Milliseconds to the response head (or the failure).
+    pub ms: f64,
+}
+
+/// One egress decision, a record of its own.
+#[derive(Debug, Clone, Serialize)]
+pub struct EgressEntry {
+    /// When the call started, RFC 3339 UTC.
+    pub time: String,
+    /// The call it belongs to (the host's id).
+    pub call_id: String,
+    /// The `seq` of that call's record, filled in by the writer.
+    pub call_seq: u64,
+    /// The MCP session.
+    pub session: String,
+    /// The bearer token's name.
+    pub token: Option<String>,
+    /// The tool that made the request.
+    pub tool: String,
+    /// HTTP method.
+    pub method: String,
+    /// The authority the guest asked for.
+    pub authority: String,
+    /// Path without the query.
+    pub path: String,
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// The gate's rule: `egress.gate` when allowed, else which check refused.
+    pub rule: &'static str,
+    /// Why it was denied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The status Proxmox answered with.
+    pub status: Option<u16>,
+    /// Why no response came, if none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Milliseconds to the response head (or the failure).
+    pub ms: f64,
+}
+
+/// Milliseconds with microsecond precision.
+pub fn millis(d: std::time::Duration) -> f64 {
+    (d.as_micros() as f64) / 1000.0
+}
+
+/// The rule name of an egress decision.
+pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
+    match denied {
+        None => "egress.gate",
+        Some(Denial::Authority) => "egress.authority",
+        Some(Denial::Path(_)) => "egress.path",
+        Some(Denial::Method) => "egress.method",
+        Some(Denial::BodyOnGet) => "egress.body-on-get",
+        Some(Denial::BodyTooLarge) => "egress.body-too-large",
+    }
+}
+
+/// The summary of one request for its call's record.
+pub fn upstream(record: &EgressRecord, redactor: &Redactor) -> Upstream {
+    Upstream {
+        method: redactor.redact(&record.method).into_owned(),
+        path: redactor.redact(&record.path).into_owned(),
+        decision: if record.denied.is_some() {
+            "deny"
+        } else {
+            "allow"
+        },
+        status: record.status,
+        ms: millis(record.elapsed),
+    }
+}
+
+/// The argument values fit to record: secret-looking keys masked at every
+/// level, and every known secret scrubbed from keys and strings.
+pub fn redact_arguments(value: &Value, redactor: &Redactor) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let key = redactor.redact(k).into_owned();
+                    let value = if is_secret_key(k) {
+                        Value::String(MASK.into())
+                    } else {
+                        redact_arguments(v, redactor)
+                    };
+                    (key, value)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| redact_arguments(v, redactor))
+                .collect(),
+        ),
+        Value::String(s) => Value::String(redactor.redact(s).into_owned()),
+        other => other.clone(),
+    }
+}
+
+/// Whether an argument name looks like it holds a secret.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    SECRET_KEY_PARTS.iter().any(|part| key.contains(part))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+    use serde_json::json;
+
+    #[test]
+    fn secret_keys_are_masked_at_every_level_and_known_secrets_scrubbed() {
+        let redactor = Redactor::new([Secret::new("0b5a5c2e-6f7d")]);
+        let args = json!({
+            "vmid": 100,
+            "Password": "hunter22",
+            "nested": [{"api_token": "x", "note": "uses 0b5a5c2e-6f7d here"}],
+            "ssh-keys": "ssh-ed25519 AAAA",
+        });
+        let out = redact_arguments(&args, &redactor);
+        assert_eq!(
+            out,
+            json!({
+                "vmid": 100,
+                "Password": MASK,
+                "nested": [{"api_token": MASK, "note": "uses [REDACTED] here"}],
+                "ssh-keys": MASK,
+            })
+        );
+        assert!(!is_secret_key("vmid") && !is_secret_key("node"));
+    }
+
+    #[test]
+    fn records_serialize_with_their_kind_first() {
+        let entry = Record::Egress(EgressEntry {
+            time: "t".into(),
+            call_id: "call-1".into(),
+            call_seq: 4,
+            session: "stdio".into(),
+            token: None,
+            tool: "x".into(),
+            method: "GET".into(),
+            authority: "h:1".into(),
+            path: "/p".into(),
+            decision: "deny",
+            rule: egress_rule(Some(&Denial::Method)),
+            reason: Some("method not allowed".into()),
+            status: None,
+            failure: None,
+            ms: 0.25,
+        });
+        let text = serde_json::to_string(&entry).unwrap();
+        assert!(text.starts_with(r#"{"kind":"egress","time":"t""#), "{text}");
+        assert!(text.contains(r#""rule":"egress.method""#), "{text}");
+        assert!(!text.contains("failure"), "{text}");
+    }
+}

@@ -1,0 +1,596 @@
+//! The audit log through the real binary: `pve-mcp serve` with an `[audit]`
+//! section, calls over MCP, then the records' fields, that no secret is in
+//! them, and `pve-mcp audit verify` on the intact and on tampered logs.
+
+use std::path::{Path, PathBuf};
+
+use pve_mcp::canonical::arguments_hash;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::common::*;
+
+/// A password passed as a tool argument; it must never reach the log.
+const ARG_PASSWORD: &str = "hunter2-Correct-Horse";
+
+const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A config file with this `[audit]` body (and a short sandbox deadline,
+/// which the hostile component needs).
+fn audit_config(dir: &Path, audit: &str) -> PathBuf {
+    let path = dir.join("pve-mcp.toml");
+    std::fs::write(
+        &path,
+        format!("[sandbox]\ntimeout_secs = 4\n\n[audit]\n{audit}\n"),
+    )
+    .unwrap();
+    path
+}
+
+fn with_config(opts: Opts, config: &Path) -> Opts {
+    opts.arg("--config").arg(config.to_str().unwrap())
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    lines(path)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The chain's definition, computed here independently of the host.
+fn sha256_line(line: &str) -> String {
+    let digest = Sha256::digest(line.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn object(v: &Value) -> serde_json::Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+/// `pve-mcp audit verify ARGS`: exit code, stdout, stderr.
+async fn verify(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = tokio::process::Command::new(BIN)
+        .arg("audit")
+        .arg("verify")
+        .args(args)
+        .output()
+        .await
+        .expect("running pve-mcp audit verify");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Verification must fail at `file:line` with a message containing `what`.
+async fn assert_broken_at(file: &Path, args: &[&str], line: usize, what: &str) {
+    let mut all = vec![file.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = verify(&all).await;
+    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    let at = format!("error: {}:{line}: ", file.display());
+    assert!(stderr.starts_with(&at), "expected {at}...\ngot: {stderr}");
+    assert!(stderr.contains(what), "expected {what:?} in: {stderr}");
+}
+
+/// A fresh file holding these lines.
+fn write_lines(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_restart() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(
+            dir.path(),
+            &format!("path = \"{}\"\ninclude_arguments = true", log.display()),
+        );
+        let with_policy = dir.path().join("with-policy.toml");
+        std::fs::write(
+            &with_policy,
+            format!(
+                "{}\n[policy.tools.pve_list_nodes]\naction = \"deny\"\nreason = \"not for agents\"\n",
+                std::fs::read_to_string(&config).unwrap()
+            ),
+        )
+        .unwrap();
+
+        // First run: the real tools, under a policy that denies one.
+        let server = Server::start(&sim, with_config(Opts::default(), &with_policy)).await;
+        let ok_args = json!({"status": "running", "limit": 5});
+        let listed = server.ok("pve_list_vms", ok_args.clone()).await;
+        let missing_args = json!({"vmid": 4242, "node": "pve1", "vm_type": "qemu"});
+        server.err("pve_get_vm_status", missing_args.clone()).await;
+        let secret_args = json!({"vmid": 100, "password": ARG_PASSWORD});
+        server.err("pve_get_vm_status", secret_args.clone()).await;
+        let denied = server.err("pve_list_nodes", json!({})).await;
+        assert!(denied.contains("Denied by policy"), "{denied}");
+        let first_run = lines(&log);
+        server.stop().await;
+
+        let r = records(&log);
+        // 1: list_vms, 2: its GET; 3: the 404ing status call, 4: its GET;
+        // 5: the refused arguments (no request); 6: the policy's denial.
+        assert_eq!(r.len(), 6, "{first_run:#?}");
+        let call = &r[0];
+        assert_eq!(call["seq"], 1);
+        assert_eq!(call["prev"], GENESIS);
+        assert_eq!(call["kind"], "call");
+        assert_eq!(call["session"], "stdio");
+        assert!(
+            call["client"].as_str().unwrap().starts_with("rmcp/"),
+            "{call}"
+        );
+        assert_eq!(call["token"], Value::Null);
+        assert_eq!(call["tool"], "pve_list_vms");
+        assert_eq!(call["args_hash"], arguments_hash(&object(&ok_args)));
+        assert_eq!(call["args"], ok_args);
+        assert_eq!(call["decision"], "allow");
+        assert_eq!(call["rule"], "policy.default");
+        assert_eq!(call["outcome"], "ok");
+        assert!(call["ms"].as_f64().unwrap() > 0.0, "{call}");
+        assert_eq!(
+            call["result_bytes"],
+            serde_json::to_string(&listed).unwrap().len()
+        );
+        let upstream = call["upstream"].as_array().unwrap();
+        assert_eq!(upstream.len(), 1, "{call}");
+        assert_eq!(upstream[0]["method"], "GET");
+        assert_eq!(upstream[0]["path"], "/api2/json/cluster/resources");
+        assert_eq!(upstream[0]["status"], 200);
+        assert_eq!(upstream[0]["decision"], "allow");
+        assert!(upstream[0]["ms"].as_f64().unwrap() > 0.0);
+
+        let egress = &r[1];
+        assert_eq!(egress["kind"], "egress");
+        assert_eq!(egress["seq"], 2);
+        assert_eq!(egress["prev"], sha256_line(&first_run[0]));
+        assert_eq!(egress["call_seq"], 1);
+        assert_eq!(egress["call_id"], call["call_id"]);
+        assert_eq!(egress["decision"], "allow");
+        assert_eq!(egress["rule"], "egress.gate");
+        assert_eq!(egress["status"], 200);
+        assert_eq!(egress["path"], "/api2/json/cluster/resources");
+
+        let failed = &r[2];
+        assert_eq!(failed["tool"], "pve_get_vm_status");
+        assert_eq!(failed["args_hash"], arguments_hash(&object(&missing_args)));
+        assert_eq!(failed["outcome"], "upstream", "{failed}");
+        assert!(failed["result_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(failed["upstream"][0]["status"], 500, "{failed}");
+        assert_eq!(r[3]["status"], 500);
+
+        let refused = &r[4];
+        assert_eq!(refused["outcome"], "invalid-arguments", "{refused}");
+        assert_eq!(refused["args_hash"], arguments_hash(&object(&secret_args)));
+        assert_eq!(refused["args"]["password"], "[REDACTED]");
+        assert_eq!(refused["args"]["vmid"], 100);
+        assert_eq!(refused["upstream"], json!([]));
+
+        let by_policy = &r[5];
+        assert_eq!(by_policy["tool"], "pve_list_nodes");
+        assert_eq!(by_policy["decision"], "deny");
+        assert_eq!(by_policy["rule"], "policy.tools.pve_list_nodes");
+        assert_eq!(by_policy["outcome"], "policy");
+        assert_eq!(by_policy["args_hash"], arguments_hash(&object(&json!({}))));
+        assert_eq!(by_policy["upstream"], json!([]));
+
+        // Second run, on the same file: the hostile component's denied
+        // requests, continuing the chain rather than starting a new one.
+        let opts = with_config(Opts::default(), &config)
+            .arg("--component")
+            .arg(HOSTILE_WASM);
+        let server = Server::start(&sim, opts).await;
+        server.ok("hostile_egress", json!({})).await;
+        server.stop().await;
+
+        let all = lines(&log);
+        let r = records(&log);
+        let call = &r[6];
+        assert_eq!(call["seq"], 7);
+        assert_eq!(
+            call["prev"],
+            sha256_line(&first_run[5]),
+            "restart broke the chain"
+        );
+        assert_eq!(call["tool"], "hostile_egress");
+        assert_eq!(call["outcome"], "ok");
+        let egress: Vec<&Value> = r[7..].iter().collect();
+        assert_eq!(egress.len(), call["upstream"].as_array().unwrap().len());
+        assert!(egress.len() >= 10, "{call}");
+        for e in &egress {
+            assert_eq!(e["kind"], "egress");
+            assert_eq!(e["call_seq"], 7);
+        }
+        let denied: Vec<&&Value> = egress.iter().filter(|e| e["decision"] == "deny").collect();
+        assert!(denied.len() >= 10, "{all:#?}");
+        for e in &denied {
+            let rule = e["rule"].as_str().unwrap();
+            assert!(
+                ["egress.authority", "egress.path", "egress.method"].contains(&rule),
+                "{e}"
+            );
+            assert!(!e["reason"].as_str().unwrap().is_empty(), "{e}");
+            assert_eq!(e["status"], Value::Null, "{e}");
+        }
+        assert!(denied.iter().any(|e| e["rule"] == "egress.authority"));
+        assert!(denied.iter().any(|e| e["rule"] == "egress.path"));
+        let allowed: Vec<&&Value> = egress.iter().filter(|e| e["decision"] == "allow").collect();
+        assert_eq!(allowed.len(), 1, "only the control request goes out");
+        assert_eq!(allowed[0]["path"], "/api2/json/version");
+        assert_eq!(allowed[0]["status"], 200);
+
+        // No secret anywhere: not the token, not the password argument.
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            !text.contains(ADMIN_TOKEN_SECRET),
+            "the token secret is in the log"
+        );
+        assert!(
+            !text.contains(ARG_PASSWORD),
+            "the password argument is in the log"
+        );
+
+        // The whole chain verifies, and the last hash is the last line's.
+        let (code, stdout, stderr) = verify(&[log.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        assert!(
+            stdout.contains(&format!("ok: {} records", all.len())),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("last hash: {}", sha256_line(all.last().unwrap()))),
+            "{stdout}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn edits_deletions_reorders_and_truncation_are_named_by_line() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(dir.path(), &format!("path = \"{}\"", log.display()));
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        for _ in 0..4 {
+            server.ok("pve_get_version", json!({})).await;
+        }
+        server.stop().await;
+        let good = lines(&log);
+        assert_eq!(good.len(), 8, "a call and its GET, four times");
+        // Without include_arguments only the hash is recorded.
+        let first = &records(&log)[0];
+        assert!(first.get("args").is_none(), "{first}");
+        assert_eq!(first["args_hash"], arguments_hash(&object(&json!({}))));
+        let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stderr}");
+
+        // An edited record: the next line's prev no longer matches it.
+        let mut edited = good.clone();
+        edited[2] = edited[2].replace("\"outcome\":\"ok\"", "\"outcome\":\"tool-error\"");
+        assert_ne!(edited[2], good[2]);
+        let file = write_lines(dir.path(), "edited.jsonl", &edited);
+        assert_broken_at(&file, &[], 3, "record seq 3 was edited").await;
+
+        // A deleted record: the gap is where it was.
+        let mut deleted = good.clone();
+        deleted.remove(3);
+        let file = write_lines(dir.path(), "deleted.jsonl", &deleted);
+        assert_broken_at(&file, &[], 4, "record seq 4 is missing").await;
+
+        // Two records swapped.
+        let mut swapped = good.clone();
+        swapped.swap(4, 5);
+        let file = write_lines(dir.path(), "swapped.jsonl", &swapped);
+        assert_broken_at(&file, &[], 5, "out of order").await;
+
+        // The first record removed.
+        let file = write_lines(dir.path(), "headless.jsonl", &good[1..]);
+        assert_broken_at(&file, &[], 1, "missing").await;
+
+        // A last line cut off in the middle.
+        let whole = std::fs::read_to_string(&log).unwrap();
+        let file = dir.path().join("cut.jsonl");
+        std::fs::write(&file, &whole[..whole.len() - 30]).unwrap();
+        assert_broken_at(&file, &[], 8, "incomplete").await;
+
+        // A dropped tail of whole records keeps a valid chain; only the hash
+        // saved from an earlier verification (the anchor) reveals it.
+        let (_, stdout, _) = verify(&[log.to_str().unwrap()]).await;
+        let anchor = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("last hash: "))
+            .expect("verify prints the last hash")
+            .to_string();
+        let file = write_lines(dir.path(), "tailless.jsonl", &good[..6]);
+        let (code, stdout, stderr) = verify(&[file.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        assert_broken_at(&file, &["--anchor", &anchor], 7, "dropped").await;
+        let (code, _, stderr) = verify(&[log.to_str().unwrap(), "--anchor", &anchor]).await;
+        assert_eq!(code, Some(0), "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rotation_keeps_one_chain_across_files() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        let log = logs.join("audit.jsonl");
+        // 2 KiB: a few calls per file.
+        let config = audit_config(
+            dir.path(),
+            &format!("path = \"{}\"\nmax_size_mib = 0.002", log.display()),
+        );
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        for _ in 0..8 {
+            server.ok("pve_get_version", json!({})).await;
+        }
+        server.stop().await;
+
+        let mut rotated: Vec<PathBuf> = std::fs::read_dir(&logs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p != &log)
+            .collect();
+        rotated.sort();
+        assert!(rotated.len() >= 2, "{rotated:?}");
+        let mut chain: Vec<PathBuf> = rotated.clone();
+        chain.push(log.clone());
+        let mut total = 0;
+        for pair in chain.windows(2) {
+            let before = lines(&pair[0]);
+            let after = records(&pair[1]);
+            assert!(std::fs::metadata(&pair[0]).unwrap().len() <= 2048);
+            assert_eq!(
+                after[0]["prev"],
+                sha256_line(before.last().unwrap()),
+                "{} does not continue {}",
+                pair[1].display(),
+                pair[0].display()
+            );
+        }
+        for file in &chain {
+            total += lines(file).len();
+        }
+        assert_eq!(total, 16);
+
+        // The directory, and the files in a shell glob's order (the active
+        // file sorts first), both verify.
+        let (code, stdout, stderr) = verify(&[logs.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("ok: 16 records, seq 1..16"), "{stdout}");
+        let mut glob: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
+        glob.sort();
+        let glob: Vec<&str> = glob.iter().map(String::as_str).collect();
+        let (code, _, stderr) = verify(&glob).await;
+        assert_eq!(code, Some(0), "{stderr}");
+
+        // A removed rotated file is a gap at the start of the next one.
+        std::fs::remove_file(&rotated[1]).unwrap();
+        let next = chain[2].clone();
+        let (code, _, stderr) = verify(&[logs.to_str().unwrap()]).await;
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {}:1: ", next.display())),
+            "{stderr}"
+        );
+        assert!(stderr.contains("missing"), "{stderr}");
+    })
+    .await;
+}
+
+/// The audit lines in a server's stderr, which also carries its logs.
+fn audit_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("{\"seq\":"))
+        .map(String::from)
+        .collect()
+}
+
+#[tokio::test]
+async fn records_go_to_stderr_alone_or_next_to_the_file() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+
+        // path = "-": stderr only, one verifiable chain.
+        let config = audit_config(dir.path(), "path = \"-\"");
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        server.ok("pve_get_version", json!({})).await;
+        server.err("pve_get_vm_status", json!({"vmid": 1})).await;
+        let stderr = server.stop().await;
+        let only = audit_lines(&stderr);
+        assert_eq!(only.len(), 3, "{stderr}");
+        assert!(!stderr.contains(ADMIN_TOKEN_SECRET));
+        let file = write_lines(dir.path(), "from-stderr.jsonl", &only);
+        let (code, _, err) = verify(&[file.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{err}");
+
+        // stderr = true next to a file: the same lines in both.
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(
+            dir.path(),
+            &format!("path = \"{}\"\nstderr = true", log.display()),
+        );
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        server.ok("pve_get_version", json!({})).await;
+        let stderr = server.stop().await;
+        assert_eq!(audit_lines(&stderr), lines(&log));
+        assert_eq!(lines(&log).len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_unwritable_log_refuses_calls_unless_told_to_continue() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        // /dev/full opens, and fails every write with "no space left".
+        let config = audit_config(dir.path(), "path = \"/dev/full\"");
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        for _ in 0..2 {
+            let message = server.err("pve_get_version", json!({})).await;
+            assert!(
+                message.contains("refused") && message.contains("audit"),
+                "{message}"
+            );
+        }
+        // Still serving: the protocol works and the error was logged.
+        let tools = server.client.list_all_tools().await.unwrap();
+        assert_eq!(tools.len(), CATALOG.len());
+        let stderr = server.stop().await;
+        assert!(stderr.contains("/dev/full"), "{stderr}");
+
+        let config = audit_config(
+            dir.path(),
+            "path = \"/dev/full\"\non_failure = \"continue\"",
+        );
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        let version = server.ok("pve_get_version", json!({})).await;
+        assert!(version.get("version").is_some(), "{version}");
+        let stderr = server.stop().await;
+        assert!(stderr.contains("audit record lost"), "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bad_audit_settings_stop_the_start_naming_the_key() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("on_failure = \"sometimes\"", "audit.on_failure"),
+            ("path = \"/nonexistent-dir/audit.jsonl\"", "audit.path"),
+            ("max_size_mib = -2", "audit.max_size_mib"),
+            ("colour = \"red\"", "colour"),
+        ];
+        for (body, key) in cases {
+            let config = audit_config(dir.path(), body);
+            let opts = with_config(Opts::default(), &config);
+            let out = command(&sim, &opts, dir.path(), &["serve"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .await
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+            assert!(stderr.contains(key), "{body}: {stderr}");
+            assert!(stderr.contains("fix:"), "{body}: {stderr}");
+        }
+        // The environment names the file too, and `pve-mcp call` is audited.
+        let log = dir.path().join("cli.jsonl");
+        let opts = Opts::default().env("PVE_MCP_AUDIT_PATH", log.to_str().unwrap());
+        let out = command(&sim, &opts, dir.path(), &["call", "pve_get_version"])
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let r = records(&log);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0]["tool"], "pve_get_version");
+        assert_eq!(r[0]["outcome"], "ok");
+        assert_eq!(r[1]["kind"], "egress");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_recorded_as_cancelled() {
+    within(async {
+        let sim = simulator().await;
+        sim.add_fault(pve_sim::Fault {
+            path_prefix: "/cluster/resources".into(),
+            status: 0,
+            reason: String::new(),
+            times: Some(1),
+            delay: Some(std::time::Duration::from_secs(3)),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(dir.path(), &format!("path = \"{}\"", log.display()));
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        // Dropping the client's call future sends notifications/cancelled;
+        // it is dropped once the guest's request is held upstream.
+        let held = async {
+            while sim.requests().is_empty() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            result = server.try_call("pve_list_vms", json!({})) => {
+                panic!("the held call finished: {result:?}")
+            }
+            () = held => {}
+        }
+        // Nobody waits for the record of a cancelled call; it arrives.
+        while lines(&log).is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        server.stop().await;
+        let r = records(&log);
+        assert_eq!(r.len(), 1, "{r:#?}");
+        assert_eq!(r[0]["tool"], "pve_list_vms");
+        assert_eq!(r[0]["outcome"], "cancelled");
+        // The chain goes on after it, in the next run.
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        server.ok("pve_get_version", json!({})).await;
+        server.stop().await;
+        assert_eq!(records(&log)[1]["seq"], 2);
+        let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_servers_sharing_one_file_extend_one_chain() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        // Small files, so the two also rotate under each other.
+        let config = audit_config(
+            dir.path(),
+            &format!("path = \"{}\"\nmax_size_mib = 0.002", log.display()),
+        );
+        // An MCP client starts one server per connection; two of them
+        // configured alike write to the same file.
+        let a = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        let b = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        for _ in 0..4 {
+            a.ok("pve_get_version", json!({})).await;
+            b.ok("pve_get_version", json!({})).await;
+        }
+        a.stop().await;
+        b.stop().await;
+        let (code, stdout, stderr) = verify(&[dir.path().to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        assert!(stdout.contains("ok: 16 records, seq 1..16"), "{stdout}");
+    })
+    .await;
+}
