@@ -16,14 +16,25 @@ test:
 demo:
     cargo run --release -p pve-mcp -- demo
 
+# The same demo over Streamable HTTP, for HTTP clients: http://127.0.0.1:8080/mcp
+demo-http:
+    cargo run --release -p pve-mcp -- demo --http 127.0.0.1:8080
+
 # Formatting and lints, as CI runs them.
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Latency, start-up and memory benchmark against the simulator (numbers go in the README).
+# Benchmarks against the simulator (numbers go in the README): stdio latency,
+# start-up and memory; then HTTP throughput at 1, 8 and 64 clients.
 bench:
     cargo bench -p pve-mcp --bench stdio
+    cargo bench -p pve-mcp --bench http_load
+
+# Install the test clients CI installs: Node MCP clients (pinned) and the Python SDK.
+test-deps:
+    npm ci --prefix tests/interop --no-audit --no-fund
+    python3 -m pip install "mcp>=2.3,<3"
 
 # Run the Proxmox simulator on its own (prints URL, CA file and token).
 sim *ARGS:

@@ -312,14 +312,7 @@ impl App {
             Some(audit) => audit.finish(report).await,
             None => report,
         };
-        let outcome = match &report.outcome {
-            CallOutcome::Output {
-                is_error: false, ..
-            } => "ok",
-            CallOutcome::Output { is_error: true, .. } => "tool-error",
-            CallOutcome::UnknownTool(_) => "unknown-tool",
-            CallOutcome::Failed { kind, .. } => kind.as_str(),
-        };
+        let outcome = crate::audit::outcome_name(&report.outcome);
         tracing::info!(
             id,
             session = %caller.session,

@@ -237,18 +237,24 @@ pub async fn serve(global: &Global, http: Option<&str>) -> ExitCode {
     }
 }
 
-/// `pve-mcp tools`.
-pub async fn tools(global: &Global, json: bool) -> ExitCode {
-    let app = match App::start(
+/// The component alone, for commands that only need its tool list: no
+/// cluster, so every request it might make is denied.
+pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
+    App::start(
         &[],
         &SandboxLimits::default(),
         &global.component(),
         &global.cache(),
     )
     .await
-    {
+    .map_err(|e| failure(&e))
+}
+
+/// `pve-mcp tools`.
+pub async fn tools(global: &Global, json: bool) -> ExitCode {
+    let app = match start_without_clusters(global).await {
         Ok(app) => app,
-        Err(e) => return failure(&e),
+        Err(code) => return code,
     };
     if json {
         let tools: Vec<_> = app.tools().iter().map(crate::mcp::to_mcp_tool).collect();

@@ -132,7 +132,8 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl ConfigError {
-    fn new(key: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+    /// A setting `key` is wrong: what the `problem` is and the `fix`.
+    pub fn new(key: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
         Self {
             key: key.into(),
             problem: problem.into(),
@@ -153,6 +154,7 @@ struct FileConfig {
     sandbox: FileSandbox,
     #[serde(default)]
     http: crate::http::config::FileHttp,
+    #[serde(default)]
     audit: crate::audit::FileAudit,
     /// Read (with its spans) by [`crate::policy`].
     #[serde(default, rename = "policy")]

@@ -718,3 +718,51 @@ async fn concurrent_retries_of_an_approved_call_run_it_once() {
     })
     .await;
 }
+
+/// The audit log says who waited and what ran: the pending call as
+/// `not-approved`, the approved retry as `approved`, both under the rule
+/// that asked for approval, and the chain verifies.
+#[tokio::test]
+async fn the_audit_log_records_pending_and_approved_calls() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let setup = Setup::new(&format!("\n[audit]\npath = \"{}\"\n", audit.display()), "");
+        let server = Server::start(&sim, setup.opts()).await;
+
+        let id = pending(&server, vm(100)).await;
+        setup.decide("approve", &id).await;
+        server.ok(TOOL, vm(100)).await;
+        assert_eq!(runs(&sim), 1);
+
+        let text = std::fs::read_to_string(&audit).expect("the audit log");
+        let calls: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a JSON record"))
+            .filter(|r| r["kind"] == "call")
+            .collect();
+        assert_eq!(calls.len(), 2, "{text}");
+        let rule = format!("policy.tools.{TOOL}");
+        assert_eq!(calls[0]["decision"], "not-approved", "{}", calls[0]);
+        assert_eq!(calls[0]["rule"], rule.as_str(), "{}", calls[0]);
+        assert_eq!(calls[1]["decision"], "approved", "{}", calls[1]);
+        assert_eq!(calls[1]["rule"], rule.as_str(), "{}", calls[1]);
+        assert_eq!(calls[1]["outcome"], "ok", "{}", calls[1]);
+        assert_eq!(calls[0]["args_hash"], calls[1]["args_hash"]);
+        assert!(!text.contains(ADMIN_TOKEN));
+
+        let out = tokio::process::Command::new(BIN)
+            .args(["audit", "verify"])
+            .arg(&audit)
+            .output()
+            .await
+            .expect("running pve-mcp audit verify");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    })
+    .await;
+}

@@ -130,6 +130,19 @@ impl HttpServer {
         panic!("pve-mcp never became ready:\n{}", self.log());
     }
 
+    /// Waits for a log line containing `needle`: the log is read from the
+    /// server's stderr as it comes, so a line may trail the answer it is
+    /// about.
+    pub async fn expect_log(&self, needle: &str) {
+        for _ in 0..200 {
+            if self.log().contains(needle) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the server never logged {needle:?}:\n{}", self.log());
+    }
+
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
@@ -824,7 +837,7 @@ async fn a_2026_client_discovers_and_calls_without_a_session() {
             .await
             .unwrap();
         assert_eq!(r.status(), 401);
-        assert!(server.log().contains("session=stateless"), "{}", server.log());
+        server.expect_log("session=stateless").await;
     })
     .await;
 }

@@ -75,7 +75,7 @@ async fn cancelling_over_http_drops_the_upstream_request() {
             !requests[0].completed,
             "the upstream request ran to completion: {requests:?}"
         );
-        assert!(server.log().contains("call cancelled by the client"));
+        server.expect_log("call cancelled by the client").await;
         drop(call);
         let r = server
             .post_in(&session, &call_request(9, "pve_list_vms", json!({})))
@@ -495,7 +495,7 @@ async fn connections_beyond_the_cap_are_closed_and_the_server_recovers() {
         }
         let closed_at = closed_at.expect("no connection was refused");
         assert!((60..=68).contains(&closed_at), "cap hit after {closed_at}");
-        assert!(server.log().contains("too many open connections"));
+        server.expect_log("too many open connections").await;
         drop(held);
         // Slots come back once those connections are gone.
         let mut recovered = false;

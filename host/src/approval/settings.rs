@@ -95,18 +95,6 @@ impl Default for ApprovalSettings {
     }
 }
 
-fn error(
-    key: impl Into<String>,
-    problem: impl Into<String>,
-    fix: impl Into<String>,
-) -> ConfigError {
-    ConfigError {
-        key: key.into(),
-        problem: problem.into(),
-        fix: fix.into(),
-    }
-}
-
 impl ApprovalSettings {
     /// Reads the section (from `file_name`) and the environment.
     pub fn load(
@@ -119,7 +107,7 @@ impl ApprovalSettings {
             None => DEFAULT_TTL,
             Some(secs @ 1..=MAX_TTL_SECS) => Duration::from_secs(secs),
             Some(secs) => {
-                return Err(error(
+                return Err(ConfigError::new(
                     key("ttl_secs"),
                     format!("{secs} is out of range"),
                     format!("use between 1 and {MAX_TTL_SECS} seconds (default 900)"),
@@ -128,7 +116,7 @@ impl ApprovalSettings {
         };
         let admin = match (&file.admin_listen, &file.admin_socket) {
             (Some(_), Some(_)) => {
-                return Err(error(
+                return Err(ConfigError::new(
                     key("admin_socket"),
                     "both admin_listen and admin_socket are set",
                     "keep one: admin_listen = \"127.0.0.1:PORT\" or admin_socket = \"/path/admin.sock\"",
@@ -137,7 +125,7 @@ impl ApprovalSettings {
             (Some(listen), None) => AdminAddress::Tcp(parse_listen(listen, &key("admin_listen"))?),
             (None, Some(path)) => {
                 if path.as_os_str().is_empty() || path.is_dir() {
-                    return Err(error(
+                    return Err(ConfigError::new(
                         key("admin_socket"),
                         format!("{:?} is not a socket path", path.display().to_string()),
                         "give the path of the socket file to create, e.g. /run/pve-mcp/admin.sock",
@@ -168,14 +156,14 @@ impl ApprovalSettings {
         };
         let file_key = format!("--config {}", path.display());
         let text = std::fs::read_to_string(path).map_err(|e| {
-            error(
+            ConfigError::new(
                 &file_key,
                 format!("cannot read the file: {e}"),
                 "check the path and its permissions",
             )
         })?;
         let mut table: toml::Table = toml::from_str(&text).map_err(|e| {
-            error(
+            ConfigError::new(
                 &file_key,
                 e.message().to_string(),
                 "fix the TOML syntax (the server reports the line)",
@@ -184,7 +172,7 @@ impl ApprovalSettings {
         let section: FileApprovals = match table.remove("approvals") {
             None => FileApprovals::default(),
             Some(value) => value.try_into().map_err(|e: toml::de::Error| {
-                error(
+                ConfigError::new(
                     format!("[approvals] (in {})", path.display()),
                     e.message().to_string(),
                     "the keys are ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file",
@@ -202,7 +190,7 @@ impl ApprovalSettings {
 
 /// The error for a missing admin token, saying why it is needed.
 pub fn missing_token(why: &str) -> ConfigError {
-    error(
+    ConfigError::new(
         TOKEN_ENV,
         format!("no admin token: {why}"),
         "set PVE_MCP_ADMIN_TOKEN (or admin_token_file / admin_token in [approvals]) to a random string of at least 16 characters, e.g. `openssl rand -hex 24`; the server and `pve-mcp approvals` must use the same one",
@@ -211,14 +199,14 @@ pub fn missing_token(why: &str) -> ConfigError {
 
 fn parse_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
     let addr: SocketAddr = raw.trim().parse().map_err(|_| {
-        error(
+        ConfigError::new(
             key,
             format!("{raw:?} is not an IP address and port"),
             "use a loopback address and port, e.g. 127.0.0.1:7391 or [::1]:7391",
         )
     })?;
     if !addr.ip().is_loopback() {
-        return Err(error(
+        return Err(ConfigError::new(
             key,
             format!(
                 "{addr} is not a loopback address; the admin endpoint approves calls and must not be reachable from the network"
@@ -239,7 +227,7 @@ fn load_token(
     // giving the token are ambiguous.
     let (value, source) = match (nonempty(TOKEN_ENV), nonempty(TOKEN_FILE_ENV)) {
         (Some(_), Some(_)) => {
-            return Err(error(
+            return Err(ConfigError::new(
                 TOKEN_FILE_ENV,
                 format!("both {TOKEN_ENV} and {TOKEN_FILE_ENV} are set"),
                 "keep only one of them (the file is the safer choice)",
@@ -252,7 +240,7 @@ fn load_token(
         ),
         (None, None) => match (&file.admin_token, &file.admin_token_file) {
             (Some(_), Some(_)) => {
-                return Err(error(
+                return Err(ConfigError::new(
                     key("admin_token_file"),
                     "the admin token is given both inline and as a file",
                     "keep only one of them (the file is the safer choice)",
@@ -268,7 +256,7 @@ fn load_token(
     };
     let value = value.trim().to_string();
     if value.len() < MIN_TOKEN_LEN || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(error(
+        return Err(ConfigError::new(
             source,
             format!("the admin token must be at least {MIN_TOKEN_LEN} characters without spaces"),
             "generate one, e.g. `openssl rand -hex 24`",
@@ -282,7 +270,7 @@ fn load_token(
 
 fn read_token_file(path: &Path, key: &str) -> Result<String, ConfigError> {
     std::fs::read_to_string(path).map_err(|e| {
-        error(
+        ConfigError::new(
             key,
             format!("cannot read {}: {e}", path.display()),
             "point it at a readable file holding only the admin token",

@@ -93,7 +93,7 @@ impl AuditSettings {
         )?;
         if let Some((path, key)) = path {
             if path.trim().is_empty() {
-                return Err(error(
+                return Err(ConfigError::new(
                     key,
                     "the path is empty",
                     "set a file such as /var/log/pve-mcp/audit.jsonl, or \"-\" for stderr only",
@@ -119,7 +119,7 @@ impl AuditSettings {
         let size = match env("PVE_MCP_AUDIT_MAX_SIZE_MIB") {
             Some(raw) => Some((
                 raw.trim().parse::<f64>().map_err(|_| {
-                    error(
+                    ConfigError::new(
                         "PVE_MCP_AUDIT_MAX_SIZE_MIB",
                         format!("{raw:?} is not a number"),
                         "give the size in MiB, e.g. 64 (0 never rotates)",
@@ -131,7 +131,7 @@ impl AuditSettings {
         };
         if let Some((mib, key)) = size {
             if !(mib == 0.0 || (1.0 / 1024.0..=1024.0 * 1024.0).contains(&mib)) {
-                return Err(error(
+                return Err(ConfigError::new(
                     key,
                     format!("{mib} MiB is out of range"),
                     "use 0 (never rotate) or a size between 0.001 (1 KiB) and 1048576 MiB",
@@ -149,7 +149,7 @@ impl AuditSettings {
                 "refuse" => OnFailure::Refuse,
                 "continue" => OnFailure::Continue,
                 _ => {
-                    return Err(error(
+                    return Err(ConfigError::new(
                         key,
                         format!("{value:?} is not a failure mode"),
                         "use \"refuse\" (the default: a call that cannot be recorded is refused) or \"continue\"",
@@ -158,18 +158,6 @@ impl AuditSettings {
             };
         }
         Ok(settings)
-    }
-}
-
-fn error(
-    key: impl Into<String>,
-    problem: impl Into<String>,
-    fix: impl Into<String>,
-) -> ConfigError {
-    ConfigError {
-        key: key.into(),
-        problem: problem.into(),
-        fix: fix.into(),
     }
 }
 
@@ -185,7 +173,7 @@ fn boolean(
     match raw.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(Some(true)),
         "0" | "false" | "no" | "off" => Ok(Some(false)),
-        _ => Err(error(
+        _ => Err(ConfigError::new(
             env_key,
             format!("{raw:?} is not a boolean"),
             format!("set {env_key} to true or false (or set {file_key})"),

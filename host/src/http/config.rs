@@ -130,14 +130,6 @@ impl Default for HttpSettings {
     }
 }
 
-fn err(key: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> ConfigError {
-    ConfigError {
-        key: key.into(),
-        problem: problem.into(),
-        fix: fix.into(),
-    }
-}
-
 /// `MCP_TRANSPORT`: `Some(true)` for Streamable HTTP, `Some(false)` for
 /// stdio, `None` when unset. The reference server's `sse` (the deprecated
 /// HTTP+SSE transport) and anything else are refused with the fix.
@@ -151,12 +143,12 @@ pub fn transport_from_env(
         "" => Ok(None),
         "stdio" => Ok(Some(false)),
         "streamable-http" | "streamable_http" | "streamablehttp" | "http" => Ok(Some(true)),
-        "sse" => Err(err(
+        "sse" => Err(ConfigError::new(
             "MCP_TRANSPORT",
             "\"sse\" (the HTTP+SSE transport of 2024-11-05) is deprecated and not served",
             "set MCP_TRANSPORT=streamable-http (every current client speaks it) or stdio",
         )),
-        other => Err(err(
+        other => Err(ConfigError::new(
             "MCP_TRANSPORT",
             format!("{other:?} is not a transport"),
             "set MCP_TRANSPORT to stdio (the default) or streamable-http",
@@ -173,7 +165,7 @@ pub fn parse_listen(
     default_port: u16,
 ) -> Result<(String, u16, bool), ConfigError> {
     let bad = |problem: String| {
-        err(
+        ConfigError::new(
             key,
             problem,
             "write ADDR[:PORT], e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080",
@@ -232,7 +224,7 @@ pub fn load(
 
     let port_env = match env("MCP_PORT") {
         Some(raw) => Some(raw.trim().parse::<u16>().map_err(|_| {
-            err(
+            ConfigError::new(
                 "MCP_PORT",
                 format!("{raw:?} is not a port number"),
                 "set MCP_PORT to a number between 1 and 65535 (0 picks a free port)",
@@ -252,7 +244,7 @@ pub fn load(
     if let Some(host) = env("MCP_HOST") {
         let (host, _, has_port) = parse_listen(&host, "MCP_HOST", listen.port)?;
         if has_port {
-            return Err(err(
+            return Err(ConfigError::new(
                 "MCP_HOST",
                 "MCP_HOST has a port",
                 "put the port in MCP_PORT, the address alone in MCP_HOST",
@@ -294,7 +286,7 @@ pub fn load(
         Some((origins, key)) => {
             for o in &origins {
                 super::guard::parse_origin_entry(o).map_err(|problem| {
-                    err(
+                    ConfigError::new(
                         &key,
                         problem,
                         "list origins as scheme://host[:port], e.g. https://agents.example.com",
@@ -309,7 +301,7 @@ pub fn load(
         Some((hosts, key)) => {
             for h in &hosts {
                 super::guard::parse_host_entry(h).map_err(|problem| {
-                    err(
+                    ConfigError::new(
                         &key,
                         problem,
                         "list the names clients use to reach pve-mcp, as host or host:port, e.g. mcp.example.com",
@@ -343,14 +335,14 @@ pub fn load(
         }
         (None, None) => None,
         (Some((_, k)), None) => {
-            return Err(err(
+            return Err(ConfigError::new(
                 k,
                 "a TLS certificate without its key",
                 "set MCP_TLS_KEY (or http.tls_key) to the PEM private key",
             ));
         }
         (None, Some((_, k))) => {
-            return Err(err(
+            return Err(ConfigError::new(
                 k,
                 "a TLS key without its certificate",
                 "set MCP_TLS_CERT (or http.tls_cert) to the PEM certificate chain",
@@ -368,7 +360,7 @@ pub fn load(
         };
         match raw.trim().parse::<u64>() {
             Ok(n) if (range.0..=range.1).contains(&n) => Ok(Some(n)),
-            _ => Err(err(
+            _ => Err(ConfigError::new(
                 key,
                 format!(
                     "{raw:?} is not a whole number between {} and {}",
@@ -441,7 +433,7 @@ fn validate_path(path: &str, key: &str) -> Result<String, ConfigError> {
     if ok {
         Ok(path.to_string())
     } else {
-        Err(err(
+        Err(ConfigError::new(
             key,
             format!("{path:?} is not a usable endpoint path"),
             "use an absolute path without query, fragment or trailing slash, e.g. /mcp (not /healthz or /readyz)",
@@ -468,7 +460,7 @@ fn read_token_file(path: &str, key: &str) -> Result<String, ConfigError> {
     std::fs::read_to_string(path)
         .map(|t| t.trim().to_string())
         .map_err(|e| {
-            err(
+            ConfigError::new(
                 key,
                 format!("cannot read {path}: {e}"),
                 "point it at a readable file holding only the token",
@@ -490,14 +482,14 @@ fn load_tokens(
         };
         let where_ = format!("{section}.{key}");
         if !valid_token_name(name) {
-            return Err(err(
+            return Err(ConfigError::new(
                 where_,
                 format!("{name:?} is not a valid token name"),
                 "name tokens with letters, digits, '-', '_' and '.'; the audit log shows the name",
             ));
         }
         if found.iter().any(|(n, _, _)| n == name) {
-            return Err(err(
+            return Err(ConfigError::new(
                 where_,
                 format!("token {name:?} is given twice (inline and as a file)"),
                 format!("keep one of {name} and {name}_file"),
@@ -512,7 +504,7 @@ fn load_tokens(
     }
     let env_token = match (env("MCP_AUTH_TOKEN"), env("MCP_AUTH_TOKEN_FILE")) {
         (Some(_), Some(_)) => {
-            return Err(err(
+            return Err(ConfigError::new(
                 "MCP_AUTH_TOKEN_FILE",
                 "the token is given both inline and as a file",
                 "set only one of MCP_AUTH_TOKEN and MCP_AUTH_TOKEN_FILE",
@@ -532,7 +524,7 @@ fn load_tokens(
     let mut tokens: Vec<NamedToken> = Vec::with_capacity(found.len());
     for (name, token, key) in found {
         if !valid_token(&token) {
-            return Err(err(
+            return Err(ConfigError::new(
                 key,
                 format!(
                     "the token for {name:?} is shorter than {MIN_TOKEN_LEN} characters or has characters a bearer token cannot carry"
@@ -541,7 +533,7 @@ fn load_tokens(
             ));
         }
         if tokens.iter().any(|t| t.secret.expose() == token) {
-            return Err(err(
+            return Err(ConfigError::new(
                 key,
                 format!("the token for {name:?} is the same as another token"),
                 "give every agent its own token, so the audit log can tell them apart",

@@ -7,24 +7,15 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use super::{Action, Policy, PolicySource, StateSpec};
-use crate::app::App;
-use crate::cli::{Global, config_failure, failure};
-use crate::config::SandboxLimits;
+use crate::cli::{Global, config_failure};
 use crate::tools::ToolInfo;
 
 /// Runs the command: exit 0 when the policy is valid, 2 when it is not
 /// (the error names the key and line), 1 when the component cannot load.
 pub async fn run(global: &Global, file: Option<&Path>, json: bool) -> ExitCode {
-    let app = match App::start(
-        &[],
-        &SandboxLimits::default(),
-        &global.component(),
-        &global.cache(),
-    )
-    .await
-    {
+    let app = match crate::cli::start_without_clusters(global).await {
         Ok(app) => app,
-        Err(e) => return failure(&e),
+        Err(code) => return code,
     };
     let source = match file {
         Some(path) => Ok(PolicySource::File(path.to_path_buf())),
