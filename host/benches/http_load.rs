@@ -36,6 +36,9 @@ const BEARER: &str = "bench-token-0123456789abcdef0123456789abcdef";
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // rmcp's HTTP client uses reqwest without a default crypto provider;
+    // ring is the one the host uses.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let calls = env_count("PVE_MCP_BENCH_CALLS", 2000)?;
     let rows = client_counts()?;
     let sim = Simulator::start(SimConfig::default()).await?;
