@@ -86,13 +86,7 @@ impl McpServer {
         // Pipes (how MCP clients spawn servers) are driven by the I/O
         // reactor; plain stdio would hand every read and write to a blocking
         // thread, ~75 µs per call. Anything else falls back to plain stdio.
-        let app = self.app.clone();
         let running = self.serve(rmcp::transport::stdio_pipes()).await?;
-        crate::policy::reload::notify_list_changes(
-            app.policy().clone(),
-            Arc::from(app.tools().to_vec()),
-            running.peer().clone(),
-        );
         running.waiting().await?;
         Ok(())
     }
@@ -190,6 +184,16 @@ impl ServerHandler for McpServer {
                 .with_title("Proxmox VE (sandboxed)"),
         )
         .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Once a client (over stdio, or one HTTP session) is initialized, it is
+    /// told whenever a policy reload changes which tools it may see.
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        crate::policy::reload::notify_list_changes(
+            self.app.policy().clone(),
+            Arc::from(self.app.tools().to_vec()),
+            context.peer,
+        );
     }
 
     #[allow(deprecated)] // logging: see crate::client_log

@@ -166,3 +166,40 @@ async fn clients_are_told_when_a_reload_changes_the_tool_list() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn http_sessions_are_told_when_a_reload_changes_the_tool_list() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        write_policy(&path, "[policy]\n");
+        let opts = Opts::default().arg("--policy").arg(path.to_str().unwrap());
+        let server = crate::http::HttpServer::start(&sim, opts).await;
+        let config = StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+            .auth_header(crate::http::TOKEN);
+        let transport = StreamableHttpClientTransport::with_client(server.http.clone(), config);
+        let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        let client = ListWatcher(tx).serve(transport).await.expect("handshake");
+        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+
+        write_policy(&path, "[policy.tools.pve_list_nodes]\nhide = true\n");
+        changes
+            .recv()
+            .await
+            .expect("a tools/list_changed notification over HTTP");
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(!names.contains(&"pve_list_nodes".to_string()), "{names:?}");
+        let _ = client.cancel().await;
+    })
+    .await;
+}

@@ -124,7 +124,7 @@ pub fn reload(engine: &Engine, origin: &Origin, tools: &[ToolInfo], why: &str) -
 
 /// Tells the client `notifications/tools/list_changed` whenever a reload
 /// changes which tools `tools/list` shows (a tool hidden or shown), so it
-/// lists them again. Ends with the session.
+/// lists them again. Ends with the session (noticed within ten seconds).
 pub fn notify_list_changes(
     engine: Arc<Engine>,
     tools: Arc<[ToolInfo]>,
@@ -137,7 +137,19 @@ pub fn notify_list_changes(
     let mut reloads = engine.reloads();
     tokio::spawn(async move {
         let mut shown = listed(&engine);
-        while reloads.changed().await.is_ok() {
+        // An HTTP server sees many sessions come and go without a reload in
+        // between: look now and then whether this one is gone.
+        let mut check = tokio::time::interval(std::time::Duration::from_secs(10));
+        loop {
+            tokio::select! {
+                changed = reloads.changed() => if changed.is_err() { return },
+                _ = check.tick() => {
+                    if peer.is_transport_closed() {
+                        return;
+                    }
+                    continue;
+                }
+            }
             let now = listed(&engine);
             if now == shown {
                 continue;
