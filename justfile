@@ -33,7 +33,7 @@ bench:
 
 # Install the test clients CI installs: Node MCP clients (pinned) and the Python SDK.
 test-deps:
-    npm ci --prefix tests/interop --no-audit --no-fund
+    npm install --prefix tests/interop --no-save --no-audit --no-fund
     python3 -m pip install "mcp>=2.3,<3"
 
 # Run the Proxmox simulator on its own (prints URL, CA file and token).
