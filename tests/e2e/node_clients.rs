@@ -30,7 +30,9 @@ impl NodeClients {
             std::env::var_os("CI").is_none(),
             "the Node MCP clients are missing under CI; .ci/run installs them with npm install"
         );
-        eprintln!("skipped: `npm install --prefix tests/interop` to run the Node client interop tests");
+        eprintln!(
+            "skipped: `npm install --prefix tests/interop` to run the Node client interop tests"
+        );
         None
     }
 
