@@ -22,8 +22,10 @@
 //!   compiled component is loaded from the cache): what an MCP client waits
 //!   for when it launches pve-mcp.
 //! - **Peak RSS** (`VmHWM`) of the server after the call loop.
+//! - **Audit log:** the one-request call again through a second server with
+//!   the hash-chained audit log on (`PVE_MCP_AUDIT_PATH`), to price it.
 //!
-//! The three ways of getting the same answer take turns in blocks of 100
+//! The ways of getting the same answer take turns in blocks of 100
 //! back-to-back calls, so drifting load affects them alike.
 //!
 //! Targets are printed next to the numbers with PASS/MISS; they are
@@ -31,6 +33,7 @@
 //! `PVE_MCP_BENCH_CALLS` (default 2000) sets the number of timed calls per
 //! row, `PVE_MCP_BENCH_STARTS` (default 5) the start-ups per median.
 
+use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -93,17 +96,23 @@ async fn main() -> Result<()> {
     let (warmup, calls) = (counts.warmup, counts.calls);
     eprintln!("calls: {warmup} + {calls} per op, in turns of {BLOCK} ...");
     let server = Server::spawn(&warm_env).await?;
+    // The same server with the hash-chained audit log on: one call record
+    // and one egress record per call, flushed before the result returns.
+    let audit_log = work.path().join("audit.jsonl");
+    let audited = Server::spawn_with(&warm_env, &[("PVE_MCP_AUDIT_PATH", &audit_log)]).await?;
     let explicit = arguments(json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}));
     let resolved = arguments(json!({"vmid": 100}));
-    let [floor_one, in_process_one, through_one] = measure(
+    let [floor_one, in_process_one, through_one, audited_one] = measure(
         counts,
         [
             op(|| direct.get_all(&[STATUS_PATH])),
             op(|| app_call(&app, &explicit)),
             op(|| server.call(TOOL, &explicit)),
+            op(|| audited.call(TOOL, &explicit)),
         ],
     )
     .await?;
+    audited.stop().await;
     let [floor_two, in_process_two, through_two] = measure(
         counts,
         [
@@ -124,6 +133,7 @@ async fn main() -> Result<()> {
         in_process_two,
         through_one,
         through_two,
+        audited_one,
         cold,
         warm,
         peak_rss_mb,
@@ -271,8 +281,17 @@ impl Server {
     /// Spawns the server and completes the MCP handshake. Its stderr (one
     /// log line per call) goes to a file, shown if it fails to start.
     async fn spawn(env: &ServerEnv) -> Result<Server> {
+        Server::spawn_with(env, &[]).await
+    }
+
+    /// The same with more environment variables.
+    async fn spawn_with(env: &ServerEnv, vars: &[(&str, &Path)]) -> Result<Server> {
         let stderr = std::fs::File::create(&env.stderr_log)?;
-        let (transport, _) = TokioChildProcess::builder(env.command())
+        let mut command = env.command();
+        for (key, value) in vars {
+            command.env(key, value);
+        }
+        let (transport, _) = TokioChildProcess::builder(command)
             .stderr(Stdio::from(stderr))
             .spawn()
             .context("spawning pve-mcp")?;
@@ -371,6 +390,7 @@ struct Report {
     in_process_two: Latency,
     through_one: Latency,
     through_two: Latency,
+    audited_one: Latency,
     cold: Duration,
     warm: Duration,
     peak_rss_mb: f64,
@@ -392,6 +412,17 @@ impl Report {
             "**overhead**, 1 upstream GET",
             self.through_one,
             self.floor_one,
+        );
+        t.latency(
+            "through pve-mcp with the audit log on (1 upstream GET)",
+            self.audited_one,
+        );
+        t.row(
+            "audit log cost (audit on − off)",
+            signed_ms(self.audited_one.p50, self.through_one.p50),
+            signed_ms(self.audited_one.p99, self.through_one.p99),
+            "",
+            None,
         );
         t.latency(
             "floor: direct GET cluster/resources + status/current",
