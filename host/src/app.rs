@@ -295,14 +295,7 @@ impl App {
                         allowed_methods: policy::allowed_methods(grant.may_write),
                     })
                     .await;
-                let upstream_failed = matches!(
-                    report.outcome,
-                    CallOutcome::Failed {
-                        kind: FailureKind::Upstream,
-                        ..
-                    }
-                );
-                if upstream_failed && !grant.permit.is_empty() {
+                if proxmox_failed(&report) && !grant.permit.is_empty() {
                     grant.permit.rollback().await;
                 }
                 report
@@ -328,4 +321,25 @@ impl App {
         );
         report
     }
+}
+
+/// Whether a call failed because Proxmox (or the way to it) did, so its
+/// rate-limit units are given back: the guest says so, it sent only reads,
+/// the gate let every request through, and none got an answer Proxmox
+/// stands by (only no answer, or a 5xx). A 4xx is Proxmox doing its work on
+/// a bad request and counts, or an agent could loop on errors for free.
+fn proxmox_failed(report: &CallReport) -> bool {
+    let said_upstream = matches!(
+        report.outcome,
+        CallOutcome::Failed {
+            kind: FailureKind::Upstream,
+            ..
+        }
+    );
+    said_upstream
+        && report.egress.iter().all(|r| {
+            r.denied.is_none()
+                && r.method == "GET"
+                && r.status.is_none_or(|status| status >= 500)
+        })
 }

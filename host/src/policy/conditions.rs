@@ -224,14 +224,17 @@ fn as_number(v: &Value) -> Option<f64> {
     }
 }
 
+/// Equality as an operator means it: when either side is a JSON number the
+/// two compare as numbers, so `"100"` in a policy and `100` in a call (or
+/// the other way round) are the same vmid; otherwise exactly.
 fn same(actual: &Value, want: &Value) -> bool {
-    match want {
-        Value::Number(_) => match (as_number(actual), as_number(want)) {
+    if actual.is_number() || want.is_number() {
+        return match (as_number(actual), as_number(want)) {
             (Some(a), Some(b)) => a == b,
             _ => false,
-        },
-        _ => actual == want,
+        };
     }
+    actual == want
 }
 
 /// An argument as shown in a denial: short, so a huge value cannot flood
@@ -278,6 +281,11 @@ mod tests {
             (Op::NotIn, "[100, 101]", json!(100), false),
             (Op::NotIn, "[100, 101]", json!("100"), false),
             (Op::NotIn, "[100, 101]", json!({"vmid": 100}), false),
+            // A policy written with strings still catches the number.
+            (Op::NotIn, "[\"100\"]", json!(100), false),
+            (Op::In, "[\"100\"]", json!(100), true),
+            (Op::Eq, "\"100\"", json!(100.0), true),
+            (Op::Eq, "\"pve1\"", json!(1), false),
             (Op::Lt, "200", json!(199), true),
             (Op::Lt, "200", json!(200), false),
             (Op::Lt, "200", json!("abc"), false),
