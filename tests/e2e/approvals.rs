@@ -223,7 +223,8 @@ async fn pending_then_retry_runs_the_identical_call_exactly_once() {
             .collect();
         assert_eq!(states, [(id.as_str(), "used"), (next.as_str(), "pending")]);
         assert_eq!(listed[0]["tool"], TOOL);
-        assert_eq!(listed[0]["caller"], "session:stdio");
+        let caller = listed[0]["caller"].as_str().unwrap_or_default();
+        assert!(caller.starts_with("session:stdio@"), "{caller}");
         assert!(
             listed[0]["arguments_hash"]
                 .as_str()
@@ -420,8 +421,75 @@ async fn serve_refuses_to_start_without_a_token_or_on_a_public_address() {
     .await;
 }
 
+/// A tool result's text over HTTP, for one call of `TOOL`.
+async fn http_call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    args: Value,
+) -> (bool, String) {
+    let params = rmcp::model::CallToolRequestParams::new(TOOL)
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    let result = client.call_tool(params).await.expect("a tool result");
+    (result.is_error == Some(true), text(&result))
+}
+
+/// Two replicas behind a load balancer: Streamable HTTP, the same agent
+/// token, one Redis. An approval asked through one is seen, approved and
+/// consumed through the other, once.
 #[tokio::test]
 async fn an_approval_given_through_one_server_is_honoured_by_another_sharing_redis() {
+    within(async {
+        let sim = simulator().await;
+        let redis = Redis::start().await;
+        let state = format!("state = \"{}\"", redis.url());
+        let http = format!(
+            "\n[http]\nlisten = \"127.0.0.1:0\"\n[http.tokens]\nagent = \"{}\"\n",
+            crate::http::TOKEN
+        );
+        let a = Setup::new(&http, &state);
+        let b = Setup::new(&http, &state);
+        let spawn = |setup: &Setup| {
+            crate::http::HttpServer::spawn(
+                &sim,
+                setup.opts(),
+                &["serve"],
+                crate::http::http_client(),
+            )
+        };
+        let server_a = spawn(&a).await;
+        let server_b = spawn(&b).await;
+        let client_a = server_a
+            .client_with(Some(crate::http::TOKEN))
+            .await
+            .unwrap();
+        let client_b = server_b
+            .client_with(Some(crate::http::TOKEN))
+            .await
+            .unwrap();
+
+        let (refused, text) = http_call(&client_a, vm(100)).await;
+        assert!(refused, "{text}");
+        let id = approval_id(&text);
+        // The other replica sees the same pending approval...
+        let (_, seen) = http_call(&client_b, vm(100)).await;
+        assert_eq!(approval_id(&seen), id);
+        // ...and its admin endpoint approves it.
+        b.decide("approve", &id).await;
+        let (refused, text) = http_call(&client_b, vm(100)).await;
+        assert!(!refused, "{text}");
+        assert_eq!(runs(&sim), 1);
+        // Consumed once for both.
+        let (_, again) = http_call(&client_a, vm(100)).await;
+        assert_ne!(approval_id(&again), id);
+        assert_eq!(runs(&sim), 1);
+        assert_eq!(a.list().await.len(), 2);
+    })
+    .await;
+}
+
+/// Two stdio servers on one Redis serve two different clients, each called
+/// "stdio": neither may use the other's approval.
+#[tokio::test]
+async fn stdio_servers_sharing_redis_keep_their_approvals_apart() {
     within(async {
         let sim = simulator().await;
         let redis = Redis::start().await;
@@ -431,19 +499,15 @@ async fn an_approval_given_through_one_server_is_honoured_by_another_sharing_red
         let server_a = Server::start(&sim, a.opts()).await;
         let server_b = Server::start(&sim, b.opts()).await;
 
-        let id = pending(&server_a, vm(100)).await;
-        // The other replica sees the same pending approval...
-        let seen = server_b.err(TOOL, vm(100)).await;
-        assert_eq!(approval_id(&seen), id);
-        // ...and its admin endpoint approves it.
-        b.decide("approve", &id).await;
-        server_b.ok(TOOL, vm(100)).await;
+        let id_a = pending(&server_a, vm(100)).await;
+        let id_b = pending(&server_b, vm(100)).await;
+        assert_ne!(id_a, id_b, "one client's approval is not the other's");
+        a.decide("approve", &id_a).await;
+        let refused = server_b.err(TOOL, vm(100)).await;
+        assert_eq!(approval_id(&refused), id_b, "{refused}");
+        assert_eq!(runs(&sim), 0);
+        server_a.ok(TOOL, vm(100)).await;
         assert_eq!(runs(&sim), 1);
-        // Consumed once for both.
-        let next = pending(&server_a, vm(100)).await;
-        assert_ne!(next, id);
-        assert_eq!(runs(&sim), 1);
-        assert_eq!(a.list().await.len(), 2);
     })
     .await;
 }

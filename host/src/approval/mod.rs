@@ -70,11 +70,24 @@ pub enum Gate {
 /// dropping sessions. Without a token the session is the only identity
 /// there is, and binding to it keeps one unauthenticated client from using
 /// another's approval.
+///
+/// The stdio session is called `stdio` in every process, so it is
+/// qualified with this process's id: two stdio servers sharing a Redis
+/// store must not use each other's approvals.
 pub fn binding(caller: &Caller) -> String {
     match &caller.token {
         Some(token) => format!("token:{token}"),
+        None if caller.session.as_ref() == crate::caller::STDIO_SESSION => {
+            format!("session:{}@{}", caller.session, process_id())
+        }
         None => format!("session:{}", caller.session),
     }
+}
+
+/// A random id for this process, the same for all its calls.
+fn process_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string())
 }
 
 /// The approval flow, shared by every session of a server.
@@ -320,7 +333,10 @@ mod tests {
 
     #[test]
     fn binding_prefers_the_token_over_the_session() {
-        assert_eq!(binding(&Caller::stdio()), "session:stdio");
+        let stdio = binding(&Caller::stdio());
+        assert!(stdio.starts_with("session:stdio@"), "{stdio}");
+        assert_eq!(stdio.len(), "session:stdio@".len() + 12);
+        assert_eq!(binding(&Caller::stdio()), stdio, "stable within a process");
         assert_eq!(binding(&caller_of("abc", Some("ci-bot"))), "token:ci-bot");
         assert_eq!(binding(&caller_of("abc", None)), "session:abc");
     }

@@ -156,40 +156,62 @@ impl FileSink {
         loop {
             let file = self.handle()?;
             file.lock()?;
-            if !self.is_current()? {
-                // Rotated by another process while this one waited.
-                self.file = None;
-                continue;
+            match self.append_locked(head, records) {
+                Ok(Some(bytes)) => return Ok(bytes),
+                // Rotated meanwhile: the file was closed (so unlocked).
+                Ok(None) => continue,
+                Err(e) => {
+                    // Closing the file releases its lock, so other
+                    // processes sharing the log are not left waiting; it is
+                    // reopened (and the head re-read) on the next write.
+                    self.file = None;
+                    self.synced_len = None;
+                    return Err(e);
+                }
             }
-            let Some(file) = self.file.as_mut() else {
-                continue;
-            };
-            let len = file.metadata()?.len();
-            if self.synced_len != Some(len) {
-                *head = resume(&self.path)
-                    .map_err(|e| io::Error::other(format!("{} {}", e.problem, e.fix)))?;
-            }
-            let (bytes, next) = format_batch(head, records)?;
-            if self.max_bytes > 0 && len > 0 && len + bytes.len() as u64 > self.max_bytes {
-                self.rotate(head.seq)?;
-                continue;
-            }
-            let result = file.write_all(&bytes).and_then(|()| {
-                file.flush()?;
-                if self.fsync { file.sync_data() } else { Ok(()) }
-            });
-            if let Err(e) = result {
-                let _ = file.set_len(len);
-                // Reopened (and the head re-read) on the next write.
-                self.file = None;
-                self.synced_len = None;
-                return Err(e);
-            }
-            let _ = file.unlock();
-            self.synced_len = Some(len + bytes.len() as u64);
-            *head = next;
-            return Ok(bytes);
         }
+    }
+
+    /// One attempt while holding the file's lock: the bytes written, or
+    /// `None` when the file was rotated and the caller must start again.
+    fn append_locked(
+        &mut self,
+        head: &mut Head,
+        records: &mut [Record],
+    ) -> io::Result<Option<Vec<u8>>> {
+        if !self.is_current()? {
+            // Rotated by another process while this one waited.
+            self.file = None;
+            return Ok(None);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(None);
+        };
+        let len = file.metadata()?.len();
+        if self.synced_len != Some(len) {
+            *head = resume(&self.path)
+                .map_err(|e| io::Error::other(format!("{} {}", e.problem, e.fix)))?;
+        }
+        let (bytes, next) = format_batch(head, records)?;
+        if self.max_bytes > 0 && len > 0 && len + bytes.len() as u64 > self.max_bytes {
+            self.rotate(head.seq)?;
+            return Ok(None);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(None);
+        };
+        let result = file.write_all(&bytes).and_then(|()| {
+            file.flush()?;
+            if self.fsync { file.sync_data() } else { Ok(()) }
+        });
+        if let Err(e) = result {
+            let _ = file.set_len(len);
+            return Err(e);
+        }
+        let _ = file.unlock();
+        self.synced_len = Some(len + bytes.len() as u64);
+        *head = next;
+        Ok(Some(bytes))
     }
 
     /// The open file, opened (or created) again if needed.
@@ -266,8 +288,10 @@ fn resume(path: &Path) -> Result<Head, OpenError> {
     let source = match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() && meta.len() > 0 => path.to_path_buf(),
         // A device or pipe (e.g. /dev/stderr) has no chain to continue.
-        Ok(_) => return Ok(Head::genesis()),
-        Err(_) => match newest_rotated(path) {
+        Ok(meta) if !meta.is_file() => return Ok(Head::genesis()),
+        // Missing, or empty because it was just rotated (or a write after a
+        // rotation failed): the chain goes on from the newest rotated file.
+        _ => match newest_rotated(path) {
             Some(p) => p,
             None => return Ok(Head::genesis()),
         },

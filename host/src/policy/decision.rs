@@ -84,7 +84,7 @@ impl Decision {
                 ))
             }
             Decision::RequireApproval { rule, .. } => Some(format!(
-                "Approval required ({rule}): a person must approve this call, and approvals are not available in this server yet; ask the operator"
+                "Approval required ({rule}): a person must approve this call, and nobody can be asked here (`pve-mcp call` and the demo have no approval flow); call it through `pve-mcp serve`"
             )),
         }
     }
