@@ -71,6 +71,33 @@ impl Redactor {
     }
 }
 
+/// What replaces the value of a secret-looking argument in what people
+/// read (approval previews, audit records).
+pub const MASK: &str = "[REDACTED]";
+
+/// Parts of an argument name that mark its value as a secret (matched in
+/// the lowercased name). One list, so the approval preview and the audit
+/// log never disagree about what is secret.
+const SECRET_NAME_PARTS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "key",
+    "private",
+    "credential",
+    "auth",
+    "cookie",
+    "ticket",
+    "csrf",
+];
+
+/// Whether an argument of this name holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,30 +4,13 @@
 use serde_json::Value;
 
 use crate::canonical::canonical_json;
-use crate::secret::Redactor;
+use crate::secret::{MASK, Redactor, is_secret_name};
 use crate::tools::JsonObject;
 
 /// Longest string value shown in full.
 const MAX_STRING: usize = 120;
 /// Longest preview; an approval list stays readable.
 const MAX_PREVIEW: usize = 1000;
-
-/// Argument names whose values are never shown: any name containing one
-/// of these (lowercased).
-const SECRET_NAMES: &[&str] = &[
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "ticket",
-    "cookie",
-    "csrf",
-    "apikey",
-    "api_key",
-    "private",
-    "credential",
-    "auth",
-];
 
 /// The redacted, canonical JSON of the arguments.
 pub fn preview(arguments: &JsonObject, redactor: &Redactor) -> String {
@@ -39,7 +22,7 @@ pub fn preview(arguments: &JsonObject, redactor: &Redactor) -> String {
 
 fn redact_value(value: &Value, name: Option<&str>) -> Value {
     if name.is_some_and(is_secret_name) && !value.is_null() {
-        return Value::String("[REDACTED]".into());
+        return Value::String(MASK.into());
     }
     match value {
         Value::Object(map) => Value::Object(
@@ -51,11 +34,6 @@ fn redact_value(value: &Value, name: Option<&str>) -> Value {
         Value::String(s) => Value::String(shorten(s, MAX_STRING)),
         other => other.clone(),
     }
-}
-
-fn is_secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SECRET_NAMES.iter().any(|s| lower.contains(s))
 }
 
 /// At most `max` characters, cut on a character boundary, saying how much

@@ -5,24 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::egress::{Denial, EgressRecord};
-use crate::secret::Redactor;
-
-/// The mask that replaces a secret-looking value.
-pub const MASK: &str = "[REDACTED]";
-
-/// Parts of an argument name that mark its value as a secret.
-const SECRET_KEY_PARTS: &[&str] = &[
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "key",
-    "credential",
-    "auth",
-    "cookie",
-    "ticket",
-    "csrf",
-];
+use crate::secret::{MASK, Redactor, is_secret_name};
 
 /// The body of one record; the chain puts `seq` and `prev` in front of it.
 #[derive(Debug, Clone, Serialize)]
@@ -161,7 +144,7 @@ pub fn redact_arguments(value: &Value, redactor: &Redactor) -> Value {
             map.iter()
                 .map(|(k, v)| {
                     let key = redactor.redact(k).into_owned();
-                    let value = if is_secret_key(k) {
+                    let value = if is_secret_name(k) {
                         Value::String(MASK.into())
                     } else {
                         redact_arguments(v, redactor)
@@ -179,12 +162,6 @@ pub fn redact_arguments(value: &Value, redactor: &Redactor) -> Value {
         Value::String(s) => Value::String(redactor.redact(s).into_owned()),
         other => other.clone(),
     }
-}
-
-/// Whether an argument name looks like it holds a secret.
-pub fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SECRET_KEY_PARTS.iter().any(|part| key.contains(part))
 }
 
 #[cfg(test)]
@@ -212,7 +189,7 @@ mod tests {
                 "ssh-keys": MASK,
             })
         );
-        assert!(!is_secret_key("vmid") && !is_secret_key("node"));
+        assert!(!is_secret_name("vmid") && !is_secret_name("node"));
     }
 
     #[test]
