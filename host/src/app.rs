@@ -338,8 +338,6 @@ fn proxmox_failed(report: &CallReport) -> bool {
     );
     said_upstream
         && report.egress.iter().all(|r| {
-            r.denied.is_none()
-                && r.method == "GET"
-                && r.status.is_none_or(|status| status >= 500)
+            r.denied.is_none() && r.method == "GET" && r.status.is_none_or(|status| status >= 500)
         })
 }

@@ -20,7 +20,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -34,10 +34,17 @@ use crate::caller::TokenName;
 use crate::mcp::McpServer;
 use crate::serving::Serving;
 
-/// A TLS handshake that takes longer is dropped.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection whose first bytes (after the TLS handshake, if any) take
+/// longer is dropped: until a client sends something, hyper cannot tell
+/// HTTP/1 from HTTP/2 and no other timeout runs, so silent connections
+/// would hold their slots for ever.
+const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that takes longer to send its request headers is dropped.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often an HTTP/2 connection is pinged, and how long the answer may
+/// take before the connection is closed.
+const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the grace period, how long open streams get to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -285,12 +292,28 @@ fn spawn_connection(
         let _permit = permit;
         let _ = stream.set_nodelay(true);
         match tls {
-            None => serve_connection(stream, peer, state, watcher).await,
+            None => {
+                // Peeking leaves the bytes for hyper.
+                let mut first = [0u8; 1];
+                match tokio::time::timeout(FIRST_BYTES_TIMEOUT, stream.peek(&mut first)).await {
+                    Ok(Ok(n)) if n > 0 => serve_connection(stream, peer, state, watcher).await,
+                    Ok(_) => {}
+                    Err(_) => tracing::debug!(%peer, "no request within the timeout; closed"),
+                }
+            }
             Some(acceptor) => {
-                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => serve_connection(stream, peer, state, watcher).await,
+                // The handshake and the first bytes share the timeout; the
+                // buffered bytes are read again by hyper.
+                let first = tokio::time::timeout(FIRST_BYTES_TIMEOUT, async {
+                    let mut stream = BufReader::new(acceptor.accept(stream).await?);
+                    let got = !stream.fill_buf().await?.is_empty();
+                    Ok::<_, std::io::Error>(got.then_some(stream))
+                });
+                match first.await {
+                    Ok(Ok(Some(stream))) => serve_connection(stream, peer, state, watcher).await,
+                    Ok(Ok(None)) => {}
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    Err(_) => tracing::debug!(%peer, "TLS handshake or request timed out"),
                 }
             }
         }
@@ -310,6 +333,13 @@ where
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
+    // Without pings an HTTP/2 client that stops answering (or never speaks
+    // after the preface) would keep its connection for ever.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(H2_KEEP_ALIVE_INTERVAL))
+        .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT);
     let connection = builder.serve_connection(TokioIo::new(io), service);
     if let Err(e) = watcher.watch(connection).await {
         tracing::debug!(error = %e, "connection ended with an error");
