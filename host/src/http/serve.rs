@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -469,17 +469,37 @@ async fn serve_mcp(
     };
     let owner = token.as_ref().map(|t| t.0.clone());
     let session = header(&request, SESSION_HEADER);
-    if let Some(id) = &session
-        && let Ok(owners) = state.owners.lock()
-        && owners.get(id.as_str()).is_some_and(|o| *o != owner)
-    {
-        // Another token's session: as far as this caller knows, it does
-        // not exist.
-        tracing::warn!(
-            token = owner.as_deref(),
-            "a request used a session opened with another token"
-        );
-        return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    if let Some(id) = &session {
+        let opened_by = state
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id.as_str())
+            .cloned();
+        match opened_by {
+            // A session id this server never issued. rmcp serves a request
+            // carrying 2026-07-28 `_meta` statelessly whatever its session
+            // header says, and the header names the caller's session for
+            // rate limits, the audit log and approvals: a made-up one must
+            // not get that far.
+            None => {
+                tracing::debug!(
+                    token = owner.as_deref(),
+                    "a request named a session this server did not issue"
+                );
+                return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+            }
+            // Another token's session: as far as this caller knows, it
+            // does not exist.
+            Some(opener) if opener != owner => {
+                tracing::warn!(
+                    token = owner.as_deref(),
+                    "a request used a session opened with another token"
+                );
+                return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+            }
+            Some(_) => {}
+        }
     }
     if let Some(token) = token {
         request.extensions_mut().insert(token);
