@@ -891,3 +891,35 @@ async fn a_made_up_session_id_gets_404_even_on_the_stateless_path() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn bad_settings_exit_2_over_http_as_over_stdio() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("pve-mcp.toml");
+        // One setting read when the config loads, one only when serving
+        // starts (the audit file is opened then).
+        let cases = [
+            ("on_failure = \"bogus\"", "audit.on_failure"),
+            ("path = \"/nonexistent-dir/audit.jsonl\"", "audit.path"),
+        ];
+        for (body, key) in cases {
+            std::fs::write(&config, format!("[audit]\n{body}\n")).unwrap();
+            let opts = Opts::default()
+                .env("MCP_AUTH_TOKEN", TOKEN)
+                .arg("--config")
+                .arg(config.to_str().unwrap());
+            let out = command(&sim, &opts, dir.path(), &["serve", "--http", "127.0.0.1:0"])
+                .stdin(Stdio::null())
+                .output()
+                .await
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+            assert!(stderr.contains(key), "{body}: {stderr}");
+            assert!(stderr.contains("fix:"), "{body}: {stderr}");
+        }
+    })
+    .await;
+}
