@@ -519,8 +519,12 @@ async fn serve_mcp(
         if response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
-        if let (Some(id), Ok(mut owners)) = (&session, state.owners.lock()) {
-            owners.remove(id.as_str());
+        if let Some(id) = &session {
+            state
+                .owners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(id.as_str());
         }
     }
     match inflight {
@@ -597,7 +601,10 @@ async fn post_without_session(
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(Arc::<str>::from);
-    if let (Some(id), Ok(mut owners)) = (new_session, state.owners.lock()) {
+    if let Some(id) = new_session {
+        // A panic elsewhere (a poisoned lock) must not skip the record:
+        // each change to the map is one call, so it is never half-done.
+        let mut owners = state.owners.lock().unwrap_or_else(PoisonError::into_inner);
         // Forget sessions that ended (DELETE, idle expiry) on the way.
         owners.retain(|id, _| live.contains(id));
         owners.insert(id, owner);
