@@ -10,6 +10,10 @@ use rmcp::service::RequestContext;
 /// The session name used for the one stdio client of a process.
 pub const STDIO_SESSION: &str = "stdio";
 
+/// The session name of an HTTP request without a session (MCP
+/// 2026-07-28), followed by `:TOKEN` when a bearer token authenticated it.
+pub const STATELESS_SESSION: &str = "stateless";
+
 /// Longest client name kept, in characters.
 const MAX_CLIENT_NAME: usize = 128;
 
@@ -22,7 +26,8 @@ pub struct TokenName(pub Arc<str>);
 /// The caller of one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The MCP session id over HTTP, [`STDIO_SESSION`] over stdio.
+    /// The MCP session id over HTTP (`stateless:TOKEN` or
+    /// [`STATELESS_SESSION`] without one), [`STDIO_SESSION`] over stdio.
     pub session: Arc<str>,
     /// The named bearer token, over HTTP with auth on.
     pub token: Option<Arc<str>>,
@@ -57,15 +62,25 @@ impl Caller {
                 ..Caller::stdio()
             };
         };
-        let session = parts
+        let token = parts.extensions.get::<TokenName>().map(|t| t.0.clone());
+        // The HTTP layer lets through only session ids it issued (to this
+        // token). A request without one is stateless (MCP 2026-07-28):
+        // its session is named after the token, so that rate limits,
+        // audit records and approvals are per token, not per request.
+        let session = match parts
             .headers
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
-            .map(Arc::from)
-            .unwrap_or_else(|| Arc::from("stateless"));
+        {
+            Some(id) => Arc::from(id),
+            None => match &token {
+                Some(token) => Arc::from(format!("{STATELESS_SESSION}:{token}")),
+                None => Arc::from(STATELESS_SESSION),
+            },
+        };
         Caller {
             session,
-            token: parts.extensions.get::<TokenName>().map(|t| t.0.clone()),
+            token,
             client,
         }
     }

@@ -32,6 +32,9 @@ pub async fn track<F: Future>(
     reporter.send(false, format!("{tool}: started")).await;
     tokio::pin!(call);
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + INTERVAL, INTERVAL);
+    // A send that blocks (a slow client) must not be followed by a burst of
+    // the ticks it missed.
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             output = &mut call => {

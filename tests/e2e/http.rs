@@ -841,3 +841,85 @@ async fn a_2026_client_discovers_and_calls_without_a_session() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_made_up_session_id_gets_404_even_on_the_stateless_path() {
+    within(async {
+        let sim = simulator().await;
+        let server = HttpServer::start(&sim, Opts::default()).await;
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "e2e-modern", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let mut call = call_request(2, "pve_get_vm_status", json!({"vmid": 102}));
+        call["params"]["_meta"] = meta;
+        let stateless = |session: Option<&str>| {
+            let mut r = server
+                .post(&call)
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "pve_get_vm_status");
+            if let Some(id) = session {
+                r = r.header("mcp-session-id", id);
+            }
+            r
+        };
+        // A session id per call would be a fresh rate-limit bucket, audit
+        // session and approval binding each time.
+        let r = stateless(Some("made-up-0123456789")).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{}", server.log());
+        // One this server issued still works.
+        let session = server.session().await;
+        let r = stateless(Some(&session)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{}", server.log());
+        let reply = messages(r).await;
+        assert_eq!(
+            reply.last().unwrap()["result"]["structuredContent"]["vmid"],
+            102
+        );
+        // Without a session header the caller's session is named after
+        // its token.
+        let r = stateless(None).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{}", server.log());
+        server.expect_log("session=stateless:default").await;
+        assert!(
+            !server.log().contains("session=made-up"),
+            "the made-up session reached a tool call:\n{}",
+            server.log()
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bad_settings_exit_2_over_http_as_over_stdio() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("pve-mcp.toml");
+        // One setting read when the config loads, one only when serving
+        // starts (the audit file is opened then).
+        let cases = [
+            ("on_failure = \"bogus\"", "audit.on_failure"),
+            ("path = \"/nonexistent-dir/audit.jsonl\"", "audit.path"),
+        ];
+        for (body, key) in cases {
+            std::fs::write(&config, format!("[audit]\n{body}\n")).unwrap();
+            let opts = Opts::default()
+                .env("MCP_AUTH_TOKEN", TOKEN)
+                .arg("--config")
+                .arg(config.to_str().unwrap());
+            let out = command(&sim, &opts, dir.path(), &["serve", "--http", "127.0.0.1:0"])
+                .stdin(Stdio::null())
+                .output()
+                .await
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+            assert!(stderr.contains(key), "{body}: {stderr}");
+            assert!(stderr.contains("fix:"), "{body}: {stderr}");
+        }
+    })
+    .await;
+}

@@ -515,3 +515,60 @@ async fn connections_beyond_the_cap_are_closed_and_the_server_recovers() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn silent_connections_are_dropped_and_cannot_lock_clients_out() {
+    within(async {
+        let sim = simulator().await;
+        // max_sessions 1: 4 connections per session plus 64 spare = 68.
+        let server = HttpServer::start(&sim, Opts::default().env("MCP_MAX_SESSIONS", "1")).await;
+        let addr = server.base.trim_start_matches("http://").to_string();
+        // Connections that never send a byte, more than the cap allows.
+        let mut silent = Vec::new();
+        for _ in 0..72 {
+            silent.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+        }
+        server.expect_log("too many open connections").await;
+        let locked_out = http_client()
+            .get(format!("{}/healthz", server.base))
+            .send()
+            .await;
+        assert!(
+            locked_out.is_err(),
+            "the cap was not reached: {locked_out:?}"
+        );
+        // Past the first-bytes timeout (10 s) the server closes them...
+        let started = std::time::Instant::now();
+        let mut served = false;
+        while started.elapsed() < Duration::from_secs(14) {
+            if let Ok(r) = http_client()
+                .get(format!("{}/healthz", server.base))
+                .send()
+                .await
+                && r.status() == 200
+            {
+                served = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(served, "still locked out:\n{}", server.log());
+        assert!(
+            started.elapsed() >= Duration::from_secs(5),
+            "served too early"
+        );
+        // ...and every silent connection sees the close.
+        for mut stream in silent {
+            let mut buf = [0u8; 1];
+            let n = tokio::time::timeout(
+                Duration::from_secs(2),
+                tokio::io::AsyncReadExt::read(&mut stream, &mut buf),
+            )
+            .await
+            .expect("the silent connection is still open")
+            .unwrap_or(0);
+            assert_eq!(n, 0);
+        }
+    })
+    .await;
+}

@@ -51,7 +51,11 @@ pub async fn serve_command(global: &Global, config: Config, flag: Option<&str>) 
     let announce = |bound: &serve::Bound| eprintln!("pve-mcp: MCP endpoint {}", bound.url);
     match serve::run(&settings, addr, app, announce).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => cli::failure(&e),
+        // A bad policy, audit or approvals setting exits 2, as over stdio.
+        Err(e) => match e.downcast_ref::<ConfigError>() {
+            Some(config) => cli::config_failure(config),
+            None => cli::failure(&e),
+        },
     }
 }
 

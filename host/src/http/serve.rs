@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -20,7 +20,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -34,10 +34,17 @@ use crate::caller::TokenName;
 use crate::mcp::McpServer;
 use crate::serving::Serving;
 
-/// A TLS handshake that takes longer is dropped.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection whose first bytes (after the TLS handshake, if any) take
+/// longer is dropped: until a client sends something, hyper cannot tell
+/// HTTP/1 from HTTP/2 and no other timeout runs, so silent connections
+/// would hold their slots for ever.
+const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that takes longer to send its request headers is dropped.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often an HTTP/2 connection is pinged, and how long the answer may
+/// take before the connection is closed.
+const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the grace period, how long open streams get to close.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -285,12 +292,28 @@ fn spawn_connection(
         let _permit = permit;
         let _ = stream.set_nodelay(true);
         match tls {
-            None => serve_connection(stream, peer, state, watcher).await,
+            None => {
+                // Peeking leaves the bytes for hyper.
+                let mut first = [0u8; 1];
+                match tokio::time::timeout(FIRST_BYTES_TIMEOUT, stream.peek(&mut first)).await {
+                    Ok(Ok(n)) if n > 0 => serve_connection(stream, peer, state, watcher).await,
+                    Ok(_) => {}
+                    Err(_) => tracing::debug!(%peer, "no request within the timeout; closed"),
+                }
+            }
             Some(acceptor) => {
-                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => serve_connection(stream, peer, state, watcher).await,
+                // The handshake and the first bytes share the timeout; the
+                // buffered bytes are read again by hyper.
+                let first = tokio::time::timeout(FIRST_BYTES_TIMEOUT, async {
+                    let mut stream = BufReader::new(acceptor.accept(stream).await?);
+                    let got = !stream.fill_buf().await?.is_empty();
+                    Ok::<_, std::io::Error>(got.then_some(stream))
+                });
+                match first.await {
+                    Ok(Ok(Some(stream))) => serve_connection(stream, peer, state, watcher).await,
+                    Ok(Ok(None)) => {}
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    Err(_) => tracing::debug!(%peer, "TLS handshake or request timed out"),
                 }
             }
         }
@@ -310,6 +333,13 @@ where
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
+    // Without pings an HTTP/2 client that stops answering (or never speaks
+    // after the preface) would keep its connection for ever.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(H2_KEEP_ALIVE_INTERVAL))
+        .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT);
     let connection = builder.serve_connection(TokioIo::new(io), service);
     if let Err(e) = watcher.watch(connection).await {
         tracing::debug!(error = %e, "connection ended with an error");
@@ -439,17 +469,37 @@ async fn serve_mcp(
     };
     let owner = token.as_ref().map(|t| t.0.clone());
     let session = header(&request, SESSION_HEADER);
-    if let Some(id) = &session
-        && let Ok(owners) = state.owners.lock()
-        && owners.get(id.as_str()).is_some_and(|o| *o != owner)
-    {
-        // Another token's session: as far as this caller knows, it does
-        // not exist.
-        tracing::warn!(
-            token = owner.as_deref(),
-            "a request used a session opened with another token"
-        );
-        return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    if let Some(id) = &session {
+        let opened_by = state
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id.as_str())
+            .cloned();
+        match opened_by {
+            // A session id this server never issued. rmcp serves a request
+            // carrying 2026-07-28 `_meta` statelessly whatever its session
+            // header says, and the header names the caller's session for
+            // rate limits, the audit log and approvals: a made-up one must
+            // not get that far.
+            None => {
+                tracing::debug!(
+                    token = owner.as_deref(),
+                    "a request named a session this server did not issue"
+                );
+                return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+            }
+            // Another token's session: as far as this caller knows, it
+            // does not exist.
+            Some(opener) if opener != owner => {
+                tracing::warn!(
+                    token = owner.as_deref(),
+                    "a request used a session opened with another token"
+                );
+                return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+            }
+            Some(_) => {}
+        }
     }
     if let Some(token) = token {
         request.extensions_mut().insert(token);
@@ -469,8 +519,12 @@ async fn serve_mcp(
         if response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
-        if let (Some(id), Ok(mut owners)) = (&session, state.owners.lock()) {
-            owners.remove(id.as_str());
+        if let Some(id) = &session {
+            state
+                .owners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(id.as_str());
         }
     }
     match inflight {
@@ -547,7 +601,10 @@ async fn post_without_session(
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(Arc::<str>::from);
-    if let (Some(id), Ok(mut owners)) = (new_session, state.owners.lock()) {
+    if let Some(id) = new_session {
+        // A panic elsewhere (a poisoned lock) must not skip the record:
+        // each change to the map is one call, so it is never half-done.
+        let mut owners = state.owners.lock().unwrap_or_else(PoisonError::into_inner);
         // Forget sessions that ended (DELETE, idle expiry) on the way.
         owners.retain(|id, _| live.contains(id));
         owners.insert(id, owner);
