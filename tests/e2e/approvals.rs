@@ -437,6 +437,9 @@ async fn http_call(
 /// consumed through the other, once.
 #[tokio::test]
 async fn an_approval_given_through_one_server_is_honoured_by_another_sharing_redis() {
+    if !Redis::available() {
+        return;
+    }
     within(async {
         let sim = simulator().await;
         let redis = Redis::start().await;
@@ -490,6 +493,9 @@ async fn an_approval_given_through_one_server_is_honoured_by_another_sharing_red
 /// "stdio": neither may use the other's approval.
 #[tokio::test]
 async fn stdio_servers_sharing_redis_keep_their_approvals_apart() {
+    if !Redis::available() {
+        return;
+    }
     within(async {
         let sim = simulator().await;
         let redis = Redis::start().await;
