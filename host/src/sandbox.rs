@@ -46,9 +46,6 @@ use bindings::exports::pve_mcp::guest::tools as guest;
 /// How often the epoch advances; deadlines are counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// The methods the tool listing may send; a call's come from the policy.
-const READ_ONLY_METHODS: &[Method] = &[Method::GET];
-
 /// Everything a call's store holds. Dropped with the store at the end of the
 /// call, so nothing survives from one call to the next.
 struct CallState {
@@ -249,7 +246,9 @@ impl Sandbox {
         let log = CappedPipe::new(self.limits.max_log_bytes);
         let mut store = self.new_store(
             "list-tools",
-            READ_ONLY_METHODS.into(),
+            // Listing tools may only read; a call's methods come from the
+            // policy.
+            crate::policy::allowed_methods(false),
             EgressLog::default(),
             &log,
         );

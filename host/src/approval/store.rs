@@ -18,13 +18,7 @@ use sha2::{Digest, Sha256};
 /// Milliseconds since the Unix epoch.
 pub type Millis = u64;
 
-/// The current time in [`Millis`].
-pub fn now_ms() -> Millis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as Millis)
-        .unwrap_or(0)
-}
+pub use crate::state::now_ms;
 
 /// Where an approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -45,12 +45,15 @@ fn verdict(hidden: bool, action: Action) -> &'static str {
     }
 }
 
-fn methods(may_write: bool, action: Action) -> &'static str {
-    match (action, may_write) {
-        (Action::Deny, _) => "-",
-        (_, true) => "GET,POST,PUT,DELETE",
-        (_, false) => "GET",
+/// The methods the gate would let the tool send: none when it is denied.
+fn methods(may_write: bool, action: Action) -> Vec<String> {
+    if action == Action::Deny {
+        return Vec::new();
     }
+    super::allowed_methods(may_write)
+        .iter()
+        .map(|m| m.to_string())
+        .collect()
 }
 
 fn state(policy: &Policy) -> String {
@@ -84,7 +87,10 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             [
                 tool.name.clone(),
                 verdict(e.hidden, e.action).into(),
-                methods(e.may_write, e.action).into(),
+                match methods(e.may_write, e.action) {
+                    m if m.is_empty() => "-".into(),
+                    m => m.join(","),
+                },
                 e.rule.clone(),
                 details.join("; "),
             ]
@@ -131,7 +137,7 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
                 "reason": e.reason,
                 "hidden": e.hidden,
                 "may_write": e.may_write,
-                "methods": methods(e.may_write, e.action).split(',').filter(|m| *m != "-").collect::<Vec<_>>(),
+                "methods": methods(e.may_write, e.action),
                 "rate_limits": e.limits.iter().map(|l| json!({
                     "rule": l.name,
                     "limit": l.rate.to_string(),
