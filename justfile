@@ -25,7 +25,7 @@ lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Benchmarks against the simulator (numbers go in the README): stdio latency,
+# Benchmarks against the simulator (numbers go in docs/performance.md): stdio latency,
 # start-up and memory; then HTTP throughput at 1, 8 and 64 clients.
 bench:
     cargo bench -p pve-mcp --bench stdio

@@ -13,7 +13,7 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::config::{Auth, Cluster};
 use crate::secret::Secret;
-use crate::tls::{self, FingerprintMismatch, TlsMode};
+use crate::tls::client::{self as tls, FingerprintMismatch, TlsMode};
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
@@ -354,7 +354,7 @@ impl std::fmt::Display for UpstreamFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tls::Fingerprint;
+    use crate::tls::client::Fingerprint;
 
     #[test]
     fn tls_mismatch_is_described_with_both_fingerprints() {

@@ -26,9 +26,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::settings::AdminAddress;
 use super::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};
-use crate::config::ConfigError;
+use crate::config::approvals::AdminAddress;
+use crate::error::ConfigError;
 use crate::secret::Secret;
 
 /// The path prefix of every admin route.
@@ -301,11 +301,11 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
 mod tests {
     use super::*;
     use crate::approval::client::{AdminClient, ClientError};
-    use crate::approval::store::{Check, MemoryStore, Request, State, StoreLimits};
+    use crate::approval::store::{Check, MemoryApprovals, Request, State, StoreLimits};
 
     const TOKEN: &str = "test-admin-token-0123456789";
 
-    async fn pending(store: &MemoryStore, hash: &str) -> String {
+    async fn pending(store: &MemoryApprovals, hash: &str) -> String {
         let request = Request {
             caller: "session:stdio".into(),
             tool: "pve_list_vms".into(),
@@ -331,7 +331,7 @@ mod tests {
     }
 
     async fn exercise(address: AdminAddress) {
-        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+        let store = Arc::new(MemoryApprovals::new(StoreLimits::with_ttl(
             Duration::from_secs(60),
         )));
         let server = start(&address, &Secret::new(TOKEN), store.clone())
@@ -403,7 +403,7 @@ mod tests {
             "the socket is removed when the server stops"
         );
 
-        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+        let store = Arc::new(MemoryApprovals::new(StoreLimits::with_ttl(
             Duration::from_secs(60),
         )));
         let server = start(
@@ -443,7 +443,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_taken_port_and_a_non_loopback_address_are_refused_at_start() {
-        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+        let store = Arc::new(MemoryApprovals::new(StoreLimits::with_ttl(
             Duration::from_secs(60),
         )));
         let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

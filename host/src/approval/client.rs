@@ -11,8 +11,8 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::admin::PREFIX;
-use super::settings::AdminAddress;
 use super::store::{Approval, Millis, Verdict};
+use crate::config::approvals::AdminAddress;
 use crate::secret::Secret;
 
 /// How long one admin request may take.

@@ -16,13 +16,11 @@
 //! ([`store`], [`redis_store`]).
 
 pub mod admin;
-pub mod cli;
 pub mod client;
 pub mod elicit;
 pub mod redact;
 pub mod redis_store;
 pub mod serve;
-pub mod settings;
 pub mod store;
 
 use std::sync::Arc;
@@ -50,7 +48,7 @@ pub enum Authorization {
 
 /// The approval step of one MCP call, as the server acts on it.
 #[derive(Debug)]
-pub enum Gate {
+pub enum Step {
     /// Approved: run it with these rate-limit units.
     Approved(Permit),
     /// Not run (its units given back); return this as a tool error.
@@ -140,19 +138,19 @@ impl Approvals {
         tool: &str,
         arguments: &JsonObject,
         permit: Permit,
-    ) -> Gate {
+    ) -> Step {
         let authorization = tokio::select! {
             a = self.authorize(Some(&context.peer), caller, tool, arguments) => a,
             _ = context.ct.cancelled() => {
                 permit.rollback().await;
-                return Gate::Cancelled;
+                return Step::Cancelled;
             }
         };
         match authorization {
-            Authorization::Run => Gate::Approved(permit),
+            Authorization::Run => Step::Approved(permit),
             Authorization::Refused(text) => {
                 permit.rollback().await;
-                Gate::Refused(text)
+                Step::Refused(text)
             }
         }
     }
@@ -299,10 +297,10 @@ pub fn human_duration(d: Duration) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use store::{MemoryStore, StoreLimits, Verdict};
+    use store::{MemoryApprovals, StoreLimits, Verdict};
 
-    fn approvals() -> (Approvals, Arc<MemoryStore>) {
-        let store = Arc::new(MemoryStore::new(StoreLimits::with_ttl(
+    fn approvals() -> (Approvals, Arc<MemoryApprovals>) {
+        let store = Arc::new(MemoryApprovals::new(StoreLimits::with_ttl(
             Duration::from_secs(600),
         )));
         (

@@ -82,7 +82,7 @@ return {'ok', unpack(redis.call('HGETALL', KEYS[1]))}
 "#;
 
 /// Approvals shared through Redis.
-pub struct RedisStore {
+pub struct RedisApprovals {
     connection: ConnectionManager,
     prefix: String,
     limits: StoreLimits,
@@ -90,10 +90,10 @@ pub struct RedisStore {
     decide_script: Script,
 }
 
-impl RedisStore {
+impl RedisApprovals {
     /// A store on this connection, with its keys under `prefix`.
-    pub fn new(connection: ConnectionManager, prefix: &str, limits: StoreLimits) -> RedisStore {
-        RedisStore {
+    pub fn new(connection: ConnectionManager, prefix: &str, limits: StoreLimits) -> RedisApprovals {
+        RedisApprovals {
             connection,
             prefix: prefix.to_string(),
             limits,
@@ -238,7 +238,7 @@ impl RedisStore {
     }
 }
 
-impl ApprovalStore for RedisStore {
+impl ApprovalStore for RedisApprovals {
     fn check_or_request<'a>(
         &'a self,
         request: &'a Request,
@@ -378,10 +378,10 @@ pub(crate) mod tests {
         None
     }
 
-    async fn store(redis: &TestRedis, prefix: &str, limits: StoreLimits) -> RedisStore {
+    async fn store(redis: &TestRedis, prefix: &str, limits: StoreLimits) -> RedisApprovals {
         let connection =
             crate::state::redis_connection(&redis.url).expect("connecting to the test Redis");
-        RedisStore::new(connection, prefix, limits)
+        RedisApprovals::new(connection, prefix, limits)
     }
 
     #[tokio::test]
@@ -432,7 +432,7 @@ pub(crate) mod tests {
     async fn bad_ids_and_an_unreachable_redis_are_errors_not_panics() {
         let limits = StoreLimits::with_ttl(contract::TTL);
         let connection = crate::state::redis_connection("redis://:hunter22@127.0.0.1:1").unwrap();
-        let store = RedisStore::new(connection, "x:", limits);
+        let store = RedisApprovals::new(connection, "x:", limits);
         let request = contract::request("s", "t", "h");
         let err = store
             .check_or_request(&request, "ap-1", super::super::store::now_ms())

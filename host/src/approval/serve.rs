@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use super::Approvals;
 use super::admin::{self, AdminServer};
-use super::redis_store::{DEFAULT_PREFIX, RedisStore};
-use super::settings::ApprovalSettings;
-use super::store::{ApprovalStore, MemoryStore, StoreLimits};
-use crate::app::App;
-use crate::config::{Config, ConfigError};
-use crate::policy::{Action, StateSpec};
-use crate::secret::Redactor;
+use super::redis_store::{DEFAULT_PREFIX, RedisApprovals};
+use super::store::{ApprovalStore, MemoryApprovals, StoreLimits};
+use crate::config::approvals::{ApprovalSettings, missing_token};
+use crate::error::ConfigError;
+use crate::policy::{Action, Policy, StateSpec};
+use crate::secret::{Redactor, Secret};
+use crate::tools::ToolInfo;
 
 /// The approval flow of a running server; the admin endpoint stops when
 /// this is dropped.
@@ -22,10 +22,9 @@ pub struct Running {
     pub admin: Option<AdminServer>,
 }
 
-/// The tools the policy now says need approval.
-pub fn tools_needing_approval(app: &App) -> Vec<String> {
-    let policy = app.policy().policy();
-    app.tools()
+/// The tools the policy says need approval.
+pub fn tools_needing_approval(policy: &Policy, tools: &[ToolInfo]) -> Vec<String> {
+    tools
         .iter()
         .filter(|t| {
             let effective = policy.effective(t);
@@ -35,16 +34,20 @@ pub fn tools_needing_approval(app: &App) -> Vec<String> {
         .collect()
 }
 
-/// Sets up approvals for `app`. Fails when the policy requires approval
-/// and no admin token is set (nobody could approve a pending call), or
-/// when the admin endpoint cannot be bound.
-pub async fn start(config: &Config, app: &App) -> Result<Running, ConfigError> {
-    let settings: &ApprovalSettings = &config.approvals;
-    let needing = tools_needing_approval(app);
+/// Sets up approvals for `tools` under `policy`; `secrets` (the clusters'
+/// credentials) are redacted from what a person is shown. Fails when the
+/// policy requires approval and no admin token is set (nobody could approve
+/// a pending call), or when the admin endpoint cannot be bound.
+pub async fn start(
+    settings: &ApprovalSettings,
+    policy: &Policy,
+    tools: &[ToolInfo],
+    mut secrets: Vec<Secret>,
+) -> Result<Running, ConfigError> {
+    let needing = tools_needing_approval(policy, tools);
     let limits = StoreLimits::with_ttl(settings.ttl);
-    let policy = app.policy().policy();
     let store: Arc<dyn ApprovalStore> = match &policy.state {
-        StateSpec::Memory => Arc::new(MemoryStore::new(limits)),
+        StateSpec::Memory => Arc::new(MemoryApprovals::new(limits)),
         // The policy's own check of the URL already passed; the connection
         // is lazy, so an unreachable Redis refuses calls rather than the
         // start.
@@ -54,14 +57,9 @@ pub async fn start(config: &Config, app: &App) -> Result<Running, ConfigError> {
                 problem: e.to_string(),
                 fix: "use \"memory\" or a reachable redis://HOST:PORT[/DB]".into(),
             })?;
-            Arc::new(RedisStore::new(connection, DEFAULT_PREFIX, limits))
+            Arc::new(RedisApprovals::new(connection, DEFAULT_PREFIX, limits))
         }
     };
-    let mut secrets: Vec<_> = config
-        .clusters
-        .iter()
-        .flat_map(|c| c.auth.secrets())
-        .collect();
     secrets.extend(settings.admin_token.iter().map(|t| t.secret.clone()));
     let mut approvals = Approvals::new(store.clone(), settings.ttl, Redactor::new(secrets));
     if !settings.elicitation {
@@ -69,7 +67,7 @@ pub async fn start(config: &Config, app: &App) -> Result<Running, ConfigError> {
     }
     let Some(token) = &settings.admin_token else {
         if !needing.is_empty() {
-            return Err(super::settings::missing_token(&format!(
+            return Err(missing_token(&format!(
                 "the policy requires a person's approval for {}, and pending-then-retry needs the approvals admin endpoint, which needs a token",
                 needing.join(", ")
             )));

@@ -1,8 +1,8 @@
 //! Where approvals live: the records, the one atomic step a retried call
 //! takes ([`ApprovalStore::check_or_request`]), and a person's decision.
 //!
-//! Two implementations share this contract: [`MemoryStore`] (one process)
-//! and [`super::redis_store::RedisStore`] (several replicas). The unit tests
+//! Two implementations share this contract: [`MemoryApprovals`] (one process)
+//! and [`super::redis_store::RedisApprovals`] (several replicas). The unit tests
 //! at the bottom run the same cases against both.
 
 use std::collections::HashMap;
@@ -297,7 +297,7 @@ pub fn new_id() -> String {
 }
 
 /// Approvals in this process's memory.
-pub struct MemoryStore {
+pub struct MemoryApprovals {
     limits: StoreLimits,
     inner: Mutex<Records>,
 }
@@ -309,10 +309,10 @@ struct Records {
     by_binding: HashMap<String, String>,
 }
 
-impl MemoryStore {
+impl MemoryApprovals {
     /// An empty store.
-    pub fn new(limits: StoreLimits) -> MemoryStore {
-        MemoryStore {
+    pub fn new(limits: StoreLimits) -> MemoryApprovals {
+        MemoryApprovals {
             limits,
             inner: Mutex::new(Records::default()),
         }
@@ -414,7 +414,7 @@ impl MemoryStore {
     }
 }
 
-impl ApprovalStore for MemoryStore {
+impl ApprovalStore for MemoryApprovals {
     fn check_or_request<'a>(
         &'a self,
         request: &'a Request,
@@ -595,17 +595,17 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn memory_store_contract() {
         let limits = StoreLimits::with_ttl(TTL);
-        approve_then_consume_once(&MemoryStore::new(limits)).await;
-        binding_is_exact(&MemoryStore::new(limits)).await;
-        deny_stands_until_expiry(&MemoryStore::new(limits)).await;
-        expiry_and_unknown(&MemoryStore::new(limits)).await;
-        approved_can_be_withdrawn(&MemoryStore::new(limits)).await;
+        approve_then_consume_once(&MemoryApprovals::new(limits)).await;
+        binding_is_exact(&MemoryApprovals::new(limits)).await;
+        deny_stands_until_expiry(&MemoryApprovals::new(limits)).await;
+        expiry_and_unknown(&MemoryApprovals::new(limits)).await;
+        approved_can_be_withdrawn(&MemoryApprovals::new(limits)).await;
     }
 
     #[tokio::test]
     async fn expired_approvals_are_kept_for_a_while_then_purged() {
         // Redis purges by its own clock, so this runs on memory only.
-        let store = MemoryStore::new(StoreLimits::with_ttl(TTL));
+        let store = MemoryApprovals::new(StoreLimits::with_ttl(TTL));
         let ttl = TTL.as_millis() as u64;
         let t = 1_000_000;
         store
@@ -626,7 +626,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn a_full_store_refuses_new_requests() {
-        let store = MemoryStore::new(StoreLimits {
+        let store = MemoryApprovals::new(StoreLimits {
             max_records: 2,
             ..StoreLimits::with_ttl(TTL)
         });

@@ -2,13 +2,12 @@
 //! egress decision, hash-chained ([`chain`]) so `pve-mcp audit verify`
 //! ([`verify`]) finds any edited, dropped or reordered record.
 //!
-//! [`App::call`](crate::app::App::call) opens a [`CallAudit`] for every call
+//! [`App::call`](crate::server::app::App::call) opens a [`CallAudit`] for every call
 //! and finishes it with the call's report; a write failure refuses the call
 //! unless `[audit] on_failure = "continue"`.
 
 pub mod chain;
 pub mod record;
-pub mod settings;
 pub mod verify;
 
 use std::sync::Arc;
@@ -20,14 +19,14 @@ use chrono::{SecondsFormat, Utc};
 
 use crate::caller::Caller;
 use crate::canonical::arguments_hash;
-use crate::config::ConfigError;
+use crate::config::audit::{AuditSettings, OnFailure};
+use crate::error::ConfigError;
 use crate::sandbox::CallReport;
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject};
 
 use chain::{Batch, FileSink, Head, Sinks};
 use record::{CallRecord, EgressEntry, Record};
-pub use settings::{AuditSettings, FileAudit, OnFailure};
 
 /// The decision recorded for a call, and the rule that made it, as the
 /// policy engine gave them.

@@ -49,12 +49,12 @@ pub struct CallRecord {
     /// Bytes of the result (its structured JSON, or the error text).
     pub result_bytes: usize,
     /// Every upstream request the guest attempted, in order.
-    pub upstream: Vec<Upstream>,
+    pub upstream: Vec<UpstreamRequest>,
 }
 
 /// One upstream request, as summarised in its call's record.
 #[derive(Debug, Clone, Serialize)]
-pub struct Upstream {
+pub struct UpstreamRequest {
     /// HTTP method.
     pub method: String,
     /// Path without the query.
@@ -122,8 +122,8 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
 }
 
 /// The summary of one request for its call's record.
-pub fn upstream(record: &EgressRecord, redactor: &Redactor) -> Upstream {
-    Upstream {
+pub fn upstream(record: &EgressRecord, redactor: &Redactor) -> UpstreamRequest {
+    UpstreamRequest {
         method: redactor.redact(&record.method).into_owned(),
         path: redactor.redact(&record.path).into_owned(),
         decision: if record.denied.is_some() {

@@ -5,7 +5,6 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use super::chain::{GENESIS, line_hash, parse_link};
 
@@ -336,40 +335,6 @@ fn order_by_first_seq(files: Vec<PathBuf>) -> Result<Vec<PathBuf>, VerifyError> 
     }
     keyed.sort_by_key(|(seq, _)| *seq);
     Ok(keyed.into_iter().map(|(_, p)| p).collect())
-}
-
-/// `pve-mcp audit verify`: 0 when the chain holds, 1 at the first broken
-/// record, 2 when the files cannot be read.
-pub fn command(inputs: &[PathBuf], options: &VerifyOptions) -> ExitCode {
-    match verify(inputs, options) {
-        Ok(summary) => {
-            let first = summary.files.first().map(|f| f.seqs.0).unwrap_or(0);
-            let last = summary.files.last().map(|f| f.seqs.1).unwrap_or(0);
-            println!(
-                "ok: {} records, seq {first}..{last}, in {} file(s):",
-                summary.records,
-                summary.files.len()
-            );
-            for part in &summary.files {
-                println!(
-                    "  {} (seq {}..{})",
-                    part.path.display(),
-                    part.seqs.0,
-                    part.seqs.1
-                );
-            }
-            println!("last hash: {}", summary.last_hash);
-            ExitCode::SUCCESS
-        }
-        Err(VerifyError::Broken { at, problem }) => {
-            eprintln!("error: {at}: {problem}");
-            ExitCode::from(1)
-        }
-        Err(VerifyError::Input(message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,20 +4,27 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::egress::Access;
 use crate::state::{CounterStore, Reservation};
+
+/// What an allowed call runs with: the rule that allowed it, what it may
+/// send, and its rate-limit units.
+#[derive(Debug)]
+pub struct Grant {
+    /// The rule that allowed the call.
+    pub rule: String,
+    /// The methods the egress gate lets this call send.
+    pub access: Access,
+    /// Its rate-limit reservations: roll them back if the call does not
+    /// run or fails upstream.
+    pub permit: Permit,
+}
 
 /// What the policy says about one call.
 #[derive(Debug)]
 pub enum Decision {
     /// Run the call.
-    Allow {
-        /// The rule that allowed it.
-        rule: String,
-        /// Whether it may send non-GET requests.
-        may_write: bool,
-        /// Its rate-limit reservations: roll them back if it fails upstream.
-        permit: Permit,
-    },
+    Allow(Grant),
     /// Refuse it.
     Deny {
         /// The rule (or condition) that denied it.
@@ -34,36 +41,29 @@ pub enum Decision {
         /// When its window ends.
         retry_after: Duration,
     },
-    /// A person must approve it first.
-    RequireApproval {
-        /// The rule that asks for approval.
-        rule: String,
-        /// Whether the call, once approved, may send non-GET requests.
-        may_write: bool,
-        /// Its rate-limit reservations: roll them back if the call does
-        /// not run (pending, refused by the person) or fails upstream.
-        permit: Permit,
-    },
+    /// A person must approve it first; once approved it runs with this
+    /// grant.
+    RequireApproval(Grant),
 }
 
 impl Decision {
     /// The rule that decided.
     pub fn rule(&self) -> &str {
         match self {
-            Decision::Allow { rule, .. }
+            Decision::Allow(Grant { rule, .. })
+            | Decision::RequireApproval(Grant { rule, .. })
             | Decision::Deny { rule, .. }
-            | Decision::RateLimited { rule, .. }
-            | Decision::RequireApproval { rule, .. } => rule,
+            | Decision::RateLimited { rule, .. } => rule,
         }
     }
 
     /// A short name for logs: `allow`, `deny`, `rate-limited`, `approval`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Decision::Allow { .. } => "allow",
+            Decision::Allow(_) => "allow",
             Decision::Deny { .. } => "deny",
             Decision::RateLimited { .. } => "rate-limited",
-            Decision::RequireApproval { .. } => "require-approval",
+            Decision::RequireApproval(_) => "require-approval",
         }
     }
 
@@ -71,7 +71,7 @@ impl Decision {
     /// allowed call.
     pub fn refusal_text(&self) -> Option<String> {
         match self {
-            Decision::Allow { .. } => None,
+            Decision::Allow(_) => None,
             Decision::Deny { rule, reason } => Some(format!("Denied by policy ({rule}): {reason}")),
             Decision::RateLimited {
                 rule,
@@ -83,7 +83,7 @@ impl Decision {
                     "Rate limit reached ({rule}: {limit}); retry after {secs} s, when the current window ends"
                 ))
             }
-            Decision::RequireApproval { rule, .. } => Some(format!(
+            Decision::RequireApproval(Grant { rule, .. }) => Some(format!(
                 "Approval required ({rule}): a person must approve this call, and nobody can be asked here (`pve-mcp call` and the demo have no approval flow); call it through `pve-mcp serve`"
             )),
         }

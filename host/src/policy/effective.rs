@@ -5,6 +5,7 @@ use super::DEFAULT_RULE;
 use super::conditions::Condition;
 use super::rate_limit::RateLimit;
 use super::rules::{self, Action, DefaultMode, Policy};
+use crate::egress::Access;
 use crate::tools::ToolInfo;
 
 /// What the policy says about a tool before its arguments are seen: the
@@ -19,8 +20,8 @@ pub struct Effective<'a> {
     pub rule: String,
     /// Why it is denied.
     pub reason: Option<String>,
-    /// Whether an allowed call may write.
-    pub may_write: bool,
+    /// What an allowed call may send.
+    pub access: Access,
     /// Conditions checked on every call.
     pub conditions: Vec<&'a Condition>,
     /// Limits counted on every call.
@@ -49,7 +50,7 @@ impl Policy {
                         .clone()
                         .unwrap_or_else(|| format!("{} is not available to this agent", tool.name)),
                 ),
-                may_write: false,
+                access: Access::Read,
                 conditions,
                 limits,
             };
@@ -76,7 +77,7 @@ impl Policy {
             action,
             rule,
             reason,
-            may_write: action != Action::Deny && may_write,
+            access: Access::writing_if(action != Action::Deny && may_write),
             conditions,
             limits,
         }
@@ -147,7 +148,7 @@ pub(crate) mod tests {
         let all = tools();
         let t = all.iter().find(|t| t.name == name).unwrap();
         let e = p.effective(t);
-        (e.action, e.rule, e.may_write)
+        (e.action, e.rule, e.access == Access::Write)
     }
 
     #[test]

@@ -19,9 +19,7 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use http::Method;
 
-pub mod check;
 pub mod conditions;
 mod decision;
 mod effective;
@@ -29,33 +27,18 @@ pub mod rate_limit;
 pub mod reload;
 pub mod rules;
 
-pub use decision::{Decision, Permit};
+pub use decision::{Decision, Grant, Permit};
 pub use effective::Effective;
 pub use rules::{Action, DefaultMode, Policy, PolicySource, Rule, StateFailure, StateSpec};
 
 use crate::caller::Caller;
-use crate::sandbox::CallReport;
 use crate::state::{CounterStore, MemoryStore, RedisStore, Reserve, Window};
-use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
+use crate::tools::{JsonObject, ToolInfo};
 
 /// The rule name of the default mode.
 pub const DEFAULT_RULE: &str = "policy.default";
 /// The rule name of a refusal because the state store is unreachable.
 pub const STATE_FAILURE_RULE: &str = "policy.state_failure";
-
-/// Methods a call that may not write can send.
-const READ_METHODS: &[Method] = &[Method::GET];
-/// Methods a call that may write can send: what the Proxmox API uses.
-const WRITE_METHODS: &[Method] = &[Method::GET, Method::POST, Method::PUT, Method::DELETE];
-
-/// The methods the egress gate lets a call send.
-pub fn allowed_methods(may_write: bool) -> Arc<[Method]> {
-    if may_write {
-        WRITE_METHODS.into()
-    } else {
-        READ_METHODS.into()
-    }
-}
 
 /// The policy in force (swapped whole on reload) and the counters.
 pub struct Engine {
@@ -68,17 +51,15 @@ pub struct Engine {
 impl Engine {
     /// An engine for this policy, with its state store (Redis is connected
     /// lazily, so an unreachable Redis does not stop the server).
-    pub fn new(policy: Policy) -> Result<Engine, crate::config::ConfigError> {
+    pub fn new(policy: Policy) -> Result<Engine, crate::error::ConfigError> {
         let store: Arc<dyn CounterStore> = match &policy.state {
             StateSpec::Memory => Arc::new(MemoryStore::new()),
             StateSpec::Redis(url) => {
-                Arc::new(
-                    RedisStore::new(url).map_err(|e| crate::config::ConfigError {
-                        key: format!("policy.state (in {})", policy.origin),
-                        problem: e.to_string(),
-                        fix: "use redis://HOST:PORT[/DB]".into(),
-                    })?,
-                )
+                Arc::new(RedisStore::new(url).map_err(|e| crate::error::ConfigError {
+                    key: format!("policy.state (in {})", policy.origin),
+                    problem: e.to_string(),
+                    fix: "use redis://HOST:PORT[/DB]".into(),
+                })?)
             }
         };
         Ok(Engine::with_store(policy, store))
@@ -156,17 +137,14 @@ impl Engine {
             Ok(permit) => permit,
             Err(refusal) => return refusal,
         };
+        let grant = Grant {
+            rule: effective.rule,
+            access: effective.access,
+            permit,
+        };
         match effective.action {
-            Action::RequireApproval => Decision::RequireApproval {
-                rule: effective.rule,
-                may_write: effective.may_write,
-                permit,
-            },
-            _ => Decision::Allow {
-                rule: effective.rule,
-                may_write: effective.may_write,
-                permit,
-            },
+            Action::RequireApproval => Decision::RequireApproval(grant),
+            _ => Decision::Allow(grant),
         }
     }
 
@@ -223,23 +201,11 @@ impl Default for Engine {
     }
 }
 
-impl CallReport {
-    /// The report of a call the policy refused: the guest never ran.
-    pub fn refused(message: String) -> CallReport {
-        CallReport {
-            outcome: CallOutcome::Failed {
-                kind: FailureKind::Policy,
-                message,
-            },
-            egress: Vec::new(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::effective::tests::{policy, tool};
     use super::*;
+    use crate::egress::Access;
     use serde_json::json;
 
     fn args(v: serde_json::Value) -> JsonObject {
@@ -255,14 +221,14 @@ mod tests {
         let look = tool("look", true);
         let caller = Caller::stdio();
         let first = engine.decide(&caller, &look, &JsonObject::new()).await;
-        assert!(matches!(first, Decision::Allow { .. }), "{first:?}");
+        assert!(matches!(first, Decision::Allow(_)), "{first:?}");
         let second = engine.decide(&caller, &look, &JsonObject::new()).await;
         assert_eq!(second.rule(), "policy.tools.\"*\".rate_limit_global");
         // The session unit the second call took was given back: without
         // the wildcard, one more call fits the tool's 2/day.
         engine.replace(policy("[policy.tools.look]\nrate_limit = \"2/day\"\n"));
         let third = engine.decide(&caller, &look, &JsonObject::new()).await;
-        assert!(matches!(third, Decision::Allow { .. }), "{third:?}");
+        assert!(matches!(third, Decision::Allow(_)), "{third:?}");
         let fourth = engine.decide(&caller, &look, &JsonObject::new()).await;
         assert!(matches!(fourth, Decision::RateLimited { .. }), "{fourth:?}");
     }
@@ -280,17 +246,20 @@ mod tests {
             .decide(&caller, &poke, &args(json!({"vmid": 101})))
             .await;
         assert_eq!(denied.rule(), "policy.tools.poke.conditions[0]");
-        let Decision::RequireApproval {
+        let Decision::RequireApproval(Grant {
             rule,
-            may_write,
+            access,
             permit,
-        } = engine
+        }) = engine
             .decide(&caller, &poke, &args(json!({"vmid": 100})))
             .await
         else {
             panic!("approval expected")
         };
-        assert_eq!((rule.as_str(), may_write), ("policy.tools.poke", true));
+        assert_eq!(
+            (rule.as_str(), access),
+            ("policy.tools.poke", Access::Write)
+        );
         assert!(!permit.is_empty());
         let held = engine
             .decide(&caller, &poke, &args(json!({"vmid": 100})))
@@ -300,10 +269,7 @@ mod tests {
         let again = engine
             .decide(&caller, &poke, &args(json!({"vmid": 100})))
             .await;
-        assert!(
-            matches!(again, Decision::RequireApproval { .. }),
-            "{again:?}"
-        );
+        assert!(matches!(again, Decision::RequireApproval(_)), "{again:?}");
     }
 
     #[test]
@@ -325,8 +291,5 @@ mod tests {
             limited.refusal_text().unwrap(),
             "Rate limit reached (policy.tools.x.rate_limit: 3/minute per session); retry after 2 s, when the current window ends"
         );
-        assert_eq!(allowed_methods(false).as_ref(), [Method::GET]);
-        assert!(allowed_methods(true).contains(&Method::POST));
-        assert!(!allowed_methods(true).contains(&Method::PATCH));
     }
 }

@@ -27,7 +27,7 @@ pub struct Origin {
 
 impl Origin {
     /// Finds and loads the policy.
-    pub fn load(&self, tools: &[ToolInfo]) -> Result<super::Policy, crate::config::ConfigError> {
+    pub fn load(&self, tools: &[ToolInfo]) -> Result<super::Policy, crate::error::ConfigError> {
         PolicySource::resolve(self.flag.as_deref(), self.config.as_deref())?.load(tools)
     }
 

@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use super::conditions::{Condition, Op};
 use super::rate_limit::{Rate, RateLimit, Scope};
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::tools::ToolInfo;
 
 /// What happens to a tool no rule allows or denies.
@@ -514,7 +514,7 @@ fn check_rule(
                     &format!("{cname}.value"),
                     c.value.span(),
                     problem,
-                    "see the condition examples in the README's policy section",
+                    "see the condition examples in docs/policy.md",
                 )
             })?;
         conditions.push(condition);

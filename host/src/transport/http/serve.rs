@@ -26,13 +26,13 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Tokens;
-use super::config::HttpSettings;
 use super::guard::{self, Guard};
 use super::limits::{InFlight, hold_until_sent};
 use super::response::{Body, Reject, text};
 use crate::caller::TokenName;
-use crate::mcp::McpServer;
-use crate::serving::Serving;
+use crate::config::http::HttpSettings;
+use crate::server::mcp::McpServer;
+use crate::server::serving::Serving;
 
 /// A connection whose first bytes (after the TLS handshake, if any) take
 /// longer is dropped: until a client sends something, hyper cannot tell
@@ -154,7 +154,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let tls = match &settings.tls {
         Some(files) => Some(TlsAcceptor::from(
-            super::tls::server_config(files).map_err(|e| anyhow::anyhow!("{e}"))?,
+            crate::tls::server::server_config(files).map_err(|e| anyhow::anyhow!("{e}"))?,
         )),
         None => None,
     };

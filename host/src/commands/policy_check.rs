@@ -6,14 +6,15 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::{Action, Policy, PolicySource, StateSpec};
-use crate::cli::{Global, config_failure};
+use crate::commands::{Global, config_failure};
+use crate::egress::Access;
+use crate::policy::{Action, Policy, PolicySource, StateSpec};
 use crate::tools::ToolInfo;
 
 /// Runs the command: exit 0 when the policy is valid, 2 when it is not
 /// (the error names the key and line), 1 when the component cannot load.
 pub async fn run(global: &Global, file: Option<&Path>, json: bool) -> ExitCode {
-    let app = match crate::cli::start_without_clusters(global).await {
+    let app = match super::tools::start_without_clusters(global).await {
         Ok(app) => app,
         Err(code) => return code,
     };
@@ -46,14 +47,11 @@ fn verdict(hidden: bool, action: Action) -> &'static str {
 }
 
 /// The methods the gate would let the tool send: none when it is denied.
-fn methods(may_write: bool, action: Action) -> Vec<String> {
+fn methods(access: Access, action: Action) -> Vec<String> {
     if action == Action::Deny {
         return Vec::new();
     }
-    super::allowed_methods(may_write)
-        .iter()
-        .map(|m| m.to_string())
-        .collect()
+    access.methods().iter().map(|m| m.to_string()).collect()
 }
 
 fn state(policy: &Policy) -> String {
@@ -87,7 +85,7 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             [
                 tool.name.clone(),
                 verdict(e.hidden, e.action).into(),
-                match methods(e.may_write, e.action) {
+                match methods(e.access, e.action) {
                     m if m.is_empty() => "-".into(),
                     m => m.join(","),
                 },
@@ -136,8 +134,8 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
                 "rule": e.rule,
                 "reason": e.reason,
                 "hidden": e.hidden,
-                "may_write": e.may_write,
-                "methods": methods(e.may_write, e.action),
+                "may_write": e.access == Access::Write,
+                "methods": methods(e.access, e.action),
                 "rate_limits": e.limits.iter().map(|l| json!({
                     "rule": l.name,
                     "limit": l.rate.to_string(),

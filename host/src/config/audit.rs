@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// Where the records go when the file is `-`.
 pub const STDERR_PATH: &str = "-";

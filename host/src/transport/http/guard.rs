@@ -10,81 +10,9 @@ use std::net::{IpAddr, SocketAddr};
 use http::{HeaderMap, StatusCode, Uri};
 
 use super::response::Reject;
-
-/// One allowed `Host`: a name or address, with or without a port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostEntry {
-    host: String,
-    port: Option<u16>,
-}
-
-/// One allowed `Origin`: `null`, or scheme, host and port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OriginEntry {
-    /// The literal `null` origin (sandboxed frames, files).
-    Null,
-    /// `scheme://host:port`; a missing port means the scheme's default.
-    Tuple {
-        /// `http` or `https`.
-        scheme: String,
-        /// Lower case, IPv6 without brackets.
-        host: String,
-        /// Explicit or the scheme's default.
-        port: u16,
-    },
-}
-
-fn normalize(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
-}
-
-fn scheme_port(scheme: &str) -> Option<u16> {
-    match scheme {
-        "http" => Some(80),
-        "https" => Some(443),
-        _ => None,
-    }
-}
-
-/// Parses an `allowed_hosts` entry: `host` (any port) or `host:port`.
-pub fn parse_host_entry(text: &str) -> Result<HostEntry, String> {
-    let authority = http::uri::Authority::try_from(text.trim())
-        .map_err(|_| format!("{text:?} is not a host or host:port"))?;
-    if authority.as_str().contains('@') || authority.host().is_empty() {
-        return Err(format!("{text:?} is not a host or host:port"));
-    }
-    Ok(HostEntry {
-        host: normalize(authority.host()),
-        port: authority.port_u16(),
-    })
-}
-
-/// Parses an `allowed_origins` entry: `null` or `scheme://host[:port]`.
-pub fn parse_origin_entry(text: &str) -> Result<OriginEntry, String> {
-    let text = text.trim();
-    if text.eq_ignore_ascii_case("null") {
-        return Ok(OriginEntry::Null);
-    }
-    parse_origin(text).ok_or_else(|| format!("{text:?} is not an origin (scheme://host[:port])"))
-}
-
-fn parse_origin(text: &str) -> Option<OriginEntry> {
-    let uri: Uri = text.parse().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    let authority = uri.authority()?;
-    if authority.as_str().contains('@') || !matches!(uri.path(), "" | "/") || uri.query().is_some()
-    {
-        return None;
-    }
-    let port = authority.port_u16().or_else(|| scheme_port(&scheme))?;
-    Some(OriginEntry::Tuple {
-        scheme,
-        host: normalize(authority.host()),
-        port,
-    })
-}
+use crate::config::allow_list::{
+    HostEntry, OriginEntry, normalize, parse_host_entry, parse_origin, parse_origin_entry,
+};
 
 /// The default allow-lists for a bound address: loopback names on the
 /// bound port, plus the bound address itself when it is a specific one.
@@ -325,21 +253,5 @@ mod tests {
         );
         let (hosts, _) = defaults("0.0.0.0:9000".parse().unwrap(), false);
         assert!(!hosts.iter().any(|h| h.starts_with("0.0.0.0")), "{hosts:?}");
-    }
-
-    #[test]
-    fn entries_are_validated() {
-        assert!(parse_host_entry("a b").is_err());
-        assert!(parse_host_entry("user@host").is_err());
-        assert!(parse_origin_entry("example.com").is_err());
-        assert!(parse_origin_entry("https://example.com/path").is_err());
-        assert_eq!(
-            parse_origin_entry("HTTPS://Example.com").unwrap(),
-            OriginEntry::Tuple {
-                scheme: "https".into(),
-                host: "example.com".into(),
-                port: 443
-            }
-        );
     }
 }

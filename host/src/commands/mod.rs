@@ -1,16 +1,29 @@
-//! The command line: what each command does, written for people.
+//! The command line: what each command does, written for people. One file
+//! per command; this file holds the definitions clap reads, the options
+//! every command takes ([`Global`]), and the one mapping from errors to exit
+//! codes ([`failure`]).
+//!
+//! Exit codes: 0 success; 1 a failure while running (Proxmox, the
+//! component, a tool error); 2 a mistake to fix before trying again (a bad
+//! setting, argument or file).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::app::{App, ComponentSource};
-use crate::component::CacheDir;
-use crate::config::{Config, ConfigError, SandboxLimits};
-use crate::mcp::to_call_result;
-use crate::serving::Serving;
-use crate::tools::{CallOutcome, ToolInfo};
+use crate::config::Config;
+use crate::error::ConfigError;
+use crate::sandbox::component::{CacheDir, ComponentSource};
+use crate::server::serving::Startup;
+
+pub mod approvals;
+pub mod audit_verify;
+pub mod call;
+pub mod demo;
+pub mod policy_check;
+pub mod serve;
+pub mod tools;
 
 /// A sandboxed MCP server for Proxmox VE.
 ///
@@ -111,7 +124,7 @@ pub enum Command {
     /// authenticated through the [approvals] settings and
     /// PVE_MCP_ADMIN_TOKEN.
     #[command(subcommand)]
-    Approvals(crate::approval::cli::ApprovalsCommand),
+    Approvals(approvals::ApprovalsCommand),
     /// Work with the audit log.
     Audit {
         #[command(subcommand)]
@@ -183,175 +196,82 @@ impl Global {
         }
     }
 
+    /// The component, cache and policy origin a server starts with.
+    pub fn startup(&self) -> Startup {
+        Startup {
+            component: self.component(),
+            cache: self.cache(),
+            policy: self.policy_origin(),
+        }
+    }
+
     /// Loads the configuration from --config and the environment.
     pub fn load_config(&self) -> Result<Config, ConfigError> {
         Config::load(self.config.as_deref(), &|key| std::env::var(key).ok())
     }
 }
 
-/// Prints a configuration error the way every command does, and gives the
-/// exit code for it.
+/// Runs the command the user asked for.
+pub async fn run(cli: &Cli) -> ExitCode {
+    let global = &cli.global;
+    match &cli.command {
+        Command::Serve { http } => serve::run(global, http.as_deref()).await,
+        Command::Demo { http } => demo::run(global, http.as_deref()).await,
+        Command::Tools { json } => tools::run(global, *json).await,
+        Command::Call {
+            tool,
+            args,
+            demo: true,
+        } => demo::call(global, tool, args).await,
+        Command::Call {
+            tool,
+            args,
+            demo: false,
+        } => call::run(global, tool, args).await,
+        Command::Audit {
+            command:
+                AuditCommand::Verify {
+                    files,
+                    anchor,
+                    partial,
+                },
+        } => audit_verify::run(files, anchor.clone(), *partial),
+        Command::Policy {
+            command: PolicyCommand::Check { file, json },
+        } => policy_check::run(global, file.as_deref(), *json).await,
+        Command::Approvals(command) => approvals::run(global, command).await,
+    }
+}
+
+/// Whether this command serves (and so logs each call) rather than answers
+/// once and exits.
+pub fn is_server(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Serve { .. } | Command::Demo { http: Some(_) }
+    )
+}
+
+/// Prints a configuration error the way every command does: exit code 2.
 pub fn config_failure(error: &ConfigError) -> ExitCode {
     eprintln!("error: {error}");
     ExitCode::from(2)
 }
 
-/// Prints any other startup failure with its causes.
+/// Prints a failure with its causes: exit code 2 when a setting is at
+/// fault (a [`ConfigError`] anywhere in the chain), 1 otherwise.
 pub fn failure(error: &anyhow::Error) -> ExitCode {
+    if let Some(config) = error.downcast_ref::<ConfigError>() {
+        return config_failure(config);
+    }
     eprintln!("error: {error:#}");
     ExitCode::from(1)
 }
 
-/// Loads the configuration and the policy and starts the host on them; a
-/// failure has been reported and becomes the exit code.
-async fn start_configured(global: &Global) -> Result<App, ExitCode> {
-    let config = global.load_config().map_err(|e| config_failure(&e))?;
-    crate::serving::start_app(global, &config)
-        .await
-        .map_err(|e| e.report())
-}
-
-/// `pve-mcp serve`: stdio, or Streamable HTTP with `--http`,
-/// `MCP_TRANSPORT=streamable-http` or an `[http] listen` key.
-pub async fn serve(global: &Global, http: Option<&str>) -> ExitCode {
-    // A wrong MCP_TRANSPORT is the problem to report, whatever else is
-    // missing.
-    if let Err(e) = crate::http::config::transport_from_env(&|k| std::env::var(k).ok()) {
-        return config_failure(&e);
-    }
-    let config = match global.load_config() {
-        Ok(config) => config,
-        Err(e) => return config_failure(&e),
-    };
-    if http.is_some() || config.http.requested {
-        return crate::http::serve_command(global, config, http).await;
-    }
-    let serving = match Serving::start(global, &config).await {
-        Ok(serving) => serving,
-        Err(e) => return e.report(),
-    };
-    tracing::info!("serving MCP on stdio");
-    match serving.server().clone().serve_stdio().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => failure(&e),
-    }
-}
-
-/// The component alone, for commands that only need its tool list: no
-/// cluster, so every request it might make is denied.
-pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
-    App::start(
-        &[],
-        &SandboxLimits::default(),
-        &global.component(),
-        &global.cache(),
-    )
-    .await
-    .map_err(|e| failure(&e))
-}
-
-/// `pve-mcp tools`.
-pub async fn tools(global: &Global, json: bool) -> ExitCode {
-    let app = match start_without_clusters(global).await {
-        Ok(app) => app,
-        Err(code) => return code,
-    };
-    if json {
-        let tools: Vec<_> = app.tools().iter().map(crate::mcp::to_mcp_tool).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&tools).unwrap_or_default()
-        );
-    } else {
-        print!("{}", tool_table(app.tools()));
-    }
-    ExitCode::SUCCESS
-}
-
-/// A plain-text table of the tools.
-pub fn tool_table(tools: &[ToolInfo]) -> String {
-    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    let mut out = format!("{:width$}  {:4}  {}\n", "TOOL", "MODE", "WHAT IT DOES");
-    for tool in tools {
-        let mode = if tool.annotations.read_only {
-            "read"
-        } else {
-            "WRITE"
-        };
-        out.push_str(&format!("{:width$}  {mode:4}  {}\n", tool.name, tool.title));
-    }
-    out
-}
-
-/// Parses `--args`, with an error that says how to write it.
-pub fn parse_args(raw: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(serde_json::Value::Object(map)) => Ok(map),
-        Ok(_) => Err(format!(
-            "--args must be a JSON object, e.g. '{{\"vmid\": 100}}'; got {raw}"
-        )),
-        Err(e) => Err(format!(
-            "--args is not valid JSON ({e}); write it as a JSON object, e.g. '{{\"vmid\": 100}}'"
-        )),
-    }
-}
-
-/// `pve-mcp call` against a configured cluster.
-pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
-    let args = match parse_args(raw_args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match start_configured(global).await {
-        Ok(app) => print_call(&app, tool, &args).await,
-        Err(code) => code,
-    }
-}
-
-/// Runs a call and prints its result: the MCP `CallToolResult` as JSON on
-/// stdout. Exit code 1 when the call failed.
-pub async fn print_call(
-    app: &App,
-    tool: &str,
-    args: &serde_json::Map<String, serde_json::Value>,
-) -> ExitCode {
-    if !app.has_tool(tool) {
-        let names: Vec<&str> = app.tools().iter().map(|t| t.name.as_str()).collect();
-        eprintln!(
-            "error: no tool named {tool:?}; the tools are: {}",
-            names.join(", ")
-        );
-        return ExitCode::from(2);
-    }
-    let report = app.call(&crate::caller::Caller::stdio(), tool, args).await;
-    let failed = report.outcome.is_error();
-    match to_call_result(report.outcome) {
-        Some(result) => println!(
-            "{}",
-            serde_json::to_string_pretty(&result).unwrap_or_default()
-        ),
-        None => {
-            eprintln!("error: the component does not know tool {tool:?}");
-            return ExitCode::from(2);
-        }
-    }
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// The message an outcome shows a person.
-pub fn outcome_text(outcome: &CallOutcome) -> String {
-    match outcome {
-        CallOutcome::Output { summary, .. } => summary.clone(),
-        CallOutcome::UnknownTool(name) => format!("unknown tool {name}"),
-        CallOutcome::Failed { message, .. } => message.clone(),
-    }
+/// Prints a mistake in the command's own arguments: exit code 2.
+pub fn usage_failure(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
 }
 
 #[cfg(test)]
@@ -362,16 +282,5 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn args_errors_show_an_example() {
-        assert!(parse_args("[1]").unwrap_err().contains("JSON object"));
-        assert!(
-            parse_args("{vmid: 1}")
-                .unwrap_err()
-                .contains("not valid JSON")
-        );
-        assert_eq!(parse_args(r#"{"vmid": 100}"#).unwrap()["vmid"], 100);
     }
 }

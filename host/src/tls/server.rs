@@ -1,14 +1,27 @@
 //! TLS for the MCP endpoint itself: a PEM certificate chain and key,
 //! rustls with the ring provider the host already uses for Proxmox.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::config::TlsFiles;
-use crate::config::ConfigError;
+use crate::error::ConfigError;
+
+/// The certificate and key the MCP endpoint serves TLS with.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// Where they were configured, for error messages.
+    pub cert_key: String,
+    /// Where the key was configured, for error messages.
+    pub key_key: String,
+}
 
 /// The rustls server configuration for these files; a bad file is a
 /// configuration error naming its key.

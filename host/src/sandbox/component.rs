@@ -14,6 +14,18 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+/// The tool component built from `guest/` and embedded at build time.
+pub static GUEST_WASM: &[u8] = include_bytes!(env!("PVE_MCP_GUEST_WASM_PATH"));
+
+/// Which component to run.
+#[derive(Debug, Clone)]
+pub enum ComponentSource {
+    /// The one built from `guest/` and embedded in this binary.
+    Embedded,
+    /// Another build of a component implementing the same world.
+    File(PathBuf),
+}
+
 /// Where compiled artifacts go, or nowhere.
 #[derive(Debug, Clone)]
 pub enum CacheDir {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::secret::Secret;
 
 /// The admin token from the environment (overrides the file).

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use http::Method;
 use tokio::sync::Semaphore;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{
@@ -16,14 +15,18 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::component::{self, CacheDir, LoadedFrom};
+pub mod component;
+pub mod guest_log;
+
 use crate::config::SandboxLimits;
+use crate::egress::Access;
 use crate::egress::{CallHooks, EgressLog, EgressRecord, Gate};
-use crate::guest_log::CappedPipe;
 use crate::secret::Redactor;
 use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
 };
+use component::{CacheDir, LoadedFrom};
+use guest_log::CappedPipe;
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -136,15 +139,29 @@ pub struct CallRequest<'a> {
     pub request_id: &'a str,
     /// The methods the egress gate lets this call send, decided by the
     /// policy (GET only unless the call may write).
-    pub allowed_methods: Arc<[Method]>,
+    pub access: Access,
 }
 
 /// A call's outcome plus what it did on the network.
+#[derive(Debug)]
 pub struct CallReport {
     /// What the agent sees.
     pub outcome: CallOutcome,
     /// Every request the guest tried, allowed or denied.
     pub egress: Vec<EgressRecord>,
+}
+
+impl CallReport {
+    /// The report of a call the policy refused: the guest never ran.
+    pub fn refused(message: String) -> CallReport {
+        CallReport {
+            outcome: CallOutcome::Failed {
+                kind: FailureKind::Policy,
+                message,
+            },
+            egress: Vec::new(),
+        }
+    }
 }
 
 impl Sandbox {
@@ -208,7 +225,7 @@ impl Sandbox {
     fn new_store(
         &self,
         tool: &str,
-        methods: Arc<[Method]>,
+        access: Access,
         egress: EgressLog,
         log: &CappedPipe,
     ) -> Store<CallState> {
@@ -226,7 +243,7 @@ impl Sandbox {
             hooks: CallHooks::new(
                 self.gate.clone(),
                 tool,
-                methods,
+                access,
                 self.limits.max_response_bytes,
                 egress,
             ),
@@ -248,7 +265,7 @@ impl Sandbox {
             "list-tools",
             // Listing tools may only read; a call's methods come from the
             // policy.
-            crate::policy::allowed_methods(false),
+            Access::Read,
             EgressLog::default(),
             &log,
         );
@@ -306,7 +323,7 @@ impl Sandbox {
 
     async fn run(&self, request: &CallRequest<'_>, egress: EgressLog) -> CallOutcome {
         let log = CappedPipe::new(self.limits.max_log_bytes);
-        let mut store = self.new_store(request.tool, request.allowed_methods.clone(), egress, &log);
+        let mut store = self.new_store(request.tool, request.access, egress, &log);
         let context = guest::CallContext {
             endpoints: self
                 .gate
@@ -529,7 +546,7 @@ mod tests {
     /// gateway that links exactly the world can host it.
     #[test]
     fn embedded_component_imports_only_what_the_world_declares() {
-        let wit = include_str!("../../wit/pve-tools.wit");
+        let wit = include_str!("../../../wit/pve-tools.wit");
         let mut allowed: Vec<String> = wit
             .lines()
             .filter_map(|l| l.trim().strip_prefix("import "))
@@ -545,7 +562,9 @@ mod tests {
             allowed.push(format!("{implied}@0.2.12"));
         }
         let engine = Engine::default();
-        let component = wasmtime::component::Component::new(&engine, crate::GUEST_WASM).unwrap();
+        let component =
+            wasmtime::component::Component::new(&engine, crate::sandbox::component::GUEST_WASM)
+                .unwrap();
         let imports: Vec<String> = component
             .component_type()
             .imports(&engine)

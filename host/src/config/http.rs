@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::secret::Secret;
+use crate::tls::server::TlsFiles;
 
 /// The reference server's default port.
 pub const DEFAULT_PORT: u16 = 8000;
@@ -61,19 +62,6 @@ pub struct NamedToken {
     pub name: Arc<str>,
     /// The token itself.
     pub secret: Secret,
-}
-
-/// The certificate and key the MCP endpoint serves TLS with.
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    /// PEM certificate chain, leaf first.
-    pub cert: PathBuf,
-    /// PEM private key.
-    pub key: PathBuf,
-    /// Where they were configured, for error messages.
-    pub cert_key: String,
-    /// Where the key was configured, for error messages.
-    pub key_key: String,
 }
 
 /// The Streamable HTTP settings, resolved from the file and the environment.
@@ -285,7 +273,7 @@ pub fn load(
     ) {
         Some((origins, key)) => {
             for o in &origins {
-                super::guard::parse_origin_entry(o).map_err(|problem| {
+                super::allow_list::parse_origin_entry(o).map_err(|problem| {
                     ConfigError::new(
                         &key,
                         problem,
@@ -300,7 +288,7 @@ pub fn load(
     let allowed_hosts = match list("MCP_ALLOWED_HOSTS", "allowed_hosts", &file.allowed_hosts) {
         Some((hosts, key)) => {
             for h in &hosts {
-                super::guard::parse_host_entry(h).map_err(|problem| {
+                super::allow_list::parse_host_entry(h).map_err(|problem| {
                     ConfigError::new(
                         &key,
                         problem,
@@ -330,7 +318,7 @@ pub fn load(
                 key_key,
             };
             // Read now, so a bad file is a start-up error naming the key.
-            super::tls::server_config(&files)?;
+            crate::tls::server::server_config(&files)?;
             Some(files)
         }
         (None, None) => None,

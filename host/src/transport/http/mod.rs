@@ -9,55 +9,14 @@
 //! request ([`serve`]).
 
 pub mod auth;
-pub mod config;
 pub mod guard;
 pub mod limits;
 pub mod response;
 pub mod serve;
-pub mod tls;
 
+use crate::config::http::{self, HttpSettings};
+use crate::error::ConfigError;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::process::ExitCode;
-
-pub use config::HttpSettings;
-
-use crate::cli::{self, Global};
-use crate::config::{Config, ConfigError};
-
-/// `pve-mcp serve` over Streamable HTTP. The address is checked (and a
-/// non-loopback one without a token refused) before anything listens; the
-/// component compiles while `/healthz` already answers.
-pub async fn serve_command(global: &Global, config: Config, flag: Option<&str>) -> ExitCode {
-    let addr = match resolve_listen(&config.http, flag) {
-        Ok(addr) => addr,
-        Err(e) => return cli::config_failure(&e),
-    };
-    if config.http.session_idle < config.sandbox.timeout {
-        // rmcp's idle timer only restarts on session traffic, and a call
-        // without progress notifications sends none until it ends.
-        tracing::warn!(
-            session_idle_secs = config.http.session_idle.as_secs(),
-            call_timeout_secs = config.sandbox.timeout.as_secs(),
-            "http.session_idle_secs is shorter than sandbox.timeout_secs: a long call can outlive its session"
-        );
-    }
-    let global = global.clone();
-    let settings = config.http.clone();
-    let app = async move {
-        crate::serving::Serving::start(&global, &config)
-            .await
-            .map_err(anyhow::Error::from)
-    };
-    let announce = |bound: &serve::Bound| eprintln!("pve-mcp: MCP endpoint {}", bound.url);
-    match serve::run(&settings, addr, app, announce).await {
-        Ok(()) => ExitCode::SUCCESS,
-        // A bad policy, audit or approvals setting exits 2, as over stdio.
-        Err(e) => match e.downcast_ref::<ConfigError>() {
-            Some(config) => cli::config_failure(config),
-            None => cli::failure(&e),
-        },
-    }
-}
 
 /// The address to listen on: `--http ADDR[:PORT]` if given, else the
 /// settings. A non-loopback address without a bearer token is refused
@@ -68,7 +27,7 @@ pub fn resolve_listen(
 ) -> Result<SocketAddr, ConfigError> {
     let (host, port, key) = match flag {
         Some(text) => {
-            let (host, port, _) = config::parse_listen(text, "--http", settings.listen.port)?;
+            let (host, port, _) = http::parse_listen(text, "--http", settings.listen.port)?;
             (host, port, "--http".to_string())
         }
         None => (
@@ -128,7 +87,7 @@ mod tests {
         assert!(e.fix.contains("MCP_AUTH_TOKEN"), "{e}");
         s.listen.host = "192.0.2.1".into();
         assert_eq!(resolve_listen(&s, None).unwrap_err().key, "MCP_HOST");
-        s.tokens.push(config::NamedToken {
+        s.tokens.push(http::NamedToken {
             name: "a".into(),
             secret: Secret::new("0123456789abcdef"),
         });

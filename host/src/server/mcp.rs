@@ -9,15 +9,13 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::app::{App, Grant};
-use crate::approval::{Approvals, Gate};
-use crate::audit::AuditDecision;
+use crate::approval::Approvals;
 use crate::caller::Caller;
-use crate::client_log::ClientLog;
-use crate::policy::Decision;
 use crate::sandbox::CallReport;
+use crate::server::app::{App, Approver, Authorized};
+use crate::server::client_log::ClientLog;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -34,7 +32,7 @@ pub struct McpServer {
     app: Arc<App>,
     tools: Arc<Vec<Tool>>,
     /// Over HTTP, the calls this session may run at once.
-    call_slots: Option<crate::http::limits::CallSlots>,
+    call_slots: Option<crate::server::call_slots::CallSlots>,
     approvals: Option<Arc<Approvals>>,
     /// The logging level the client set.
     client_log: ClientLog,
@@ -60,35 +58,13 @@ impl McpServer {
         self
     }
 
-    /// The result of a call the policy refused (recorded in the audit log).
-    async fn refuse(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
-        decision: Decision,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let report = self.app.refuse(caller, tool, arguments, decision).await;
-        result_of(report, tool)
-    }
-
     /// The handler for a new HTTP session: its own limit on calls at
     /// once, and its own logging level.
     pub fn for_session(&self, call_limit: usize) -> Self {
         let mut server = self.clone();
-        server.call_slots = Some(crate::http::limits::CallSlots::new(call_limit));
+        server.call_slots = Some(crate::server::call_slots::CallSlots::new(call_limit));
         server.client_log = ClientLog::new();
         server
-    }
-
-    /// Serves MCP on stdin/stdout until the client closes stdin.
-    pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        // Pipes (how MCP clients spawn servers) are driven by the I/O
-        // reactor; plain stdio would hand every read and write to a blocking
-        // thread, ~75 µs per call. Anything else falls back to plain stdio.
-        let running = self.serve(rmcp::transport::stdio_pipes()).await?;
-        running.waiting().await?;
-        Ok(())
     }
 }
 
@@ -170,7 +146,7 @@ fn unknown_tool(name: &str) -> ErrorData {
 }
 
 impl ServerHandler for McpServer {
-    #[allow(deprecated)] // logging: see crate::client_log
+    #[allow(deprecated)] // logging: see crate::server::client_log
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -196,7 +172,7 @@ impl ServerHandler for McpServer {
         );
     }
 
-    #[allow(deprecated)] // logging: see crate::client_log
+    #[allow(deprecated)] // logging: see crate::server::client_log
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
@@ -241,74 +217,26 @@ impl ServerHandler for McpServer {
         };
         let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
-        // The grant to run, and what the audit log records as the decision.
-        let (grant, decision) = match self.app.decide(&caller, tool, &arguments).await {
-            Decision::Allow {
-                rule,
-                may_write,
-                permit,
-            } => {
-                let decision = AuditDecision::allowed(&rule);
-                let grant = Grant {
-                    rule,
-                    may_write,
-                    permit,
-                };
-                (grant, decision)
-            }
-            Decision::RequireApproval {
-                rule,
-                may_write,
-                permit,
-            } => match &self.approvals {
-                Some(approvals) => match approvals
-                    .gate(&context, &caller, &request.name, &arguments, permit)
-                    .await
-                {
-                    Gate::Approved(permit) => {
-                        let decision = AuditDecision::approved(&rule);
-                        let grant = Grant {
-                            rule,
-                            may_write,
-                            permit,
-                        };
-                        (grant, decision)
-                    }
-                    Gate::Refused(text) => {
-                        let decision = AuditDecision::not_approved(&rule);
-                        let report = self
-                            .app
-                            .refuse_recorded(&caller, &request.name, &arguments, &decision, text)
-                            .await;
-                        return result_of(report, &request.name);
-                    }
-                    Gate::Cancelled => return Err(cancelled(&request.name)),
-                },
-                // Without the flow (`pve-mcp call`, the demo) it is refused.
-                None => {
-                    let decision = Decision::RequireApproval {
-                        rule,
-                        may_write,
-                        permit,
-                    };
-                    return self
-                        .refuse(&caller, &request.name, &arguments, decision)
-                        .await;
-                }
-            },
-            decision => {
-                return self
-                    .refuse(&caller, &request.name, &arguments, decision)
-                    .await;
-            }
+        let approver = self.approvals.as_deref().map(|approvals| Approver {
+            approvals,
+            context: &context,
+        });
+        let (grant, decision) = match self
+            .app
+            .authorize(&caller, tool, &arguments, approver)
+            .await
+        {
+            Authorized::Run { grant, decision } => (grant, decision),
+            Authorized::Refused(report) => return result_of(report, &request.name),
+            Authorized::Cancelled => return Err(cancelled(&request.name)),
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
-        let call = crate::progress::track(
+        let call = crate::server::progress::track(
             &context,
             &request.name,
             self.app
-                .run_recorded(&caller, &request.name, &arguments, grant, &decision),
+                .run(&caller, &request.name, &arguments, grant, &decision),
         );
         let report = tokio::select! {
             report = call => report,

@@ -19,6 +19,39 @@ use crate::upstream::{Upstream, UpstreamFailure};
 
 /// The response header that carries Proxmox's HTTP reason phrase (its error
 /// message) to the guest, which wasi:http cannot otherwise see.
+/// What a call may send: the methods the egress gate lets out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// GET only.
+    Read,
+    /// The methods the Proxmox API writes with, too.
+    Write,
+}
+
+impl Access {
+    /// Write access when `may_write`, else read-only.
+    pub fn writing_if(may_write: bool) -> Access {
+        if may_write {
+            Access::Write
+        } else {
+            Access::Read
+        }
+    }
+
+    /// The methods this access allows.
+    pub fn methods(self) -> &'static [Method] {
+        match self {
+            Access::Read => &[Method::GET],
+            Access::Write => &[Method::GET, Method::POST, Method::PUT, Method::DELETE],
+        }
+    }
+
+    /// Whether `method` may go out.
+    pub fn allows(self, method: &Method) -> bool {
+        self.methods().contains(method)
+    }
+}
+
 pub const REASON_HEADER: &str = "pve-mcp-reason-phrase";
 
 /// Request bodies above this are refused; Proxmox's own limit is 512 KiB.
@@ -85,19 +118,14 @@ impl Gate {
 
     /// Decides one request: the index of the endpoint it goes to, or why
     /// not.
-    pub fn check(
-        &self,
-        method: &Method,
-        uri: &http::Uri,
-        allowed: &[Method],
-    ) -> Result<usize, Denial> {
+    pub fn check(&self, method: &Method, uri: &http::Uri, access: Access) -> Result<usize, Denial> {
         let index = self
             .endpoints
             .iter()
             .position(|e| e.endpoint.matches(uri))
             .ok_or(Denial::Authority)?;
         check_api_path(uri.path()).map_err(|d| Denial::Path(d.to_string()))?;
-        if !allowed.contains(method) {
+        if !access.allows(method) {
             return Err(Denial::Method);
         }
         Ok(index)
@@ -131,7 +159,7 @@ pub type EgressLog = Arc<Mutex<Vec<EgressRecord>>>;
 pub struct CallHooks {
     gate: Arc<Gate>,
     tool: Arc<str>,
-    allowed_methods: Arc<[Method]>,
+    access: Access,
     max_response_bytes: usize,
     log: EgressLog,
 }
@@ -141,14 +169,14 @@ impl CallHooks {
     pub fn new(
         gate: Arc<Gate>,
         tool: &str,
-        allowed_methods: Arc<[Method]>,
+        access: Access,
         max_response_bytes: usize,
         log: EgressLog,
     ) -> Self {
         Self {
             gate,
             tool: tool.into(),
-            allowed_methods,
+            access,
             max_response_bytes,
             log,
         }
@@ -195,7 +223,7 @@ impl WasiHttpHooks for CallHooks {
         };
         let decision = self
             .gate
-            .check(request.method(), request.uri(), &self.allowed_methods);
+            .check(request.method(), request.uri(), self.access);
         let log = self.log.clone();
         let tool = self.tool.clone();
         match decision {
@@ -357,7 +385,7 @@ mod gate_tests {
     use super::*;
     use crate::config::{Auth, Cluster};
     use crate::secret::Secret;
-    use crate::tls::TlsMode;
+    use crate::tls::client::TlsMode;
 
     fn endpoint(name: &str, url: &str) -> GateEndpoint {
         let cluster = Cluster {
@@ -367,7 +395,7 @@ mod gate_tests {
                 id: "root@pam!t".into(),
                 secret: Secret::new("secret-value"),
             },
-            tls: TlsMode::Fingerprint(crate::tls::Fingerprint::of(b"x")),
+            tls: TlsMode::Fingerprint(crate::tls::client::Fingerprint::of(b"x")),
             timeout: Duration::from_secs(5),
         };
         GateEndpoint {
@@ -383,8 +411,7 @@ mod gate_tests {
             endpoint("a", "https://10.0.0.1:8006"),
             endpoint("b", "https://pve-b:8006"),
         ]);
-        let get: &[Method] = &[Method::GET];
-        let check = |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), get);
+        let check = |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), Access::Read);
         assert_eq!(
             check(Method::GET, "https://10.0.0.1:8006/api2/json/version"),
             Ok(0)
@@ -422,14 +449,17 @@ mod gate_tests {
             Err(Denial::Path(_))
         ));
         // A method outside the allowed set is denied even for a valid target.
-        let none: &[Method] = &[];
-        assert_eq!(
-            gate.check(
-                &Method::GET,
-                &"https://10.0.0.1:8006/api2/json/version".parse().unwrap(),
-                none
-            ),
-            Err(Denial::Method)
-        );
+        for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
+            assert_eq!(
+                gate.check(
+                    &method,
+                    &"https://10.0.0.1:8006/api2/json/version".parse().unwrap(),
+                    Access::Read
+                ),
+                Err(Denial::Method)
+            );
+        }
+        assert!(!Access::Write.allows(&Method::PATCH));
+        assert!(Access::Write.allows(&Method::DELETE));
     }
 }

@@ -8,13 +8,15 @@ use std::time::Duration;
 
 use pve_sim::{SimConfig, Simulator};
 
-use crate::app::App;
-use crate::cli::{self, Global};
+use super::call::{parse_args, print_call};
+use super::tools::tool_table;
+use super::{Global, config_failure, failure, usage_failure};
 use crate::config::{Auth, Cluster, SandboxLimits};
 use crate::endpoint::Endpoint;
-use crate::mcp::McpServer;
 use crate::secret::Secret;
-use crate::tls::TlsMode;
+use crate::server::app::App;
+use crate::server::mcp::McpServer;
+use crate::tls::client::TlsMode;
 
 /// A simulator and the host configured for it.
 pub struct Demo {
@@ -59,15 +61,15 @@ pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
     }
     let demo = match Demo::start(global).await {
         Ok(d) => d,
-        Err(e) => return cli::failure(&e),
+        Err(e) => return failure(&e),
     };
     if std::io::stdin().is_terminal() {
         tour(&demo).await
     } else {
         tracing::info!(simulator = %demo.simulator.base_url(), "serving MCP on stdio against the simulated cluster");
-        match McpServer::new(Arc::new(demo.app)).serve_stdio().await {
+        match crate::transport::stdio::serve(McpServer::new(Arc::new(demo.app))).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => cli::failure(&e),
+            Err(e) => failure(&e),
         }
     }
 }
@@ -80,35 +82,35 @@ async fn serve_http(global: &Global, listen: &str) -> ExitCode {
         std::env::var(k).ok()
     }) {
         Ok(settings) => settings,
-        Err(e) => return cli::config_failure(&e),
+        Err(e) => return config_failure(&e),
     };
-    let addr = match crate::http::resolve_listen(&settings, Some(listen)) {
+    let addr = match crate::transport::http::resolve_listen(&settings, Some(listen)) {
         Ok(addr) => addr,
-        Err(e) => return cli::config_failure(&e),
+        Err(e) => return config_failure(&e),
     };
     let simulator = match Simulator::start(SimConfig::default()).await {
         Ok(simulator) => simulator,
-        Err(e) => return cli::failure(&e),
+        Err(e) => return failure(&e),
     };
     let cluster = match demo_cluster(&simulator) {
         Ok(cluster) => cluster,
-        Err(e) => return cli::failure(&e),
+        Err(e) => return failure(&e),
     };
     let (component, cache) = (global.component(), global.cache());
     let app = async move {
         App::start(&[cluster], &SandboxLimits::default(), &component, &cache)
             .await
-            .map(crate::serving::Serving::without_approvals)
+            .map(crate::server::serving::Serving::without_approvals)
     };
     let token = settings.tokens.first().map(|t| t.name.clone());
-    let announce = |bound: &crate::http::serve::Bound| {
+    let announce = |bound: &crate::transport::http::serve::Bound| {
         eprintln!("pve-mcp: MCP endpoint {}", bound.url);
         println!(
             "pve-mcp demo: a simulated Proxmox VE cluster behind {}",
             bound.url
         );
         match &token {
-            Some(name) if name.as_ref() == crate::http::config::DEFAULT_TOKEN_NAME => println!(
+            Some(name) if name.as_ref() == crate::config::http::DEFAULT_TOKEN_NAME => println!(
                 "Clients must send the token in MCP_AUTH_TOKEN as a bearer token:\n  \
                  claude mcp add --transport http pve-demo {} --header \"Authorization: Bearer $MCP_AUTH_TOKEN\"",
                 bound.url
@@ -129,11 +131,11 @@ async fn serve_http(global: &Global, listen: &str) -> ExitCode {
             origin(&bound.url)
         );
     };
-    let served = crate::http::serve::run(&settings, addr, app, announce).await;
+    let served = crate::transport::http::serve::run(&settings, addr, app, announce).await;
     drop(simulator);
     match served {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => cli::failure(&e),
+        Err(e) => failure(&e),
     }
 }
 
@@ -148,16 +150,13 @@ fn origin(url: &str) -> &str {
 
 /// `pve-mcp call --demo`.
 pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
-    let args = match cli::parse_args(raw_args) {
+    let args = match parse_args(raw_args) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_failure(&e),
     };
     match Demo::start(global).await {
-        Ok(demo) => cli::print_call(&demo.app, tool, &args).await,
-        Err(e) => cli::failure(&e),
+        Ok(demo) => print_call(&demo.app, tool, &args).await,
+        Err(e) => failure(&e),
     }
 }
 
@@ -172,7 +171,7 @@ async fn tour(demo: &Demo) -> ExitCode {
     println!(
         "Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only.\n"
     );
-    print!("{}", cli::tool_table(demo.app.tools()));
+    print!("{}", tool_table(demo.app.tools()));
 
     let samples: [(&str, serde_json::Value); 2] = [
         ("pve_list_vms", serde_json::json!({"status": "running"})),
@@ -187,7 +186,7 @@ async fn tour(demo: &Demo) -> ExitCode {
             .call(&crate::caller::Caller::stdio(), tool, &args)
             .await;
         ok &= !report.outcome.is_error();
-        println!("{}", cli::outcome_text(&report.outcome));
+        println!("{}", super::call::outcome_text(&report.outcome));
         if let crate::tools::CallOutcome::Output { structured, .. } = &report.outcome {
             let pretty = serde_json::to_string_pretty(structured).unwrap_or_default();
             for line in pretty.lines().take(25) {

@@ -7,15 +7,20 @@
 //! `[clusters.NAME]`. Every problem is reported as a [`ConfigError`] naming
 //! the key and the fix.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod allow_list;
+pub mod approvals;
+pub mod audit;
+pub mod http;
+
 use crate::endpoint::{Endpoint, EndpointError};
+use crate::error::ConfigError;
 use crate::secret::Secret;
-use crate::tls::{Fingerprint, TlsMode};
+use crate::tls::client::{Fingerprint, TlsMode};
 
 /// Everything the host needs to serve.
 #[derive(Debug, Clone)]
@@ -25,11 +30,11 @@ pub struct Config {
     /// Limits for every guest call.
     pub sandbox: SandboxLimits,
     /// The Streamable HTTP transport (`[http]`, `MCP_*`).
-    pub http: crate::http::HttpSettings,
+    pub http: http::HttpSettings,
     /// `[approvals]`: expiry, the admin endpoint and its token.
-    pub approvals: crate::approval::settings::ApprovalSettings,
+    pub approvals: approvals::ApprovalSettings,
     /// The audit log (`[audit]`, `PVE_MCP_AUDIT_*`).
-    pub audit: crate::audit::AuditSettings,
+    pub audit: audit::AuditSettings,
 }
 
 /// One Proxmox VE cluster (or single node) and how to reach it.
@@ -112,36 +117,6 @@ impl Default for SandboxLimits {
     }
 }
 
-/// A bad or missing setting: which key, what is wrong, and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The environment variable or `section.key` (with its file) at fault.
-    pub key: String,
-    /// What is wrong.
-    pub problem: String,
-    /// What to do about it.
-    pub fix: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}\n  fix: {}", self.key, self.problem, self.fix)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-impl ConfigError {
-    /// A setting `key` is wrong: what the `problem` is and the `fix`.
-    pub fn new(key: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            key: key.into(),
-            problem: problem.into(),
-            fix: fix.into(),
-        }
-    }
-}
-
 /// The file format. Unknown keys are errors, so a typo never silently
 /// falls back to a default.
 #[derive(Debug, Default, Deserialize)]
@@ -153,14 +128,14 @@ struct FileConfig {
     #[serde(default)]
     sandbox: FileSandbox,
     #[serde(default)]
-    http: crate::http::config::FileHttp,
+    http: http::FileHttp,
     #[serde(default)]
-    audit: crate::audit::FileAudit,
+    audit: audit::FileAudit,
     /// Read (with its spans) by [`crate::policy`].
     #[serde(default, rename = "policy")]
     _policy: Option<toml::Value>,
     #[serde(default)]
-    approvals: crate::approval::settings::FileApprovals,
+    approvals: approvals::FileApprovals,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -447,13 +422,9 @@ impl Config {
             clusters.push(load_cluster(&src, name)?);
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
-        let http = crate::http::config::load(&file_config.http, &file_name, env)?;
-        let audit = crate::audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
-        let approvals = crate::approval::settings::ApprovalSettings::load(
-            &file_config.approvals,
-            &file_name,
-            env,
-        )?;
+        let http = http::load(&file_config.http, &file_name, env)?;
+        let audit = audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
+        let approvals = approvals::ApprovalSettings::load(&file_config.approvals, &file_name, env)?;
         Ok(Config {
             clusters,
             sandbox,
@@ -468,12 +439,12 @@ impl Config {
     pub fn load_http(
         file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<crate::http::HttpSettings, ConfigError> {
+    ) -> Result<http::HttpSettings, ConfigError> {
         let (file_config, file_name) = match file {
             Some(path) => (read_file(path)?, path.display().to_string()),
             None => (FileConfig::default(), "config file".to_string()),
         };
-        crate::http::config::load(&file_config.http, &file_name, env)
+        http::load(&file_config.http, &file_name, env)
     }
 
     /// The default cluster.
@@ -718,7 +689,7 @@ fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
                 "copy the cluster CA from /etc/pve/pve-root-ca.pem on any node and point to it",
             )
         })?;
-        crate::tls::parse_ca_pem(&pem).map_err(|problem| {
+        crate::tls::client::parse_ca_pem(&pem).map_err(|problem| {
             ConfigError::new(
                 &ca.key,
                 format!("{}: {problem}", ca.value.display()),

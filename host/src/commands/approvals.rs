@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
-use super::client::{AdminClient, ClientError};
-use super::settings::ApprovalSettings;
-use super::store::{Approval, Millis, State, Verdict};
-use super::{human_duration, remaining};
-use crate::cli::{Global, config_failure};
+use crate::approval::client::{AdminClient, ClientError};
+use crate::approval::store::{Approval, Millis, State, Verdict};
+use crate::approval::{human_duration, remaining};
+use crate::commands::{Global, config_failure};
+use crate::config::approvals::ApprovalSettings;
 
 /// What to do with approvals.
 #[derive(Debug, Subcommand)]

@@ -10,9 +10,9 @@ use http::{HeaderMap, StatusCode};
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use super::config::NamedToken;
 use super::response::Reject;
 use crate::caller::TokenName;
+use crate::config::http::NamedToken;
 
 /// The configured tokens, as hashes.
 #[derive(Clone)]

@@ -1,32 +1,27 @@
 //! The assembled host: configuration, gate and sandbox, with one entry point
 //! for tool calls that the MCP server, `pve-mcp call` and the demo share.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
 
-use crate::audit::{AuditDecision, AuditLog, AuditSettings};
+use crate::approval::{Approvals, Step};
+use crate::audit::{AuditDecision, AuditLog};
 use crate::caller::Caller;
-use crate::component::{CacheDir, LoadedFrom};
-use crate::config::{Cluster, ConfigError, SandboxLimits};
-use crate::egress::{Gate, GateEndpoint};
-use crate::policy::{self, Decision, Permit};
+use crate::config::audit::AuditSettings;
+use crate::config::{Cluster, SandboxLimits};
+use crate::egress::{Access, Gate, GateEndpoint};
+use crate::error::ConfigError;
+use crate::policy::{self, Decision, Grant};
+use crate::sandbox::component::{CacheDir, ComponentSource, LoadedFrom};
 use crate::sandbox::{CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
-use crate::tools::{CallOutcome, FailureKind, ToolInfo};
+use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
 use crate::upstream::Upstream;
-
-/// Which component to run.
-#[derive(Debug, Clone)]
-pub enum ComponentSource {
-    /// The one built from `guest/` and embedded in this binary.
-    Embedded,
-    /// Another build of a component implementing the same world.
-    File(PathBuf),
-}
 
 /// A running host.
 pub struct App {
@@ -37,16 +32,30 @@ pub struct App {
     audit: Option<AuditLog>,
 }
 
-/// What an allowed call runs with: the rule that allowed it, whether it
-/// may write, and its rate-limit units (given back if it fails upstream).
+/// Who can be asked to approve a call the policy marks `require_approval`:
+/// the approval flow, and the MCP request that asks (its client may show a
+/// form, or cancel while it waits).
+pub struct Approver<'a> {
+    /// The approval flow.
+    pub approvals: &'a Approvals,
+    /// The request being approved.
+    pub context: &'a RequestContext<RoleServer>,
+}
+
+/// What [`App::authorize`] decided about one call.
 #[derive(Debug)]
-pub struct Grant {
-    /// The rule that allowed the call.
-    pub rule: String,
-    /// Whether the egress gate lets non-GET methods out.
-    pub may_write: bool,
-    /// The call's rate-limit units.
-    pub permit: Permit,
+pub enum Authorized {
+    /// Run it with this grant; the audit log records `decision`.
+    Run {
+        /// What the call runs with.
+        grant: Grant,
+        /// `allow`, or `approved` when a person agreed.
+        decision: AuditDecision,
+    },
+    /// Refused (and recorded): this report is the answer.
+    Refused(CallReport),
+    /// The client cancelled the call while a person was asked.
+    Cancelled,
 }
 
 impl App {
@@ -72,7 +81,9 @@ impl App {
             secrets.extend(cluster.auth.secrets());
         }
         let wasm = match component {
-            ComponentSource::Embedded => std::borrow::Cow::Borrowed(crate::GUEST_WASM),
+            ComponentSource::Embedded => {
+                std::borrow::Cow::Borrowed(crate::sandbox::component::GUEST_WASM)
+            }
             ComponentSource::File(path) => std::borrow::Cow::Owned(
                 std::fs::read(path)
                     .with_context(|| format!("reading the component {}", path.display()))?,
@@ -142,64 +153,93 @@ impl App {
     /// Decides one call and runs it if the policy allows; a call that
     /// needs a person's approval is refused (there is no approval flow
     /// here: `pve-mcp call` and the demo have no one to ask).
-    pub async fn call(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
-    ) -> CallReport {
+    pub async fn call(&self, caller: &Caller, tool: &str, arguments: &JsonObject) -> CallReport {
         let Some(info) = self.tool(tool) else {
             return CallReport {
                 outcome: CallOutcome::UnknownTool(tool.to_string()),
                 egress: Vec::new(),
             };
         };
-        match self.policy.decide(caller, info, arguments).await {
-            Decision::Allow {
-                rule,
-                may_write,
-                permit,
-            } => {
-                let grant = Grant {
-                    rule,
-                    may_write,
-                    permit,
-                };
-                self.run(caller, tool, arguments, grant).await
+        match self.authorize(caller, info, arguments, None).await {
+            Authorized::Run { grant, decision } => {
+                self.run(caller, tool, arguments, grant, &decision).await
             }
-            refused => self.refuse(caller, tool, arguments, refused).await,
+            Authorized::Refused(report) => report,
+            // Only an approver's client can cancel, and there is none.
+            Authorized::Cancelled => {
+                CallReport::refused(format!("{tool} was cancelled before it ran"))
+            }
         }
     }
 
-    /// Asks the policy about one call.
-    pub async fn decide(
+    /// The one place a call is authorized: the policy decides and, when it
+    /// asks for a person's approval, the `approver` (if any) is asked. A
+    /// refusal is logged and audited here, with its rate-limit units given
+    /// back.
+    pub async fn authorize(
         &self,
         caller: &Caller,
         tool: &ToolInfo,
-        arguments: &serde_json::Map<String, serde_json::Value>,
-    ) -> Decision {
-        self.policy.decide(caller, tool, arguments).await
+        arguments: &JsonObject,
+        approver: Option<Approver<'_>>,
+    ) -> Authorized {
+        let (grant, Approver { approvals, context }) =
+            match self.policy.decide(caller, tool, arguments).await {
+                Decision::Allow(grant) => {
+                    let decision = AuditDecision::allowed(&grant.rule);
+                    return Authorized::Run { grant, decision };
+                }
+                Decision::RequireApproval(grant) => match approver {
+                    Some(approver) => (grant, approver),
+                    None => {
+                        let refused = Decision::RequireApproval(grant);
+                        let report = self.refuse(caller, &tool.name, arguments, refused).await;
+                        return Authorized::Refused(report);
+                    }
+                },
+                refused => {
+                    let report = self.refuse(caller, &tool.name, arguments, refused).await;
+                    return Authorized::Refused(report);
+                }
+            };
+        let Grant {
+            rule,
+            access,
+            permit,
+        } = grant;
+        match approvals
+            .gate(context, caller, &tool.name, arguments, permit)
+            .await
+        {
+            Step::Approved(permit) => Authorized::Run {
+                decision: AuditDecision::approved(&rule),
+                grant: Grant {
+                    rule,
+                    access,
+                    permit,
+                },
+            },
+            Step::Refused(text) => {
+                let decision = AuditDecision::not_approved(&rule);
+                let report = CallReport::refused(text);
+                Authorized::Refused(
+                    self.record(caller, &tool.name, arguments, &decision, report)
+                        .await,
+                )
+            }
+            Step::Cancelled => Authorized::Cancelled,
+        }
     }
 
-    /// The report of a refused call (its units, if any, given back), logged
-    /// and audited like any call.
-    pub async fn refuse(
+    /// The report of a call the policy refused (its units, if any, given
+    /// back), logged and audited like any call.
+    async fn refuse(
         &self,
         caller: &Caller,
         tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
+        arguments: &JsonObject,
         decision: Decision,
     ) -> CallReport {
-        let audit = self.audit.as_ref().map(|log| {
-            let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-            log.begin(
-                &id,
-                caller,
-                tool,
-                arguments,
-                &AuditDecision::from(&decision),
-            )
-        });
         let text = decision.refusal_text().unwrap_or_default();
         tracing::info!(
             session = %caller.session,
@@ -210,35 +250,29 @@ impl App {
             rule = %decision.rule(),
             "tool call refused by policy"
         );
+        let audited = AuditDecision::from(&decision);
         match decision {
-            Decision::Allow { permit, .. } | Decision::RequireApproval { permit, .. } => {
-                permit.rollback().await
+            Decision::Allow(grant) | Decision::RequireApproval(grant) => {
+                grant.permit.rollback().await
             }
             Decision::Deny { .. } | Decision::RateLimited { .. } => {}
         }
-        let report = CallReport::refused(text);
-        match audit {
-            Some(audit) => audit.finish(report).await,
-            None => report,
-        }
+        self.record(caller, tool, arguments, &audited, CallReport::refused(text))
+            .await
     }
 
-    /// A call refused outside the policy engine (e.g. a person declined to
-    /// approve it), recorded in the audit log with this decision; the agent
-    /// sees `text`.
-    pub async fn refuse_recorded(
+    /// Writes the audit record of a call that did not run.
+    async fn record(
         &self,
         caller: &Caller,
         tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
+        arguments: &JsonObject,
         decision: &AuditDecision,
-        text: String,
+        report: CallReport,
     ) -> CallReport {
-        let report = CallReport::refused(text);
         match &self.audit {
             Some(log) => {
-                let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-                log.begin(&id, caller, tool, arguments, decision)
+                log.begin(&self.next_call_id(), caller, tool, arguments, decision)
                     .finish(report)
                     .await
             }
@@ -246,31 +280,22 @@ impl App {
         }
     }
 
-    /// Runs one allowed call and logs it. Its rate-limit units are given
-    /// back when it fails upstream (Proxmox never did the work).
+    fn next_call_id(&self) -> String {
+        format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Runs one authorized call and logs it, recording `decision` in the
+    /// audit log. Its rate-limit units are given back when it fails
+    /// upstream (Proxmox never did the work).
     pub async fn run(
         &self,
         caller: &Caller,
         tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
-        grant: Grant,
-    ) -> CallReport {
-        let decision = AuditDecision::allowed(&grant.rule);
-        self.run_recorded(caller, tool, arguments, grant, &decision)
-            .await
-    }
-
-    /// [`App::run`], recording this decision in the audit log instead of
-    /// `allow` (e.g. [`AuditDecision::approved`] after a person approved).
-    pub async fn run_recorded(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
+        arguments: &JsonObject,
         grant: Grant,
         decision: &AuditDecision,
     ) -> CallReport {
-        let id = format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = self.next_call_id();
         let mut audit = self
             .audit
             .as_ref()
@@ -292,7 +317,7 @@ impl App {
                         tool,
                         arguments: &arguments,
                         request_id: &id,
-                        allowed_methods: policy::allowed_methods(grant.may_write),
+                        access: grant.access,
                     })
                     .await;
                 if proxmox_failed(&report) && !grant.permit.is_empty() {
@@ -313,7 +338,7 @@ impl App {
             tool,
             outcome,
             rule = %grant.rule,
-            may_write = grant.may_write,
+            may_write = grant.access == Access::Write,
             upstream_requests = report.egress.len(),
             denied = report.egress.iter().filter(|r| r.denied.is_some()).count(),
             ms = started.elapsed().as_millis() as u64,

@@ -1,0 +1,58 @@
+//! `pve-mcp tools`: what the component offers, without any cluster.
+
+use std::process::ExitCode;
+
+use super::{Global, failure};
+use crate::config::SandboxLimits;
+use crate::server::app::App;
+use crate::tools::ToolInfo;
+
+/// `pve-mcp tools`.
+pub async fn run(global: &Global, json: bool) -> ExitCode {
+    let app = match start_without_clusters(global).await {
+        Ok(app) => app,
+        Err(code) => return code,
+    };
+    if json {
+        let tools: Vec<_> = app
+            .tools()
+            .iter()
+            .map(crate::server::mcp::to_mcp_tool)
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tools).unwrap_or_default()
+        );
+    } else {
+        print!("{}", tool_table(app.tools()));
+    }
+    ExitCode::SUCCESS
+}
+
+/// The component alone, for commands that only need its tool list: no
+/// cluster, so every request it might make is denied.
+pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
+    App::start(
+        &[],
+        &SandboxLimits::default(),
+        &global.component(),
+        &global.cache(),
+    )
+    .await
+    .map_err(|e| failure(&e))
+}
+
+/// A plain-text table of the tools.
+pub fn tool_table(tools: &[ToolInfo]) -> String {
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let mut out = format!("{:width$}  {:4}  {}\n", "TOOL", "MODE", "WHAT IT DOES");
+    for tool in tools {
+        let mode = if tool.annotations.read_only {
+            "read"
+        } else {
+            "WRITE"
+        };
+        out.push_str(&format!("{:width$}  {mode:4}  {}\n", tool.name, tool.title));
+    }
+    out
+}

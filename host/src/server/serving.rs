@@ -1,0 +1,94 @@
+//! What `pve-mcp serve` runs behind either transport: the app with its
+//! policy and audit log, the policy's reload task, and the approval flow
+//! with its admin endpoint. One place, so stdio and Streamable HTTP enforce
+//! the same things.
+
+use std::sync::Arc;
+
+use crate::approval::serve::Running;
+use crate::config::Config;
+use crate::policy::reload::Origin;
+use crate::sandbox::component::{CacheDir, ComponentSource};
+use crate::server::app::App;
+use crate::server::mcp::McpServer;
+use crate::tools::ToolInfo;
+
+/// What a start needs besides the configuration: which component, where its
+/// compiled code is cached, and where the policy was found.
+#[derive(Debug, Clone)]
+pub struct Startup {
+    /// The component to run.
+    pub component: ComponentSource,
+    /// The compile cache.
+    pub cache: CacheDir,
+    /// Where the policy lives, so a reload finds it the same way.
+    pub policy: Origin,
+}
+
+/// Loads the component, the policy and the audit log for `config`. A bad
+/// setting comes back as a [`crate::error::ConfigError`] inside the error.
+pub async fn start_app(startup: &Startup, config: &Config) -> anyhow::Result<App> {
+    let mut app = App::start(
+        &config.clusters,
+        &config.sandbox,
+        &startup.component,
+        &startup.cache,
+    )
+    .await?;
+    let policy = startup.policy.load(app.tools())?;
+    let engine = crate::policy::Engine::new(policy)?;
+    app.enable_audit(&config.audit)?;
+    Ok(app.with_policy(Arc::new(engine)))
+}
+
+/// A server ready for a transport: the MCP handler and, while it lives,
+/// the approval flow's admin endpoint.
+pub struct Serving {
+    server: McpServer,
+    _approvals: Option<Running>,
+}
+
+impl Serving {
+    /// Starts the app, its policy reload task and the approval flow.
+    pub async fn start(startup: &Startup, config: &Config) -> anyhow::Result<Serving> {
+        let app = Arc::new(start_app(startup, config).await?);
+        let tools: Arc<[ToolInfo]> = Arc::from(app.tools().to_vec());
+        if let Err(e) =
+            crate::policy::reload::spawn(app.policy().clone(), startup.policy.clone(), tools)
+        {
+            tracing::warn!("policy reload on SIGHUP is unavailable: {e}");
+        }
+        let policy = app.policy().policy();
+        tracing::info!(
+            policy = %policy.origin,
+            default = policy.default.as_str(),
+            state = %app.policy().store().describe(),
+            "policy in force"
+        );
+        let secrets = config
+            .clusters
+            .iter()
+            .flat_map(|c| c.auth.secrets())
+            .collect();
+        let approvals =
+            crate::approval::serve::start(&config.approvals, &policy, app.tools(), secrets).await?;
+        let server = McpServer::new(app).with_approvals(approvals.approvals.clone());
+        Ok(Serving {
+            server,
+            _approvals: Some(approvals),
+        })
+    }
+
+    /// A server with no policy file, approvals or audit: the demo's.
+    pub fn without_approvals(app: App) -> Serving {
+        Serving {
+            server: McpServer::new(Arc::new(app)),
+            _approvals: None,
+        }
+    }
+
+    /// The MCP handler, to hand to a transport.
+    pub fn server(&self) -> &McpServer {
+        &self.server
+    }
+}

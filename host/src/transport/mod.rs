@@ -1,0 +1,5 @@
+//! How MCP reaches the server: [`stdio`] for one local client and [`http`]
+//! (Streamable HTTP) for many.
+
+pub mod http;
+pub mod stdio;
