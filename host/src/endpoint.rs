@@ -1,8 +1,6 @@
 //! A Proxmox API endpoint, parsed once from its base URL, and the rules for
 //! which request targets belong to it.
 
-use std::fmt;
-
 use http::Uri;
 use http::uri::Scheme;
 
@@ -18,32 +16,23 @@ pub struct Endpoint {
 }
 
 /// Why a base URL is not acceptable.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EndpointError {
     /// Not an absolute URL.
+    #[error("not an absolute URL with a host")]
     NotAUrl,
     /// A scheme other than https (or http when allowed).
+    #[error("only https:// URLs are supported")]
     Scheme,
     /// `http://` without the explicit opt-in.
+    #[error("plain http:// would send the API token unencrypted")]
     InsecureHttp,
     /// `user:pass@` in the URL.
+    #[error("credentials in the URL are not allowed")]
     Userinfo,
     /// A path other than `/` or `/api2/json`, or a query or fragment.
+    #[error("the URL may not have a path (other than /api2/json), query or fragment")]
     ExtraPath,
-}
-
-impl fmt::Display for EndpointError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            EndpointError::NotAUrl => "not an absolute URL with a host",
-            EndpointError::Scheme => "only https:// URLs are supported",
-            EndpointError::InsecureHttp => "plain http:// would send the API token unencrypted",
-            EndpointError::Userinfo => "credentials in the URL are not allowed",
-            EndpointError::ExtraPath => {
-                "the URL may not have a path (other than /api2/json), query or fragment"
-            }
-        })
-    }
 }
 
 /// The only API prefix a guest may reach.
@@ -127,27 +116,18 @@ impl Endpoint {
 }
 
 /// Why a request path is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathDenial {
     /// Not under `/api2/json/`.
+    #[error("path is not under /api2/json/")]
     OutsideApi,
     /// A `.`/`..` or empty segment, raw or percent-encoded, or an encoded
     /// `/` or `\` that could change which handler a server picks.
+    #[error("path has a '.', '..' or empty segment, or an encoded separator")]
     Traversal,
     /// Control characters or bytes that are not valid percent-encoding.
+    #[error("path has control characters or bad percent-encoding")]
     Malformed,
-}
-
-impl fmt::Display for PathDenial {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PathDenial::OutsideApi => "path is not under /api2/json/",
-            PathDenial::Traversal => {
-                "path has a '.', '..' or empty segment, or an encoded separator"
-            }
-            PathDenial::Malformed => "path has control characters or bad percent-encoding",
-        })
-    }
 }
 
 /// Checks a request path (without query) against the API prefix, segment by

@@ -52,17 +52,22 @@ struct Ticket {
 type Refusal = Response<Incoming>;
 
 /// Why an upstream request failed before a response arrived.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UpstreamFailure {
     /// No response head within the cluster's timeout.
+    #[error("timed out waiting for Proxmox")]
     Timeout,
     /// The TCP connection was refused.
+    #[error("connection refused: {0}")]
     Refused(String),
     /// The host name did not resolve.
+    #[error("host name lookup failed: {0}")]
     Dns(String),
     /// The certificate was not trusted or did not match the pin.
+    #[error("TLS certificate verification failed: {0}")]
     Tls(String),
     /// Anything else (reset, protocol error, ...).
+    #[error("{0}")]
     Other(String),
 }
 
@@ -336,18 +341,6 @@ fn describe_tls(err: &rustls::Error) -> String {
             "the server certificate is not valid for this host name (use the name or IP the certificate was issued for, or pin PVE_TLS_FINGERPRINT)".into()
         }
         other => other.to_string(),
-    }
-}
-
-impl std::fmt::Display for UpstreamFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            UpstreamFailure::Timeout => f.write_str("timed out waiting for Proxmox"),
-            UpstreamFailure::Refused(s) => write!(f, "connection refused: {s}"),
-            UpstreamFailure::Dns(s) => write!(f, "host name lookup failed: {s}"),
-            UpstreamFailure::Tls(s) => write!(f, "TLS certificate verification failed: {s}"),
-            UpstreamFailure::Other(s) => write!(f, "{s}"),
-        }
     }
 }
 

@@ -166,58 +166,31 @@ pub enum Verdict {
 }
 
 /// Why a decision was not recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecideError {
     /// No approval has this id (never, or purged long ago).
+    #[error("no approval has the id {0:?}; `pve-mcp approvals list` shows the current ones")]
     Unknown(String),
     /// It expired before the decision.
+    #[error(
+        "approval {} ({}) has expired; the agent's next identical call will ask again",
+        .0.id,
+        .0.tool
+    )]
     Expired(Box<Approval>),
     /// It was already decided or used, so this decision does not apply.
+    #[error("approval {} ({}) is already {}; nothing changed", .0.id, .0.tool, .0.state)]
     AlreadyDecided(Box<Approval>),
     /// The store could not be reached.
-    Store(StoreError),
-}
-
-impl fmt::Display for DecideError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecideError::Unknown(id) => write!(
-                f,
-                "no approval has the id {id:?}; `pve-mcp approvals list` shows the current ones"
-            ),
-            DecideError::Expired(a) => write!(
-                f,
-                "approval {} ({}) has expired; the agent's next identical call will ask again",
-                a.id, a.tool
-            ),
-            DecideError::AlreadyDecided(a) => write!(
-                f,
-                "approval {} ({}) is already {}; nothing changed",
-                a.id, a.tool, a.state
-            ),
-            DecideError::Store(e) => e.fmt(f),
-        }
-    }
-}
-
-impl From<StoreError> for DecideError {
-    fn from(e: StoreError) -> Self {
-        DecideError::Store(e)
-    }
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// The store could not be used (Redis down, bad data). Its message never
 /// carries a credential: Redis URLs are not part of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the approval store is unavailable: {0}")]
 pub struct StoreError(pub String);
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the approval store is unavailable: {}", self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// How long approvals count, how long they are kept for `list` after that,
 /// and how many may be open at once.

@@ -56,11 +56,13 @@ pub struct Summary {
 }
 
 /// Why verification failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyError {
     /// The files could not be read or none were given (exit code 2).
+    #[error("{0}")]
     Input(String),
     /// The chain is broken at this line (exit code 1).
+    #[error("{at}: {problem}")]
     Broken {
         /// The first line at fault.
         at: Location,

@@ -28,13 +28,10 @@ pub fn run(inputs: &[PathBuf], anchor: Option<String>, partial: bool) -> ExitCod
             println!("last hash: {}", summary.last_hash);
             ExitCode::SUCCESS
         }
-        Err(VerifyError::Broken { at, problem }) => {
-            eprintln!("error: {at}: {problem}");
+        Err(e @ VerifyError::Broken { .. }) => {
+            eprintln!("error: {e}");
             ExitCode::from(1)
         }
-        Err(VerifyError::Input(message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
+        Err(VerifyError::Input(message)) => super::usage_failure(&message),
     }
 }

@@ -79,30 +79,23 @@ pub struct Gate {
 }
 
 /// Why the gate refused a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Denial {
     /// Scheme, host or port is not a configured endpoint.
+    #[error("not a configured Proxmox endpoint")]
     Authority,
     /// The path is outside the API or tries to escape it.
+    #[error("{0}")]
     Path(String),
     /// The method is not allowed for this call.
+    #[error("method not allowed for this call")]
     Method,
     /// A body on a GET, which Proxmox never accepts.
+    #[error("a GET request may not carry a body")]
     BodyOnGet,
     /// A body over Proxmox's own 512 KiB limit.
+    #[error("request body over 512 KiB")]
     BodyTooLarge,
-}
-
-impl std::fmt::Display for Denial {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Denial::Authority => f.write_str("not a configured Proxmox endpoint"),
-            Denial::Path(why) => f.write_str(why),
-            Denial::Method => f.write_str("method not allowed for this call"),
-            Denial::BodyOnGet => f.write_str("a GET request may not carry a body"),
-            Denial::BodyTooLarge => f.write_str("request body over 512 KiB"),
-        }
-    }
 }
 
 impl Gate {

@@ -48,16 +48,9 @@ pub struct Reservation {
 
 /// The store could not be reached or answered nonsense. The text never
 /// holds credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct StateError(pub String);
-
-impl std::fmt::Display for StateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for StateError {}
 
 /// A boxed future, so the trait can be used as `dyn CounterStore`.
 pub type StateFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StateError>> + Send + 'a>>;
