@@ -255,6 +255,12 @@ impl Server {
 
     /// Calls a tool that must succeed and returns its structured content.
     pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        self.ok_result(tool, args).await.1
+    }
+
+    /// Calls a tool that must succeed; returns the whole result (for its
+    /// text) and its structured content.
+    pub async fn ok_result(&self, tool: &str, args: Value) -> (CallToolResult, Value) {
         let result = self.call(tool, args.clone()).await;
         assert_eq!(
             result.is_error,
@@ -263,10 +269,11 @@ impl Server {
             text(&result),
             self.stderr()
         );
-        result
+        let structured = result
             .structured_content
             .clone()
-            .expect("structuredContent")
+            .unwrap_or_else(|| panic!("{tool}({args}) has no structuredContent"));
+        (result, structured)
     }
 
     /// Calls a tool that must fail with `isError: true`; returns its text.
@@ -344,6 +351,49 @@ pub fn assert_approx(v: &Value, expected: f64) {
         .as_f64()
         .unwrap_or_else(|| panic!("{v} is not a number (expected {expected})"));
     assert!((got - expected).abs() < 1e-4, "{got} != {expected}");
+}
+
+/// Each call of `tool` fails (`isError`) with a message containing every
+/// one of its needles; a failure names the case by its arguments.
+pub async fn assert_refusals(server: &Server, tool: &str, cases: &[(Value, &[&str])]) {
+    for (args, needles) in cases {
+        let message = server.err(tool, args.clone()).await;
+        for needle in *needles {
+            assert!(
+                message.contains(needle),
+                "{tool}({args}) does not say {needle:?}: {message}"
+            );
+        }
+    }
+}
+
+/// Asserts every field of `expected` (a JSON object) in `actual`, naming
+/// `what` and the field on a mismatch; a field expected `null` may also be
+/// absent, as with `actual[key] == Value::Null`.
+pub fn assert_fields(what: &str, actual: &Value, expected: Value) {
+    let fields = expected
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: the expected fields are not an object"));
+    for (key, want) in fields {
+        assert_eq!(&actual[key.as_str()], want, "{what}.{key} in {actual}");
+    }
+}
+
+/// Asserts the paging fields of a list answer.
+pub fn assert_page(out: &Value, total: u64, returned: u64, offset: u64, next: Option<u64>) {
+    assert_fields(
+        "page",
+        out,
+        serde_json::json!({"total": total, "returned": returned, "omitted": total - returned,
+                           "offset": offset, "next_offset": next}),
+    );
+}
+
+/// The standard simulator and a server for it with these options.
+pub async fn started(opts: Opts) -> (Simulator, Server) {
+    let sim = simulator().await;
+    let server = Server::start(&sim, opts).await;
+    (sim, server)
 }
 
 /// Each bad argument is refused, names its field, and nothing is sent.
