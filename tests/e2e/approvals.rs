@@ -307,6 +307,7 @@ async fn approvals_expire_pending_or_not() {
         let setup = Setup::new("ttl_secs = 1", "");
         let server = Server::start(&sim, setup.opts()).await;
         let id = pending(&server, vm(100)).await;
+        // Letting the 1 s TTL pass is what is tested: no event to await.
         tokio::time::sleep(Duration::from_millis(1500)).await;
 
         let late = setup.cli(Some(ADMIN_TOKEN), &["approve", &id]).await;
@@ -325,6 +326,7 @@ async fn approvals_expire_pending_or_not() {
 
         // Approved, but the call comes too late: it does not run.
         setup.decide("approve", &fresh).await;
+        // As above: the approval's TTL runs out while nobody calls.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let text = server.err(TOOL, vm(100)).await;
         assert!(

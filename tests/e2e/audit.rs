@@ -536,21 +536,19 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
         let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
         // Dropping the client's call future sends notifications/cancelled;
         // it is dropped once the guest's request is held upstream.
-        let held = async {
-            while sim.requests().is_empty() {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        };
         tokio::select! {
             result = server.try_call("pve_list_vms", json!({})) => {
                 panic!("the held call finished: {result:?}")
             }
-            () = held => {}
+            () = wait_for_request(&sim) => {}
         }
         // Nobody waits for the record of a cancelled call; it arrives.
-        while lines(&log).is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        wait_until(
+            "the cancelled call's audit record",
+            std::time::Duration::from_secs(30),
+            async || (!lines(&log).is_empty()).then_some(()),
+        )
+        .await;
         server.stop().await;
         let r = records(&log);
         assert_eq!(r.len(), 1, "{r:#?}");

@@ -2,7 +2,6 @@
 //! `pve_list_storage` and `pve_list_backups`, against the seeded cluster
 //! (and the large one for the backup bound).
 
-use pve_sim::{Scenario, SimConfig, Simulator};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -39,23 +38,24 @@ fn ctimes(out: &Value) -> Vec<u64> {
 #[tokio::test]
 async fn vm_config_of_100_with_highlights_and_one_request() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call(
+        let (sim, server) = started(Opts::default()).await;
+        let (result, c) = server
+            .ok_result(
                 "pve_get_vm_config",
                 json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}),
             )
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let c = result.structured_content.clone().unwrap();
-        assert_eq!(c["vmid"], 100);
-        assert_eq!(c["node"], "pve1");
-        assert_eq!(c["vm_type"], "qemu");
-        assert_eq!(c["cluster"], "default");
-        assert_eq!(c["resolved"]["node"], false);
-        assert_eq!(c["resolved"]["vm_type"], false);
-        assert_eq!(c["masked_keys"], json!([]));
+        assert_fields(
+            "config of 100",
+            &c,
+            json!({"vmid": 100, "node": "pve1", "vm_type": "qemu", "cluster": "default",
+                   "masked_keys": []}),
+        );
+        assert_fields(
+            "resolved",
+            &c["resolved"],
+            json!({"node": false, "vm_type": false}),
+        );
         let digest = c["digest"].as_str().unwrap();
         assert!(
             digest.len() == 40 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
@@ -63,41 +63,36 @@ async fn vm_config_of_100_with_highlights_and_one_request() {
         );
 
         let config = &c["config"];
-        assert_eq!(config["name"], "web-frontend-01");
-        assert_eq!(config["memory"], "4096", "as Proxmox stores it");
-        assert_eq!(config["agent"], "1");
-        assert_eq!(config["balloon"], 2048);
-        assert_eq!(config["boot"], "order=scsi0;ide2;net0");
-        assert_eq!(config["parent"], "kernel_617");
+        // memory as Proxmox stores it: a string.
+        assert_fields(
+            "config",
+            config,
+            json!({"name": "web-frontend-01", "memory": "4096", "agent": "1", "balloon": 2048,
+                   "boot": "order=scsi0;ide2;net0", "parent": "kernel_617"}),
+        );
         assert!(config.get("digest").is_some());
 
         let h = &c["highlights"];
-        assert_eq!(h["name"], "web-frontend-01");
-        assert_eq!(h["cores"], 2);
-        assert_eq!(h["sockets"], 1);
-        assert_eq!(h["memory_mib"], 4096);
-        assert_eq!(h["ostype"], "l26");
-        assert_eq!(h["agent"], true);
-        assert_eq!(h["onboot"], true);
-        assert_eq!(h["template"], false);
-        assert_eq!(h["lock"], Value::Null);
-        assert_eq!(h["tags"], json!(["prod", "web"]));
-        assert_eq!(
-            h["disks"],
-            json!([
+        assert_fields(
+            "highlights",
+            h,
+            json!({"name": "web-frontend-01", "cores": 2, "sockets": 1, "memory_mib": 4096,
+                   "ostype": "l26", "agent": true, "onboot": true, "template": false,
+                   "lock": null, "tags": ["prod", "web"],
+                   "disks": [
                 {"key": "ide2", "storage": null, "volume": null, "size": null, "media": "cdrom", "mountpoint": null},
                 {"key": "scsi0", "storage": "local-lvm", "volume": "local-lvm:vm-100-disk-0", "size": "32G", "media": null, "mountpoint": null}
-            ])
+            ]}),
         );
         let nics = h["nics"].as_array().unwrap();
         assert_eq!(nics.len(), 1);
         let net0 = &nics[0];
-        assert_eq!(net0["key"], "net0");
-        assert_eq!(net0["model"], "virtio");
-        assert_eq!(net0["bridge"], "vmbr0");
-        assert_eq!(net0["vlan"], Value::Null);
-        assert_eq!(net0["firewall"], true);
-        assert_eq!(net0["name"], Value::Null);
+        assert_fields(
+            "net0",
+            net0,
+            json!({"key": "net0", "model": "virtio", "bridge": "vmbr0", "vlan": null,
+                   "firewall": true, "name": null}),
+        );
         let mac = net0["mac"].as_str().unwrap();
         assert!(
             mac.starts_with("BC:24:11:") && mac.len() == 17,
@@ -121,18 +116,26 @@ async fn vm_config_of_100_with_highlights_and_one_request() {
 #[tokio::test]
 async fn vm_config_of_the_cloudinit_template_keeps_the_password_masked() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_get_vm_config", json!({"vmid": 900})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let c = result.structured_content.clone().unwrap();
-        assert_eq!(c["node"], "pve1");
-        assert_eq!(c["vm_type"], "qemu");
-        assert_eq!(c["resolved"]["node"], true);
-        assert_eq!(c["resolved"]["vm_type"], true);
-        assert_eq!(c["config"]["cipassword"], "**********");
-        assert_eq!(c["masked_keys"], json!(["cipassword"]));
-        assert_eq!(c["config"]["ciuser"], "ubuntu");
+        let (sim, server) = started(Opts::default()).await;
+        let (result, c) = server
+            .ok_result("pve_get_vm_config", json!({"vmid": 900}))
+            .await;
+        assert_fields(
+            "config of 900",
+            &c,
+            json!({"node": "pve1", "vm_type": "qemu", "cluster": "default",
+                   "masked_keys": ["cipassword"]}),
+        );
+        assert_fields(
+            "resolved",
+            &c["resolved"],
+            json!({"node": true, "vm_type": true}),
+        );
+        assert_fields(
+            "config",
+            &c["config"],
+            json!({"cipassword": "**********", "ciuser": "ubuntu"}),
+        );
         // Public keys are shown, URL-decoded.
         let keys = c["config"]["sshkeys"].as_str().unwrap();
         assert!(
@@ -140,16 +143,19 @@ async fn vm_config_of_the_cloudinit_template_keeps_the_password_masked() {
             "{keys}"
         );
         let h = &c["highlights"];
-        assert_eq!(h["template"], true);
-        assert_eq!(h["agent"], true);
-        assert_eq!(h["name"], "ubuntu-2404-cloudinit");
-        assert_eq!(h["memory_mib"], 2048);
-        let disks = h["disks"].as_array().unwrap();
-        assert_eq!(disks[0]["key"], "ide2");
-        assert_eq!(disks[0]["volume"], "local-lvm:vm-900-cloudinit");
-        assert_eq!(disks[0]["media"], "cdrom");
-        assert_eq!(disks[1]["key"], "scsi0");
-        assert_eq!(disks[1]["volume"], "local-lvm:base-900-disk-0");
+        assert_fields(
+            "highlights",
+            h,
+            json!({"template": true, "agent": true, "name": "ubuntu-2404-cloudinit",
+                   "memory_mib": 2048}),
+        );
+        let disks = [
+            json!({"key": "ide2", "volume": "local-lvm:vm-900-cloudinit", "media": "cdrom"}),
+            json!({"key": "scsi0", "volume": "local-lvm:base-900-disk-0"}),
+        ];
+        for (i, fields) in disks.into_iter().enumerate() {
+            assert_fields(&format!("disks[{i}]"), &h["disks"][i], fields);
+        }
         // Nothing but the mask stands where the password was, in any output.
         let everything = format!("{c}\n{}", text(&result));
         let values = everything.matches(r#""cipassword":"#).count();
@@ -168,7 +174,6 @@ async fn vm_config_of_the_cloudinit_template_keeps_the_password_masked() {
                 "/api2/json/nodes/pve1/qemu/900/config?"
             ]
         );
-        assert_eq!(c["cluster"], "default");
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -177,14 +182,14 @@ async fn vm_config_of_the_cloudinit_template_keeps_the_password_masked() {
 #[tokio::test]
 async fn vm_config_of_a_multi_disk_vm_and_a_container() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let db = server.ok("pve_get_vm_config", json!({"vmid": 101})).await;
         let h = &db["highlights"];
-        assert_eq!(h["cores"], 4);
-        assert_eq!(h["sockets"], 2);
-        assert_eq!(h["memory_mib"], 16384);
-        assert_eq!(h["agent"], false);
+        assert_fields(
+            "highlights of 101",
+            h,
+            json!({"cores": 4, "sockets": 2, "memory_mib": 16384, "agent": false}),
+        );
         let disk_keys: Vec<_> = h["disks"]
             .as_array()
             .unwrap()
@@ -207,24 +212,21 @@ async fn vm_config_of_a_multi_disk_vm_and_a_container() {
         );
 
         let ct = server.ok("pve_get_vm_config", json!({"vmid": 106})).await;
-        assert_eq!(ct["vm_type"], "lxc");
-        assert_eq!(ct["node"], "pve1");
+        assert_fields("config of 106", &ct, json!({"vm_type": "lxc", "node": "pve1"}));
         let h = &ct["highlights"];
-        assert_eq!(h["name"], "dns-resolver-01");
-        assert_eq!(h["sockets"], Value::Null);
-        assert_eq!(h["cores"], 1);
-        assert_eq!(h["memory_mib"], 512);
-        assert_eq!(h["agent"], false);
-        assert_eq!(h["ostype"], "debian");
-        assert_eq!(
-            h["disks"],
-            json!([{"key": "rootfs", "storage": "local-lvm", "volume": "local-lvm:vm-106-disk-0", "size": "8G", "media": null, "mountpoint": null}])
+        assert_fields(
+            "highlights of 106",
+            h,
+            json!({"name": "dns-resolver-01", "sockets": null, "cores": 1, "memory_mib": 512,
+                   "agent": false, "ostype": "debian",
+                   "disks": [{"key": "rootfs", "storage": "local-lvm", "volume": "local-lvm:vm-106-disk-0", "size": "8G", "media": null, "mountpoint": null}]}),
         );
         let net0 = &h["nics"][0];
-        assert_eq!(net0["model"], "veth");
-        assert_eq!(net0["name"], "eth0");
-        assert_eq!(net0["bridge"], "vmbr0");
-        assert_eq!(net0["firewall"], true);
+        assert_fields(
+            "net0 of 106",
+            net0,
+            json!({"model": "veth", "name": "eth0", "bridge": "vmbr0", "firewall": true}),
+        );
         assert!(net0["mac"].as_str().unwrap().starts_with("BC:24:11:"));
 
         let locked = server.ok("pve_get_vm_config", json!({"vmid": 103})).await;
@@ -240,8 +242,7 @@ async fn vm_config_of_a_multi_disk_vm_and_a_container() {
 #[tokio::test]
 async fn vm_config_bad_input_is_refused_before_any_request() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_vm_config";
         assert_all_invalid(
             &sim,
@@ -264,26 +265,20 @@ async fn vm_config_bad_input_is_refused_before_any_request() {
 #[tokio::test]
 async fn vm_config_missing_offline_and_forbidden_guests() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let missing = server
-            .err(
-                "pve_get_vm_config",
-                json!({"vmid": 555, "node": "pve1", "vm_type": "qemu"}),
-            )
-            .await;
-        assert!(missing.contains("does not exist"), "{missing}");
-        assert!(missing.contains("pve_list_vms"), "{missing}");
-        let not_in_cluster = server.err("pve_get_vm_config", json!({"vmid": 555})).await;
-        assert!(
-            not_in_cluster.contains("555") && not_in_cluster.contains("not found"),
-            "{not_in_cluster}"
-        );
-        let offline = server.err("pve_get_vm_config", json!({"vmid": 105})).await;
-        assert!(
-            offline.contains("unreachable") && offline.contains("offline"),
-            "{offline}"
-        );
+        let (sim, server) = started(Opts::default()).await;
+        assert_refusals(
+            &server,
+            "pve_get_vm_config",
+            &[
+                (
+                    json!({"vmid": 555, "node": "pve1", "vm_type": "qemu"}),
+                    &["does not exist", "pve_list_vms"],
+                ),
+                (json!({"vmid": 555}), &["555", "not found"]),
+                (json!({"vmid": 105}), &["unreachable", "offline"]),
+            ],
+        )
+        .await;
         assert!(
             sim.requests()
                 .iter()
@@ -293,17 +288,15 @@ async fn vm_config_missing_offline_and_forbidden_guests() {
         );
 
         let auditor = Server::start(&sim, Opts::auditor()).await;
-        let denied = auditor
-            .err(
-                "pve_get_vm_config",
+        assert_refusals(
+            &auditor,
+            "pve_get_vm_config",
+            &[(
                 json!({"vmid": 102, "node": "pve2", "vm_type": "qemu"}),
-            )
-            .await;
-        assert!(denied.contains("403"), "{denied}");
-        assert!(
-            denied.contains("VM.Audit") && denied.contains("/vms/102"),
-            "{denied}"
-        );
+                &["403", "VM.Audit", "/vms/102"],
+            )],
+        )
+        .await;
         let allowed = auditor.ok("pve_get_vm_config", json!({"vmid": 100})).await;
         assert_eq!(allowed["highlights"]["memory_mib"], 4096);
         assert_no_schema_violations(&sim);
@@ -316,20 +309,17 @@ async fn vm_config_missing_offline_and_forbidden_guests() {
 #[tokio::test]
 async fn list_storage_on_pve1_includes_usage() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call("pve_list_storage", json!({"node": "pve1"}))
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server
+            .ok_result("pve_list_storage", json!({"node": "pve1"}))
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let out = result.structured_content.clone().unwrap();
-        assert_eq!(out["node"], "pve1");
-        assert_eq!(out["usage_included"], true);
-        assert_eq!(out["cluster"], "default");
+        assert_fields(
+            "storage on pve1",
+            &out,
+            json!({"node": "pve1", "usage_included": true, "cluster": "default",
+                   "total": 3, "limit": 100, "next_offset": null}),
+        );
         assert_eq!(storage_ids(&out), ["local", "local-lvm", "nfs-backup"]);
-        assert_eq!(out["total"], 3);
-        assert_eq!(out["limit"], 100);
-        assert_eq!(out["next_offset"], Value::Null);
         assert_eq!(
             out["storages"][0],
             json!({
@@ -339,17 +329,25 @@ async fn list_storage_on_pve1_includes_usage() {
                 "used_fraction": 0.1418, "nodes": null
             })
         );
-        let lvm = &out["storages"][1];
-        assert_eq!(lvm["type"], "lvmthin");
-        assert_eq!(lvm["content"], json!(["images", "rootdir"]));
-        assert_eq!(lvm["total"], 1_836_996_870_144u64);
-        assert_eq!(lvm["used"], 412_316_860_416u64);
-        assert_approx(&lvm["used_fraction"], 0.2245);
-        let nfs = &out["storages"][2];
-        assert_eq!(nfs["type"], "nfs");
-        assert_eq!(nfs["shared"], true);
-        assert_eq!(nfs["used"], 2_345_052_143_616u64);
-        assert_approx(&nfs["used_fraction"], 0.2932);
+        // (position, fields, used fraction)
+        let usage = [
+            (
+                1,
+                json!({"type": "lvmthin", "content": ["images", "rootdir"],
+                       "total": 1_836_996_870_144u64, "used": 412_316_860_416u64}),
+                0.2245,
+            ),
+            (
+                2,
+                json!({"type": "nfs", "shared": true, "used": 2_345_052_143_616u64}),
+                0.2932,
+            ),
+        ];
+        for (i, fields, fraction) in usage {
+            let storage = &out["storages"][i];
+            assert_fields(&format!("storages[{i}]"), storage, fields);
+            assert_approx(&storage["used_fraction"], fraction);
+        }
         assert!(
             text(&result).contains("Fullest: nfs-backup"),
             "{}",
@@ -364,14 +362,13 @@ async fn list_storage_on_pve1_includes_usage() {
 #[tokio::test]
 async fn list_storage_without_node_is_the_configuration_without_usage() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_list_storage", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let out = result.structured_content.clone().unwrap();
-        assert_eq!(out["node"], Value::Null);
-        assert_eq!(out["usage_included"], false);
-        assert_eq!(out["cluster"], "default");
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server.ok_result("pve_list_storage", json!({})).await;
+        assert_fields(
+            "storage configuration",
+            &out,
+            json!({"node": null, "usage_included": false, "cluster": "default"}),
+        );
         assert_eq!(storage_ids(&out), ["local", "local-lvm", "nfs-backup"]);
         for s in out["storages"].as_array().unwrap() {
             for key in ["total", "used", "avail", "used_fraction", "active"] {
@@ -380,9 +377,13 @@ async fn list_storage_without_node_is_the_configuration_without_usage() {
             assert_eq!(s["enabled"], true, "{s}");
             assert_eq!(s["nodes"], Value::Null, "{s}");
         }
+        // local does not state shared.
         assert_eq!(out["storages"][0]["shared"], Value::Null, "not stated");
-        assert_eq!(out["storages"][2]["shared"], true);
-        assert_eq!(out["storages"][2]["type"], "nfs");
+        assert_fields(
+            "storages[2]",
+            &out["storages"][2],
+            json!({"shared": true, "type": "nfs"}),
+        );
         assert!(text(&result).contains("pass node"), "{}", text(&result));
         assert_eq!(paths(&sim), ["/api2/json/storage?"]);
         assert_no_schema_violations(&sim);
@@ -393,8 +394,7 @@ async fn list_storage_without_node_is_the_configuration_without_usage() {
 #[tokio::test]
 async fn list_storage_content_filter_and_paging() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let cases = [
             (
                 json!({"node": "pve1", "content": "backup"}),
@@ -421,14 +421,10 @@ async fn list_storage_content_filter_and_paging() {
             )
             .await;
         assert_eq!(storage_ids(&page), ["local-lvm"]);
-        assert_eq!(page["total"], 3);
-        assert_eq!(page["returned"], 1);
-        assert_eq!(page["omitted"], 2);
-        assert_eq!(page["next_offset"], 2);
+        assert_page(&page, 3, 1, 1, Some(2));
         assert_eq!(page["storages"][0]["used"], 287_762_808_832u64);
         let past = server.ok("pve_list_storage", json!({"offset": 3})).await;
-        assert_eq!(past["returned"], 0);
-        assert_eq!(past["total"], 3);
+        assert_page(&past, 3, 0, 3, None);
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -437,8 +433,7 @@ async fn list_storage_content_filter_and_paging() {
 #[tokio::test]
 async fn list_storage_errors_and_the_auditor_sees_an_empty_list() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_list_storage";
         assert_all_invalid(
             &sim,
@@ -455,11 +450,12 @@ async fn list_storage_errors_and_the_auditor_sees_an_empty_list() {
             ],
         )
         .await;
-        let offline = server.err(t, json!({"node": "pve3"})).await;
-        assert!(
-            offline.contains("unreachable") && offline.contains("offline"),
-            "{offline}"
-        );
+        assert_refusals(
+            &server,
+            t,
+            &[(json!({"node": "pve3"}), &["unreachable", "offline"])],
+        )
+        .await;
 
         let auditor = Server::start(&sim, Opts::auditor()).await;
         for args in [json!({}), json!({"node": "pve1"})] {
@@ -484,25 +480,20 @@ async fn list_storage_errors_and_the_auditor_sees_an_empty_list() {
 #[tokio::test]
 async fn list_backups_on_nfs_newest_first_with_totals() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call(
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server
+            .ok_result(
                 "pve_list_backups",
                 json!({"node": "pve1", "storage": "nfs-backup"}),
             )
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let out = result.structured_content.clone().unwrap();
-        assert_eq!(out["node"], "pve1");
-        assert_eq!(out["storage"], "nfs-backup");
-        assert_eq!(out["vmid"], Value::Null);
-        assert_eq!(out["cluster"], "default");
-        assert_eq!(out["total"], 9);
-        assert_eq!(out["returned"], 9);
-        assert_eq!(out["limit"], 50);
-        assert_eq!(out["next_offset"], Value::Null);
-        assert_eq!(out["total_size"], 99_095_057_778u64);
+        assert_fields(
+            "backups",
+            &out,
+            json!({"node": "pve1", "storage": "nfs-backup", "vmid": null,
+                   "cluster": "default", "total": 9, "returned": 9, "limit": 50,
+                   "next_offset": null, "total_size": 99_095_057_778u64}),
+        );
         assert!(
             out["total_size_human"].as_str().unwrap().contains("GiB"),
             "{out}"
@@ -516,30 +507,25 @@ async fn list_backups_on_nfs_newest_first_with_totals() {
             times.windows(2).all(|w| w[0] > w[1]),
             "newest first: {times:?}"
         );
-        let proxy = &out["backups"][2];
-        assert_eq!(proxy["vmid"], 107);
-        assert_eq!(proxy["subtype"], "lxc");
-        assert_eq!(proxy["format"], "tar.zst");
-        assert_eq!(proxy["protected"], true);
-        assert_eq!(
-            proxy["notes"], "reverse-proxy before TLS rework",
-            "only the first line of the notes"
-        );
-        assert_eq!(proxy["size"], 901_334_002);
-        assert_eq!(proxy["encrypted"], false);
-        assert_eq!(proxy["verification"], Value::Null);
-        let web = &out["backups"][3];
-        assert_eq!(
-            web["volid"],
-            "nfs-backup:backup/vzdump-qemu-100-2026_11_28-01_00_03.vma.zst"
-        );
-        assert_eq!(web["ctime"], 1_795_827_603u64);
-        assert_eq!(web["created"], "2026-11-28T01:00:03Z");
-        assert_eq!(web["subtype"], "qemu");
-        assert_eq!(web["format"], "vma.zst");
-        assert_eq!(web["size"], 3_912_228_127u64);
-        assert_eq!(web["notes"], "web-frontend-01 nightly");
-        assert_eq!(web["protected"], false);
+        // (position, fields); notes are only their first line.
+        let samples = [
+            (
+                2,
+                json!({"vmid": 107, "subtype": "lxc", "format": "tar.zst", "protected": true,
+                       "notes": "reverse-proxy before TLS rework", "size": 901_334_002,
+                       "encrypted": false, "verification": null}),
+            ),
+            (
+                3,
+                json!({"volid": "nfs-backup:backup/vzdump-qemu-100-2026_11_28-01_00_03.vma.zst",
+                       "ctime": 1_795_827_603u64, "created": "2026-11-28T01:00:03Z",
+                       "subtype": "qemu", "format": "vma.zst", "size": 3_912_228_127u64,
+                       "notes": "web-frontend-01 nightly", "protected": false}),
+            ),
+        ];
+        for (i, fields) in samples {
+            assert_fields(&format!("backups[{i}]"), &out["backups"][i], fields);
+        }
         assert!(
             text(&result).contains("9 backups") && text(&result).contains("Newest: "),
             "{}",
@@ -557,22 +543,23 @@ async fn list_backups_on_nfs_newest_first_with_totals() {
 #[tokio::test]
 async fn list_backups_filtered_by_vmid_and_paged() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let web = server
             .ok(
                 "pve_list_backups",
                 json!({"node": "pve1", "storage": "nfs-backup", "vmid": 100}),
             )
             .await;
-        assert_eq!(web["vmid"], 100);
-        assert_eq!(web["total"], 3);
+        assert_fields(
+            "backups of 100",
+            &web,
+            json!({"vmid": 100, "total": 3, "total_size": 11_719_140_981u64}),
+        );
         assert_eq!(backup_vmids(&web), [100, 100, 100]);
         assert_eq!(
             ctimes(&web),
             [1_795_827_603u64, 1_795_741_204, 1_795_654_803]
         );
-        assert_eq!(web["total_size"], 11_719_140_981u64);
         assert_eq!(web["backups"][0]["notes"], "web-frontend-01 nightly");
         assert_eq!(web["backups"][1]["notes"], Value::Null);
         assert_eq!(
@@ -586,9 +573,11 @@ async fn list_backups_filtered_by_vmid_and_paged() {
                 json!({"node": "pve1", "storage": "nfs-backup", "vmid": 104}),
             )
             .await;
-        assert_eq!(none["total"], 0);
-        assert_eq!(none["backups"], json!([]));
-        assert_eq!(none["total_size"], 0);
+        assert_fields(
+            "backups of 104",
+            &none,
+            json!({"total": 0, "backups": [], "total_size": 0}),
+        );
 
         let page = server
             .ok(
@@ -597,10 +586,8 @@ async fn list_backups_filtered_by_vmid_and_paged() {
             )
             .await;
         assert_eq!(backup_vmids(&page), [107, 100]);
-        assert_eq!(page["total"], 9, "shared storage, same from pve2");
-        assert_eq!(page["returned"], 2);
-        assert_eq!(page["omitted"], 7);
-        assert_eq!(page["next_offset"], 4);
+        // Shared storage: the same 9 from pve2; the size is over all pages.
+        assert_page(&page, 9, 2, 2, Some(4));
         assert_eq!(page["total_size"], 99_095_057_778u64, "over all pages");
         let last = server
             .ok(
@@ -635,8 +622,7 @@ async fn list_backups_filtered_by_vmid_and_paged() {
 #[tokio::test]
 async fn list_backups_bad_input_is_refused_before_any_request() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_list_backups";
         assert_all_invalid(
             &sim,
@@ -689,28 +675,22 @@ async fn list_backups_bad_input_is_refused_before_any_request() {
 #[tokio::test]
 async fn list_backups_forbidden_offline_and_missing_storage() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let offline = server
-            .err(
-                "pve_list_backups",
-                json!({"node": "pve3", "storage": "nfs-backup"}),
-            )
-            .await;
-        assert!(
-            offline.contains("unreachable") && offline.contains("offline"),
-            "{offline}"
-        );
-        let missing = server
-            .err(
-                "pve_list_backups",
-                json!({"node": "pve1", "storage": "nope"}),
-            )
-            .await;
-        assert!(
-            missing.contains("storage 'nope' does not exist"),
-            "{missing}"
-        );
+        let (sim, server) = started(Opts::default()).await;
+        assert_refusals(
+            &server,
+            "pve_list_backups",
+            &[
+                (
+                    json!({"node": "pve3", "storage": "nfs-backup"}),
+                    &["unreachable", "offline"],
+                ),
+                (
+                    json!({"node": "pve1", "storage": "nope"}),
+                    &["storage 'nope' does not exist"],
+                ),
+            ],
+        )
+        .await;
         // Still serving.
         server
             .ok(
@@ -721,18 +701,20 @@ async fn list_backups_forbidden_offline_and_missing_storage() {
 
         let auditor = Server::start(&sim, Opts::auditor()).await;
         sim.clear_requests();
-        let denied = auditor
-            .err(
-                "pve_list_backups",
+        assert_refusals(
+            &auditor,
+            "pve_list_backups",
+            &[(
                 json!({"node": "pve1", "storage": "nfs-backup", "vmid": 100}),
-            )
-            .await;
-        assert!(denied.contains("403"), "{denied}");
-        assert!(
-            denied.contains("Datastore.Audit") && denied.contains("/storage/nfs-backup"),
-            "{denied}"
-        );
-        assert!(denied.contains("pveum acl modify"), "{denied}");
+                &[
+                    "403",
+                    "Datastore.Audit",
+                    "/storage/nfs-backup",
+                    "pveum acl modify",
+                ],
+            )],
+        )
+        .await;
         assert_eq!(sim.requests().len(), 1);
         assert_eq!(sim.requests()[0].status, 403);
         assert_no_schema_violations(&sim);
@@ -743,13 +725,7 @@ async fn list_backups_forbidden_offline_and_missing_storage() {
 #[tokio::test]
 async fn list_backups_on_a_5000_guest_cluster_stays_bounded() {
     within(async {
-        let sim = Simulator::start(SimConfig {
-            scenario: Scenario::Large { guests: 5000 },
-            schema_path: Some(schema_path()),
-            ..SimConfig::default()
-        })
-        .await
-        .unwrap();
+        let sim = large_simulator().await;
         let server = Server::start(&sim, Opts::default()).await;
         let first = server
             .ok(

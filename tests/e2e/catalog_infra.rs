@@ -20,18 +20,14 @@ fn lab_opts() -> Opts {
 #[tokio::test]
 async fn list_clusters_shows_the_env_cluster_without_any_request() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_list_clusters", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let out = result.structured_content.clone().unwrap();
-        assert_eq!(
-            out["clusters"],
-            json!([{"name": "default", "base_url": sim.base_url(), "default": true}])
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server.ok_result("pve_list_clusters", json!({})).await;
+        assert_fields(
+            "clusters",
+            &out,
+            json!({"clusters": [{"name": "default", "base_url": sim.base_url(), "default": true}],
+                   "default": "default", "count": 1, "cluster": "default"}),
         );
-        assert_eq!(out["default"], "default");
-        assert_eq!(out["count"], 1);
-        assert_eq!(out["cluster"], "default");
         assert!(
             !out.to_string().contains(ADMIN_TOKEN_SECRET)
                 && !text(&result).contains(ADMIN_TOKEN_SECRET),
@@ -73,16 +69,15 @@ async fn list_clusters_with_two_clusters_and_the_cluster_argument() {
         let server = Server::start(&main, opts).await;
 
         let out = server.ok("pve_list_clusters", json!({})).await;
-        assert_eq!(
-            out["clusters"],
-            json!([
-                {"name": "main", "base_url": main.base_url(), "default": true},
-                {"name": "lab", "base_url": lab.base_url(), "default": false}
-            ])
+        assert_fields(
+            "clusters",
+            &out,
+            json!({"clusters": [
+                       {"name": "main", "base_url": main.base_url(), "default": true},
+                       {"name": "lab", "base_url": lab.base_url(), "default": false}
+                   ],
+                   "default": "main", "count": 2, "cluster": "main"}),
         );
-        assert_eq!(out["default"], "main");
-        assert_eq!(out["count"], 2);
-        assert_eq!(out["cluster"], "main");
         let s = out.to_string();
         assert!(
             !s.contains(ADMIN_TOKEN_SECRET) && !s.contains(LAB_TOKEN_SECRET),
@@ -91,14 +86,20 @@ async fn list_clusters_with_two_clusters_and_the_cluster_argument() {
         assert!(main.requests().is_empty() && lab.requests().is_empty());
 
         // The names it lists are what the cluster argument takes.
-        let status = server
-            .ok("pve_get_cluster_status", json!({"cluster": "lab"}))
-            .await;
-        assert_eq!(status["standalone"], true);
-        assert_eq!(status["cluster"], "lab");
-        let status = server.ok("pve_get_cluster_status", json!({})).await;
-        assert_eq!(status["cluster_name"], "demo-cluster");
-        assert_eq!(status["cluster"], "main");
+        let cases = [
+            (
+                json!({"cluster": "lab"}),
+                json!({"standalone": true, "cluster": "lab"}),
+            ),
+            (
+                json!({}),
+                json!({"cluster_name": "demo-cluster", "cluster": "main"}),
+            ),
+        ];
+        for (args, fields) in cases {
+            let status = server.ok("pve_get_cluster_status", args.clone()).await;
+            assert_fields(&args.to_string(), &status, fields);
+        }
         assert_no_schema_violations(&main);
         assert_no_schema_violations(&lab);
     })
@@ -110,11 +111,8 @@ async fn list_clusters_with_two_clusters_and_the_cluster_argument() {
 #[tokio::test]
 async fn get_version_reports_the_seeded_release_for_any_token() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_get_version", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let v = result.structured_content.clone().unwrap();
+        let (sim, server) = started(Opts::default()).await;
+        let (result, v) = server.ok_result("pve_get_version", json!({})).await;
         assert_eq!(
             v,
             json!({
@@ -144,8 +142,11 @@ async fn get_version_reports_the_seeded_release_for_any_token() {
         // Any valid token may ask, even one without Sys.Audit.
         let auditor = Server::start(&sim, Opts::auditor()).await;
         let v = auditor.ok("pve_get_version", json!({})).await;
-        assert_eq!(v["version"], "9.1.5");
-        assert_eq!(v["cluster"], "default");
+        assert_fields(
+            "the auditor's",
+            &v,
+            json!({"version": "9.1.5", "cluster": "default"}),
+        );
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -156,26 +157,19 @@ async fn get_version_reports_the_seeded_release_for_any_token() {
 #[tokio::test]
 async fn cluster_status_reports_quorum_and_the_offline_node() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_get_cluster_status", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let s = result.structured_content.clone().unwrap();
-        assert_eq!(s["standalone"], false);
-        assert_eq!(s["cluster_name"], "demo-cluster");
-        assert_eq!(s["quorate"], true);
-        assert_eq!(s["config_version"], 3);
-        assert_eq!(s["node_count"], 3);
-        assert_eq!(s["nodes_online"], json!(["pve1", "pve2"]));
-        assert_eq!(s["nodes_offline"], json!(["pve3"]));
-        assert_eq!(s["cluster"], "default");
-        assert_eq!(
-            s["nodes"],
-            json!([
+        let (sim, server) = started(Opts::default()).await;
+        let (result, s) = server.ok_result("pve_get_cluster_status", json!({})).await;
+        assert_fields(
+            "status",
+            &s,
+            json!({"standalone": false, "cluster_name": "demo-cluster", "quorate": true,
+                   "config_version": 3, "node_count": 3, "nodes_online": ["pve1", "pve2"],
+                   "nodes_offline": ["pve3"], "cluster": "default",
+                   "nodes": [
                 {"name": "pve1", "nodeid": 1, "ip": "192.0.2.11", "local": true, "online": true, "level": "c"},
                 {"name": "pve2", "nodeid": 2, "ip": "192.0.2.12", "local": false, "online": true, "level": "c"},
                 {"name": "pve3", "nodeid": 3, "ip": "192.0.2.13", "local": false, "online": false, "level": null}
-            ])
+            ]}),
         );
         assert!(
             text(&result)
@@ -195,17 +189,18 @@ async fn cluster_status_of_a_standalone_node() {
         let lab = lab_simulator().await;
         let server = Server::start(&lab, lab_opts()).await;
         let s = server.ok("pve_get_cluster_status", json!({})).await;
-        assert_eq!(s["standalone"], true);
-        assert_eq!(s["cluster_name"], Value::Null);
-        assert_eq!(s["quorate"], true);
-        assert_eq!(s["config_version"], Value::Null);
-        assert_eq!(s["node_count"], 1);
-        assert_eq!(s["nodes_online"], json!(["lab1"]));
-        assert_eq!(s["nodes_offline"], json!([]));
-        assert_eq!(s["nodes"][0]["name"], "lab1");
-        assert_eq!(s["nodes"][0]["nodeid"], 0);
-        assert_eq!(s["nodes"][0]["local"], true);
-        assert_eq!(s["cluster"], "default");
+        assert_fields(
+            "status",
+            &s,
+            json!({"standalone": true, "cluster_name": null, "quorate": true,
+                   "config_version": null, "node_count": 1, "nodes_online": ["lab1"],
+                   "nodes_offline": [], "cluster": "default"}),
+        );
+        assert_fields(
+            "nodes[0]",
+            &s["nodes"][0],
+            json!({"name": "lab1", "nodeid": 0, "local": true}),
+        );
         assert_no_schema_violations(&lab);
     })
     .await;
@@ -214,8 +209,7 @@ async fn cluster_status_of_a_standalone_node() {
 #[tokio::test]
 async fn cluster_status_needs_sys_audit_and_refuses_bad_input() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
+        let (sim, server) = started(Opts::auditor()).await;
         assert_all_invalid(
             &sim,
             &server,
@@ -229,13 +223,16 @@ async fn cluster_status_needs_sys_audit_and_refuses_bad_input() {
             ],
         )
         .await;
-        let message = server.err("pve_get_cluster_status", json!({})).await;
-        assert!(message.contains("403"), "{message}");
-        assert!(
-            message.contains("Sys.Audit") && message.contains("on / "),
-            "the privilege and path are named: {message}"
-        );
-        assert!(message.contains("pveum acl modify /"), "{message}");
+        // The privilege and path are named, and how to grant them.
+        assert_refusals(
+            &server,
+            "pve_get_cluster_status",
+            &[(
+                json!({}),
+                &["403", "Sys.Audit", "on / ", "pveum acl modify /"],
+            )],
+        )
+        .await;
         assert_eq!(paths(&sim), ["/api2/json/cluster/status?"]);
         assert_eq!(sim.requests()[0].status, 403);
         assert_no_schema_violations(&sim);
@@ -248,11 +245,8 @@ async fn cluster_status_needs_sys_audit_and_refuses_bad_input() {
 #[tokio::test]
 async fn list_nodes_with_usage_status_and_fingerprint() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_list_nodes", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let out = result.structured_content.clone().unwrap();
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server.ok_result("pve_list_nodes", json!({})).await;
         let names: Vec<_> = out["nodes"]
             .as_array()
             .unwrap()
@@ -260,39 +254,43 @@ async fn list_nodes_with_usage_status_and_fingerprint() {
             .map(|n| n["node"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(names, ["pve1", "pve2", "pve3"]);
-        assert_eq!(out["count_by_status"], json!({"online": 2, "offline": 1}));
-        assert_eq!(out["total"], 3);
-        assert_eq!(out["returned"], 3);
-        assert_eq!(out["omitted"], 0);
-        assert_eq!(out["offset"], 0);
-        assert_eq!(out["limit"], 100);
-        assert_eq!(out["next_offset"], Value::Null);
-        assert_eq!(out["cluster"], "default");
+        assert_fields(
+            "nodes",
+            &out,
+            json!({"count_by_status": {"online": 2, "offline": 1}, "limit": 100,
+                   "cluster": "default"}),
+        );
+        assert_page(&out, 3, 3, 0, None);
 
-        let pve1 = &out["nodes"][0];
-        assert_eq!(pve1["status"], "online");
-        assert_approx(&pve1["cpu"], 0.0734);
-        assert_eq!(pve1["maxcpu"], 32);
-        assert_eq!(pve1["mem"], 48_318_382_080u64);
-        assert_eq!(pve1["maxmem"], 134_924_009_472u64);
-        assert_eq!(pve1["disk"], 14_298_456_064u64);
-        assert_eq!(pve1["maxdisk"], 100_861_726_720u64);
-        assert_eq!(pve1["uptime"], 3_456_789);
-        assert_eq!(pve1["level"], "c");
-        let pve2 = &out["nodes"][1];
-        assert_eq!(pve2["status"], "online");
-        assert_approx(&pve2["cpu"], 0.1275);
-        assert_eq!(pve2["maxcpu"], 16);
-        assert_eq!(pve2["uptime"], 1_209_633);
-        // The offline node keeps only its stale max* figures.
-        let pve3 = &out["nodes"][2];
-        assert_eq!(pve3["status"], "offline");
-        assert_eq!(pve3["cpu"], Value::Null);
-        assert_eq!(pve3["mem"], Value::Null);
-        assert_eq!(pve3["uptime"], Value::Null);
-        assert_eq!(pve3["level"], Value::Null);
-        assert_eq!(pve3["maxcpu"], 12);
-        assert_eq!(pve3["maxmem"], 33_520_029_696u64);
+        // (position, CPU, other fields); the offline node keeps only its
+        // stale max* figures.
+        let nodes = [
+            (
+                0,
+                Some(0.0734),
+                json!({"status": "online", "maxcpu": 32, "mem": 48_318_382_080u64,
+                       "maxmem": 134_924_009_472u64, "disk": 14_298_456_064u64,
+                       "maxdisk": 100_861_726_720u64, "uptime": 3_456_789, "level": "c"}),
+            ),
+            (
+                1,
+                Some(0.1275),
+                json!({"status": "online", "maxcpu": 16, "uptime": 1_209_633}),
+            ),
+            (
+                2,
+                None,
+                json!({"status": "offline", "cpu": null, "mem": null, "uptime": null,
+                       "level": null, "maxcpu": 12, "maxmem": 33_520_029_696u64}),
+            ),
+        ];
+        for (i, cpu, fields) in nodes {
+            let node = &out["nodes"][i];
+            assert_fields(&format!("nodes[{i}]"), node, fields);
+            if let Some(cpu) = cpu {
+                assert_approx(&node["cpu"], cpu);
+            }
+        }
         for n in out["nodes"].as_array().unwrap() {
             assert_eq!(n["ssl_fingerprint"], sim.leaf_fingerprint(), "{n}");
         }
@@ -310,8 +308,7 @@ async fn list_nodes_with_usage_status_and_fingerprint() {
 #[tokio::test]
 async fn list_nodes_pages_and_refuses_bad_paging() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         assert_all_invalid(
             &sim,
             &server,
@@ -325,26 +322,35 @@ async fn list_nodes_pages_and_refuses_bad_paging() {
         )
         .await;
 
-        let page = server
-            .ok("pve_list_nodes", json!({"limit": 1, "offset": 1}))
-            .await;
-        assert_eq!(page["nodes"].as_array().unwrap().len(), 1);
-        assert_eq!(page["nodes"][0]["node"], "pve2");
-        assert_eq!(page["total"], 3);
-        assert_eq!(page["returned"], 1);
-        assert_eq!(page["omitted"], 2);
-        assert_eq!(page["next_offset"], 2);
-        // Counts cover every node, not just the page.
-        assert_eq!(page["count_by_status"], json!({"online": 2, "offline": 1}));
-        let last = server
-            .ok("pve_list_nodes", json!({"limit": 2, "offset": 2}))
-            .await;
-        assert_eq!(last["nodes"][0]["node"], "pve3");
-        assert_eq!(last["returned"], 1);
-        assert_eq!(last["next_offset"], Value::Null);
-        let past = server.ok("pve_list_nodes", json!({"offset": 10})).await;
-        assert_eq!(past["returned"], 0);
-        assert_eq!(past["total"], 3);
+        // (arguments, offset, returned, next_offset, the nodes on the page);
+        // counts cover every node, not just the page.
+        let pages = [
+            (
+                json!({"limit": 1, "offset": 1}),
+                1,
+                1,
+                Some(2),
+                &["pve2"][..],
+            ),
+            (json!({"limit": 2, "offset": 2}), 2, 1, None, &["pve3"][..]),
+            (json!({"offset": 10}), 10, 0, None, &[][..]),
+        ];
+        for (args, offset, returned, next, nodes) in pages {
+            let page = server.ok("pve_list_nodes", args.clone()).await;
+            assert_page(&page, 3, returned, offset, next);
+            let names: Vec<&str> = page["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["node"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, nodes, "{args}");
+            assert_eq!(
+                page["count_by_status"],
+                json!({"online": 2, "offline": 1}),
+                "{args}"
+            );
+        }
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -353,8 +359,7 @@ async fn list_nodes_pages_and_refuses_bad_paging() {
 #[tokio::test]
 async fn list_nodes_for_the_auditor_hides_figures_instead_of_failing() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
+        let (sim, server) = started(Opts::auditor()).await;
         let out = server.ok("pve_list_nodes", json!({})).await;
         assert_eq!(out["total"], 3);
         assert_eq!(out["count_by_status"], json!({"online": 2, "offline": 1}));
@@ -379,41 +384,43 @@ async fn list_nodes_for_the_auditor_hides_figures_instead_of_failing() {
 #[tokio::test]
 async fn node_metrics_current_status_of_pve1() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call("pve_get_node_metrics", json!({"node": "pve1"}))
+        let (sim, server) = started(Opts::default()).await;
+        let (result, m) = server
+            .ok_result("pve_get_node_metrics", json!({"node": "pve1"}))
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let m = result.structured_content.clone().unwrap();
-        assert_eq!(m["node"], "pve1");
-        assert_eq!(m["uptime"], 3_456_789);
+        // No timeframe, no history: rrd is null.
+        assert_fields(
+            "pve1",
+            &m,
+            json!({"node": "pve1", "uptime": 3_456_789, "loadavg": [1.52, 1.38, 1.29],
+                   "cpuinfo": {"model": "AMD EPYC 7302P 16-Core Processor", "sockets": 1,
+                               "cores": 16, "cpus": 32, "mhz": 2999.998},
+                   "kversion": "Linux 6.17.2-1-pve #1 SMP PREEMPT_DYNAMIC PMX 6.17.2-1 (2025-11-18T14:27Z)",
+                   "pveversion": "pve-manager/9.1.5/8f3a5c1e7b2d9046", "boot_mode": "efi",
+                   "secureboot": false, "rrd": null, "cluster": "default"}),
+        );
         assert_approx(&m["cpu"], 0.0734);
         assert_approx(&m["iowait"], 0.0013);
-        assert_eq!(m["loadavg"], json!([1.52, 1.38, 1.29]));
-        assert_eq!(m["memory"]["total"], 134_924_009_472u64);
-        assert_eq!(m["memory"]["used"], 48_318_382_080u64);
-        assert_eq!(m["memory"]["free"], 86_605_627_392u64);
-        assert_eq!(m["memory"]["available"], 97_431_330_816u64);
+        let figures = [
+            (
+                "memory",
+                json!({"total": 134_924_009_472u64, "used": 48_318_382_080u64,
+                       "free": 86_605_627_392u64, "available": 97_431_330_816u64}),
+            ),
+            (
+                "swap",
+                json!({"total": 8_589_930_496u64, "used": 268_435_456}),
+            ),
+            (
+                "rootfs",
+                json!({"total": 100_861_726_720u64, "used": 14_298_456_064u64,
+                       "available": 86_563_270_656u64}),
+            ),
+        ];
+        for (key, fields) in figures {
+            assert_fields(key, &m[key], fields);
+        }
         assert_approx(&m["memory"]["used_fraction"], 0.3581);
-        assert_eq!(m["swap"]["total"], 8_589_930_496u64);
-        assert_eq!(m["swap"]["used"], 268_435_456);
-        assert_eq!(m["rootfs"]["total"], 100_861_726_720u64);
-        assert_eq!(m["rootfs"]["used"], 14_298_456_064u64);
-        assert_eq!(m["rootfs"]["available"], 86_563_270_656u64);
-        assert_eq!(
-            m["cpuinfo"],
-            json!({"model": "AMD EPYC 7302P 16-Core Processor", "sockets": 1, "cores": 16, "cpus": 32, "mhz": 2999.998})
-        );
-        assert_eq!(
-            m["kversion"],
-            "Linux 6.17.2-1-pve #1 SMP PREEMPT_DYNAMIC PMX 6.17.2-1 (2025-11-18T14:27Z)"
-        );
-        assert_eq!(m["pveversion"], "pve-manager/9.1.5/8f3a5c1e7b2d9046");
-        assert_eq!(m["boot_mode"], "efi");
-        assert_eq!(m["secureboot"], false);
-        assert_eq!(m["rrd"], Value::Null, "no timeframe, no history");
-        assert_eq!(m["cluster"], "default");
         assert!(
             text(&result).starts_with("Node pve1: CPU"),
             "{}",
@@ -424,8 +431,11 @@ async fn node_metrics_current_status_of_pve1() {
         let pve2 = server
             .ok("pve_get_node_metrics", json!({"node": "pve2"}))
             .await;
-        assert_eq!(pve2["boot_mode"], "legacy-bios");
-        assert_eq!(pve2["secureboot"], Value::Null);
+        assert_fields(
+            "pve2",
+            &pve2,
+            json!({"boot_mode": "legacy-bios", "secureboot": null}),
+        );
         assert_eq!(pve2["cpuinfo"]["cpus"], 16);
         assert_no_schema_violations(&sim);
     })
@@ -435,22 +445,20 @@ async fn node_metrics_current_status_of_pve1() {
 #[tokio::test]
 async fn node_metrics_summarise_an_hour_of_history() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call(
+        let (sim, server) = started(Opts::default()).await;
+        let (result, m) = server
+            .ok_result(
                 "pve_get_node_metrics",
                 json!({"node": "pve1", "timeframe": "hour"}),
             )
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let m = result.structured_content.clone().unwrap();
         let rrd = &m["rrd"];
-        assert_eq!(rrd["timeframe"], "hour");
-        assert_eq!(rrd["cf"], "AVERAGE");
-        assert_eq!(rrd["points"], 60);
-        assert_eq!(rrd["raw"], Value::Null);
-        assert_eq!(rrd["raw_omitted"], 0);
+        assert_fields(
+            "rrd",
+            rrd,
+            json!({"timeframe": "hour", "cf": "AVERAGE", "points": 60, "raw": null,
+                   "raw_omitted": 0}),
+        );
         assert!(rrd["from"].as_str().unwrap().ends_with('Z'), "{rrd}");
         assert!(rrd["from"].as_str() < rrd["to"].as_str(), "{rrd}");
         let names: Vec<_> = rrd["series"]
@@ -514,8 +522,7 @@ async fn node_metrics_summarise_an_hour_of_history() {
 #[tokio::test]
 async fn node_metrics_cf_raw_and_other_timeframes() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let m = server
             .ok(
                 "pve_get_node_metrics",
@@ -523,12 +530,13 @@ async fn node_metrics_cf_raw_and_other_timeframes() {
             )
             .await;
         let rrd = &m["rrd"];
-        assert_eq!(rrd["timeframe"], "day");
-        assert_eq!(rrd["cf"], "MAX");
-        assert_eq!(rrd["points"], 70);
+        assert_fields(
+            "rrd",
+            rrd,
+            json!({"timeframe": "day", "cf": "MAX", "points": 70, "raw_omitted": 0}),
+        );
         let raw = rrd["raw"].as_array().expect("raw points");
         assert_eq!(raw.len(), 70);
-        assert_eq!(rrd["raw_omitted"], 0);
         let times: Vec<u64> = raw.iter().map(|p| p["time"].as_u64().unwrap()).collect();
         assert!(
             times.windows(2).all(|w| w[1] - w[0] == 1800),
@@ -548,8 +556,11 @@ async fn node_metrics_cf_raw_and_other_timeframes() {
                     json!({"node": "pve1", "timeframe": timeframe}),
                 )
                 .await;
-            assert_eq!(m["rrd"]["timeframe"], timeframe);
-            assert_eq!(m["rrd"]["points"], points, "{timeframe}");
+            assert_fields(
+                timeframe,
+                &m["rrd"],
+                json!({"timeframe": timeframe, "points": points}),
+            );
         }
         // raw: false without a timeframe is the default, not an error.
         let m = server
@@ -567,8 +578,7 @@ async fn node_metrics_cf_raw_and_other_timeframes() {
 #[tokio::test]
 async fn node_metrics_bad_input_is_refused_before_any_request() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_node_metrics";
         assert_all_invalid(
             &sim,
@@ -611,18 +621,16 @@ async fn node_metrics_bad_input_is_refused_before_any_request() {
 #[tokio::test]
 async fn node_metrics_offline_unknown_and_forbidden_nodes() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let offline = server
-            .err("pve_get_node_metrics", json!({"node": "pve3"}))
-            .await;
-        assert!(offline.contains("unreachable"), "{offline}");
-        assert!(offline.contains("offline"), "{offline}");
-        assert!(offline.contains("595"), "{offline}");
-        let unknown = server
-            .err("pve_get_node_metrics", json!({"node": "pve9"}))
-            .await;
-        assert!(unknown.contains("does not know that node"), "{unknown}");
+        let (sim, server) = started(Opts::default()).await;
+        assert_refusals(
+            &server,
+            "pve_get_node_metrics",
+            &[
+                (json!({"node": "pve3"}), &["unreachable", "offline", "595"]),
+                (json!({"node": "pve9"}), &["does not know that node"]),
+            ],
+        )
+        .await;
         // Still serving afterwards.
         server
             .ok("pve_get_node_metrics", json!({"node": "pve1"}))
@@ -630,17 +638,15 @@ async fn node_metrics_offline_unknown_and_forbidden_nodes() {
 
         let auditor = Server::start(&sim, Opts::auditor()).await;
         sim.clear_requests();
-        let denied = auditor
-            .err(
-                "pve_get_node_metrics",
+        assert_refusals(
+            &auditor,
+            "pve_get_node_metrics",
+            &[(
                 json!({"node": "pve1", "timeframe": "hour"}),
-            )
-            .await;
-        assert!(denied.contains("403"), "{denied}");
-        assert!(
-            denied.contains("Sys.Audit") && denied.contains("/nodes/pve1"),
-            "{denied}"
-        );
+                &["403", "Sys.Audit", "/nodes/pve1"],
+            )],
+        )
+        .await;
         // It stops at the first refusal.
         assert_eq!(paths(&sim), ["/api2/json/nodes/pve1/status?"]);
         assert_no_schema_violations(&sim);
@@ -662,21 +668,15 @@ fn ids(out: &Value) -> Vec<String> {
 #[tokio::test]
 async fn list_resources_counts_every_kind_in_order() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_list_resources", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", text(&result));
-        let out = result.structured_content.clone().unwrap();
-        assert_eq!(
-            out["count_by_type"],
-            json!({"pool": 1, "qemu": 8, "lxc": 5, "node": 3, "storage": 9, "sdn": 2})
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server.ok_result("pve_list_resources", json!({})).await;
+        assert_fields(
+            "resources",
+            &out,
+            json!({"count_by_type": {"pool": 1, "qemu": 8, "lxc": 5, "node": 3, "storage": 9, "sdn": 2},
+                   "total": 28, "returned": 28, "omitted": 0, "limit": 200,
+                   "next_offset": null, "cluster": "default"}),
         );
-        assert_eq!(out["total"], 28);
-        assert_eq!(out["returned"], 28);
-        assert_eq!(out["omitted"], 0);
-        assert_eq!(out["limit"], 200);
-        assert_eq!(out["next_offset"], Value::Null);
-        assert_eq!(out["cluster"], "default");
         let ids = ids(&out);
         assert_eq!(
             ids[..15],
@@ -717,50 +717,47 @@ async fn list_resources_counts_every_kind_in_order() {
             ]
         );
         let r = out["resources"].as_array().unwrap();
+        // Whole entries: a pool and an SDN zone.
         assert_eq!(
             r[0],
             json!({"kind": "pool", "id": "/pool/production", "type": "pool", "pool": "production"})
         );
-        let web = &r[1];
-        assert_eq!(web["kind"], "guest");
-        assert_eq!(web["type"], "qemu");
-        assert_eq!(web["vmid"], 100);
-        assert_eq!(web["name"], "web-frontend-01");
-        assert_eq!(web["node"], "pve1");
-        assert_eq!(web["status"], "running");
-        assert_eq!(web["pool"], "production");
-        assert_eq!(web["tags"], json!(["prod", "web"]));
-        assert_eq!(web["hastate"], "started");
-        assert_eq!(web["template"], false);
-        assert_eq!(web["maxmem"], 4096u64 * 1024 * 1024);
-        let offline_guest = &r[6];
-        assert_eq!(offline_guest["vmid"], 105);
-        assert_eq!(offline_guest["status"], "unknown");
-        assert_eq!(offline_guest["cpu"], Value::Null);
-        let node = &r[14];
-        assert_eq!(node["kind"], "node");
-        assert_eq!(node["status"], "online");
-        assert_eq!(node["maxcpu"], 32);
-        assert_eq!(node["uptime"], 3_456_789);
-        let local = &r[17];
-        assert_eq!(local["kind"], "storage");
-        assert_eq!(local["storage"], "local");
-        assert_eq!(local["plugintype"], "dir");
-        assert_eq!(local["status"], "available");
-        assert_eq!(local["shared"], false);
-        assert_eq!(local["content"], json!(["backup", "iso", "vztmpl"]));
-        assert_eq!(local["disk"], 14_298_456_064u64);
-        assert_eq!(local["maxdisk"], 100_861_726_720u64);
-        assert_approx(&local["used_fraction"], 0.1418);
-        let nfs_on_pve3 = &r[25];
-        assert_eq!(nfs_on_pve3["storage"], "nfs-backup");
-        assert_eq!(nfs_on_pve3["shared"], true);
-        assert_eq!(nfs_on_pve3["status"], "unknown");
-        assert_eq!(nfs_on_pve3["used_fraction"], Value::Null);
         assert_eq!(
             r[26],
             json!({"kind": "sdn", "id": "sdn/pve1/localnetwork", "type": "sdn", "sdn": "localnetwork", "node": "pve1", "status": "ok"})
         );
+        // (position, fields): a guest, a guest on the offline node, a node,
+        // a storage and the shared storage on the offline node.
+        let samples = [
+            (
+                1,
+                json!({"kind": "guest", "type": "qemu", "vmid": 100, "name": "web-frontend-01",
+                       "node": "pve1", "status": "running", "pool": "production",
+                       "tags": ["prod", "web"], "hastate": "started", "template": false,
+                       "maxmem": 4096u64 * 1024 * 1024}),
+            ),
+            (6, json!({"vmid": 105, "status": "unknown", "cpu": null})),
+            (
+                14,
+                json!({"kind": "node", "status": "online", "maxcpu": 32, "uptime": 3_456_789}),
+            ),
+            (
+                17,
+                json!({"kind": "storage", "storage": "local", "plugintype": "dir",
+                       "status": "available", "shared": false,
+                       "content": ["backup", "iso", "vztmpl"], "disk": 14_298_456_064u64,
+                       "maxdisk": 100_861_726_720u64}),
+            ),
+            (
+                25,
+                json!({"storage": "nfs-backup", "shared": true, "status": "unknown",
+                       "used_fraction": null}),
+            ),
+        ];
+        for (i, fields) in samples {
+            assert_fields(&format!("resources[{i}]"), &r[i], fields);
+        }
+        assert_approx(&r[17]["used_fraction"], 0.1418);
         assert!(
             text(&result).contains("28 resources"),
             "{}",
@@ -775,8 +772,7 @@ async fn list_resources_counts_every_kind_in_order() {
 #[tokio::test]
 async fn list_resources_each_filter_narrows_it() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let cases: Vec<(Value, Value, usize)> = vec![
             (
                 json!({"resource_type": "vm"}),
@@ -857,8 +853,7 @@ async fn list_resources_each_filter_narrows_it() {
 #[tokio::test]
 async fn list_resources_pages_and_refuses_bad_input() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_list_resources";
         assert_all_invalid(
             &sim,
@@ -879,15 +874,11 @@ async fn list_resources_pages_and_refuses_bad_input() {
         .await;
 
         let first = server.ok(t, json!({"limit": 5})).await;
-        assert_eq!(first["returned"], 5);
-        assert_eq!(first["total"], 28);
-        assert_eq!(first["omitted"], 23);
-        assert_eq!(first["next_offset"], 5);
+        assert_page(&first, 28, 5, 0, Some(5));
         // Counts cover every match, not just the page.
         assert_eq!(first["count_by_type"]["storage"], 9);
         let second = server.ok(t, json!({"limit": 5, "offset": 5})).await;
-        assert_eq!(second["offset"], 5);
-        assert_eq!(second["next_offset"], 10);
+        assert_page(&second, 28, 5, 5, Some(10));
         assert_eq!(ids(&second)[0], "qemu/104");
         assert!(ids(&first).iter().all(|id| !ids(&second).contains(id)));
         let last = server.ok(t, json!({"limit": 5, "offset": 25})).await;
@@ -899,10 +890,9 @@ async fn list_resources_pages_and_refuses_bad_input() {
                 "sdn/pve2/localnetwork"
             ]
         );
-        assert_eq!(last["next_offset"], Value::Null);
+        assert_page(&last, 28, 3, 25, None);
         let past = server.ok(t, json!({"offset": 1000})).await;
-        assert_eq!(past["returned"], 0);
-        assert_eq!(past["total"], 28);
+        assert_page(&past, 28, 0, 1000, None);
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -911,8 +901,7 @@ async fn list_resources_pages_and_refuses_bad_input() {
 #[tokio::test]
 async fn list_resources_for_the_auditor_is_filtered_not_refused() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
+        let (sim, server) = started(Opts::auditor()).await;
         let out = server.ok("pve_list_resources", json!({})).await;
         assert_eq!(
             ids(&out),
@@ -931,10 +920,11 @@ async fn list_resources_for_the_auditor_is_filtered_not_refused() {
         );
         assert_eq!(out["total"], 6);
         // Nodes without Sys.Audit carry no figures.
-        let node = &out["resources"][3];
-        assert_eq!(node["status"], "online");
-        assert_eq!(node["cpu"], Value::Null);
-        assert_eq!(node["maxmem"], Value::Null);
+        assert_fields(
+            "resources[3]",
+            &out["resources"][3],
+            json!({"status": "online", "cpu": null, "maxmem": null}),
+        );
         assert_eq!(out["cluster"], "default");
         let storage = server
             .ok("pve_list_resources", json!({"resource_type": "storage"}))

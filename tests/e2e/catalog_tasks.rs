@@ -35,15 +35,6 @@ fn upids(out: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Asserts the paging fields of an answer.
-fn assert_page(out: &Value, total: u64, returned: u64, offset: u64, next: Option<u64>) {
-    assert_eq!(out["total"], total, "total: {out}");
-    assert_eq!(out["returned"], returned, "returned: {out}");
-    assert_eq!(out["omitted"], total - returned, "omitted: {out}");
-    assert_eq!(out["offset"], offset, "offset: {out}");
-    assert_eq!(out["next_offset"], json!(next), "next_offset: {out}");
-}
-
 /// The UPID of the one task with this type and id, found cluster-wide.
 async fn find_upid(server: &Server, ty: &str, vmid: u64) -> String {
     let out = server
@@ -53,18 +44,29 @@ async fn find_upid(server: &Server, ty: &str, vmid: u64) -> String {
     out["tasks"][0]["upid"].as_str().unwrap().to_owned()
 }
 
+/// A filter case: arguments, total, the (type, id) of each task where the
+/// answer is short, and what every task in it matches.
+type Filter = (
+    Value,
+    u64,
+    &'static [(&'static str, &'static str)],
+    fn(&Value) -> bool,
+);
+
 // ------------------------------------------------------------------ tasks
 
 #[tokio::test]
 async fn list_tasks_cluster_wide_is_newest_first_and_classified() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let out = server.ok("pve_list_tasks", json!({})).await;
-        assert_eq!(out["cluster"], "default");
-        assert_eq!(out["source"], "cluster");
+        let (sim, server) = started(Opts::default()).await;
+        let (result, out) = server.ok_result("pve_list_tasks", json!({})).await;
+        assert_fields(
+            "the list",
+            &out,
+            json!({"cluster": "default", "source": "cluster", "limit": 50,
+                   "counts": {"running": 1, "ok": 7, "warning": 2, "error": 2}}),
+        );
         assert_page(&out, 12, 12, 0, None);
-        assert_eq!(out["limit"], 50);
         let expected = [
             ("vzdump", "103"),
             ("qmstart", "107"),
@@ -90,50 +92,40 @@ async fn list_tasks_cluster_wide_is_newest_first_and_classified() {
             starts.windows(2).all(|w| w[0] >= w[1]),
             "newest first: {starts:?}"
         );
-        assert_eq!(
-            out["counts"],
-            json!({"running": 1, "ok": 7, "warning": 2, "error": 2})
-        );
 
-        let running = &out["tasks"][0];
-        assert_eq!(running["node"], "pve2");
-        assert_eq!(running["status"], "running");
-        assert_eq!(running["exitstatus"], Value::Null);
-        assert_eq!(running["endtime"], Value::Null);
-        assert_eq!(running["duration"], Value::Null);
-
-        let failed = &out["tasks"][7];
-        assert_eq!(failed["node"], "pve1");
-        assert_eq!(failed["status"], "error");
-        assert_eq!(
-            failed["exitstatus"],
-            "start failed: QEMU exited with code 1"
-        );
-        assert_eq!(failed["user"], "root@pam");
-        assert_eq!(failed["tokenid"], "mcp");
-        assert_eq!(failed["duration"], 2);
-
-        let apt = &out["tasks"][4];
-        assert_eq!(apt["status"], "warning");
-        assert_eq!(apt["exitstatus"], "WARNINGS: 2");
-        assert_eq!(apt["id"], Value::Null, "an empty id is null: {apt}");
-        assert_eq!(apt["tokenid"], Value::Null);
-        assert_eq!(apt["duration"], 22);
-        assert_eq!(apt["starttime_iso"], "2026-11-28T12:00:30Z");
-
-        let long = &out["tasks"][9];
-        assert_eq!(long["upid"], LONG_LOG_UPID);
-        assert_eq!(long["status"], "ok");
-        assert_eq!(long["exitstatus"], "OK");
-        assert_eq!(long["starttime"], 1_795_827_600u64);
-        assert_eq!(long["starttime_iso"], "2026-11-28T01:00:00Z");
-        assert_eq!(long["duration"], 1_243);
-        assert_eq!(long["endtime"], 1_795_827_600u64 + 1_243);
-
-        let pve3 = &out["tasks"][11];
-        assert_eq!(pve3["node"], "pve3");
-        assert_eq!(pve3["status"], "ok");
-        let text = summary(&server.call("pve_list_tasks", json!({})).await);
+        // (position, fields): the running, failed, warning (an empty id is
+        // null), long-log and offline-node tasks.
+        let samples = [
+            (
+                0,
+                json!({"node": "pve2", "status": "running", "exitstatus": null,
+                       "endtime": null, "duration": null}),
+            ),
+            (
+                7,
+                json!({"node": "pve1", "status": "error",
+                       "exitstatus": "start failed: QEMU exited with code 1",
+                       "user": "root@pam", "tokenid": "mcp", "duration": 2}),
+            ),
+            (
+                4,
+                json!({"status": "warning", "exitstatus": "WARNINGS: 2", "id": null,
+                       "tokenid": null, "duration": 22,
+                       "starttime_iso": "2026-11-28T12:00:30Z"}),
+            ),
+            (
+                9,
+                json!({"upid": LONG_LOG_UPID, "status": "ok", "exitstatus": "OK",
+                       "starttime": 1_795_827_600u64,
+                       "starttime_iso": "2026-11-28T01:00:00Z", "duration": 1_243,
+                       "endtime": 1_795_827_600u64 + 1_243}),
+            ),
+            (11, json!({"node": "pve3", "status": "ok"})),
+        ];
+        for (i, fields) in samples {
+            assert_fields(&format!("tasks[{i}]"), &out["tasks"][i], fields);
+        }
+        let text = summary(&result);
         assert!(
             text.contains("1 running, 7 ok, 2 warning, 2 error"),
             "{text}"
@@ -153,33 +145,57 @@ async fn list_tasks_cluster_wide_is_newest_first_and_classified() {
 #[tokio::test]
 async fn list_tasks_cluster_filters_run_client_side() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let ok = |args: Value| server.ok("pve_list_tasks", args);
 
-        let by_vmid = ok(json!({"vmid": 100})).await;
-        assert_eq!(
-            kinds(&by_vmid),
-            [
-                ("qmsnapshot".into(), "100".into()),
-                ("vncproxy".into(), "100".into()),
-                ("qmstart".into(), "100".into())
-            ]
-        );
-        assert_eq!(by_vmid["total"], 3);
+        let since = |t: &Value| t["starttime"].as_u64().unwrap() >= 1_795_867_200;
+        let filters: [Filter; 9] = [
+            (
+                json!({"vmid": 100}),
+                3,
+                &[
+                    ("qmsnapshot", "100"),
+                    ("vncproxy", "100"),
+                    ("qmstart", "100"),
+                ],
+                |t| t["id"] == "100",
+            ),
+            (json!({"type": "vzdump"}), 3, &[], |t| t["type"] == "vzdump"),
+            // errors: true means "did not end OK", as Proxmox's own filter.
+            (json!({"errors": true}), 4, &[], |t| {
+                t["status"] == "error" || t["status"] == "warning"
+            }),
+            (json!({"running": true}), 1, &[("vzdump", "103")], |t| {
+                t["status"] == "running"
+            }),
+            (json!({"running": false}), 11, &[], |t| {
+                t["status"] != "running"
+            }),
+            // T0 + 12 h, as epoch seconds and as ISO-8601.
+            (json!({"since": 1_795_867_200u64}), 5, &[], since),
+            (json!({"since": "2026-11-28T12:00:00Z"}), 5, &[], since),
+            // Everything but pve3's old task.
+            (json!({"since": "2026-11-28"}), 11, &[], |_| true),
+            (
+                json!({"type": "qmstart", "errors": true}),
+                1,
+                &[("qmstart", "104")],
+                |t| t["type"] == "qmstart",
+            ),
+        ];
+        for (args, total, expected, each) in filters {
+            let out = ok(args.clone()).await;
+            assert_eq!(out["total"], total, "{args}: {out}");
+            if !expected.is_empty() {
+                let got = kinds(&out);
+                let got: Vec<(&str, &str)> =
+                    got.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                assert_eq!(got, expected, "{args}");
+            }
+            assert!(tasks(&out).iter().all(each), "{args}: {out}");
+        }
 
-        let by_type = ok(json!({"type": "vzdump"})).await;
-        assert_eq!(by_type["total"], 3);
-        assert!(tasks(&by_type).iter().all(|t| t["type"] == "vzdump"));
-
-        // errors: true means "did not end OK", as Proxmox's own filter.
         let errors = ok(json!({"errors": true})).await;
-        assert_eq!(errors["total"], 4, "{errors}");
-        assert!(
-            tasks(&errors)
-                .iter()
-                .all(|t| t["status"] == "error" || t["status"] == "warning")
-        );
         let failed: Vec<_> = tasks(&errors)
             .iter()
             .filter(|t| t["status"] == "error")
@@ -200,27 +216,7 @@ async fn list_tasks_cluster_filters_run_client_side() {
         );
 
         let running = ok(json!({"running": true})).await;
-        assert_eq!(kinds(&running), [("vzdump".into(), "103".into())]);
         assert_eq!(running["counts"]["running"], 1);
-        let finished = ok(json!({"running": false})).await;
-        assert_eq!(finished["total"], 11);
-        assert!(tasks(&finished).iter().all(|t| t["status"] != "running"));
-
-        // T0 + 12 h, as epoch seconds and as ISO-8601.
-        for since in [json!(1_795_867_200u64), json!("2026-11-28T12:00:00Z")] {
-            let recent = ok(json!({"since": since})).await;
-            assert_eq!(recent["total"], 5, "since {since}: {recent}");
-            assert!(
-                tasks(&recent)
-                    .iter()
-                    .all(|t| t["starttime"].as_u64().unwrap() >= 1_795_867_200)
-            );
-        }
-        let day = ok(json!({"since": "2026-11-28"})).await;
-        assert_eq!(day["total"], 11, "everything but pve3's old task");
-
-        let both = ok(json!({"type": "qmstart", "errors": true})).await;
-        assert_eq!(kinds(&both), [("qmstart".into(), "104".into())]);
 
         let none = server.call("pve_list_tasks", json!({"vmid": 555})).await;
         let s = none.structured_content.clone().unwrap();
@@ -228,16 +224,19 @@ async fn list_tasks_cluster_filters_run_client_side() {
         assert!(summary(&none).contains("Sys.Audit"), "{}", summary(&none));
 
         // Paging.
-        let all = ok(json!({})).await;
-        let first = ok(json!({"limit": 5})).await;
-        assert_page(&first, 12, 5, 0, Some(5));
-        assert_eq!(upids(&first), upids(&all)[..5]);
-        let second = ok(json!({"limit": 5, "offset": 5})).await;
-        assert_page(&second, 12, 5, 5, Some(10));
-        assert_eq!(upids(&second), upids(&all)[5..10]);
-        let last = ok(json!({"limit": 5, "offset": 10})).await;
-        assert_page(&last, 12, 2, 10, None);
-        assert_eq!(upids(&last), upids(&all)[10..]);
+        let all = upids(&ok(json!({})).await);
+        // (arguments, offset, returned, next_offset)
+        let pages = [
+            (json!({"limit": 5}), 0, 5, Some(5)),
+            (json!({"limit": 5, "offset": 5}), 5, 5, Some(10)),
+            (json!({"limit": 5, "offset": 10}), 10, 2, None),
+        ];
+        for (args, offset, returned, next) in pages {
+            let page = ok(args).await;
+            assert_page(&page, 12, returned, offset, next);
+            let at = offset as usize;
+            assert_eq!(upids(&page), all[at..at + returned as usize], "{page}");
+        }
 
         assert!(
             paths(&sim).iter().all(|p| p == "/api2/json/cluster/tasks?"),
@@ -252,12 +251,15 @@ async fn list_tasks_cluster_filters_run_client_side() {
 #[tokio::test]
 async fn list_tasks_per_node_passes_the_filters_to_proxmox() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
 
         let pve1 = server.ok("pve_list_tasks", json!({"node": "pve1"})).await;
-        assert_eq!(pve1["cluster"], "default");
-        assert_eq!(pve1["source"], "node");
+        assert_fields(
+            "pve1",
+            &pve1,
+            json!({"cluster": "default", "source": "node",
+                   "counts": {"running": 0, "ok": 5, "warning": 1, "error": 1}}),
+        );
         assert_page(&pve1, 7, 7, 0, None);
         assert!(tasks(&pve1).iter().all(|t| t["node"] == "pve1"));
         assert_eq!(
@@ -271,10 +273,6 @@ async fn list_tasks_per_node_passes_the_filters_to_proxmox() {
                 ("qmstart".into(), "100".into()),
                 ("vzdump".into(), "".into()),
             ]
-        );
-        assert_eq!(
-            pve1["counts"],
-            json!({"running": 0, "ok": 5, "warning": 1, "error": 1})
         );
         assert_eq!(pve1["tasks"][4]["status"], "error");
         assert_eq!(pve1["tasks"][1]["status"], "warning");
@@ -302,8 +300,11 @@ async fn list_tasks_per_node_passes_the_filters_to_proxmox() {
             .ok("pve_list_tasks", json!({"node": "pve2", "running": true}))
             .await;
         assert_eq!(kinds(&running), [("vzdump".into(), "103".into())]);
-        assert_eq!(running["tasks"][0]["status"], "running");
-        assert_eq!(running["tasks"][0]["exitstatus"], Value::Null);
+        assert_fields(
+            "the running task",
+            &running["tasks"][0],
+            json!({"status": "running", "exitstatus": null}),
+        );
         let finished = server
             .ok("pve_list_tasks", json!({"node": "pve2", "running": false}))
             .await;
@@ -352,8 +353,7 @@ async fn list_tasks_per_node_passes_the_filters_to_proxmox() {
 #[tokio::test]
 async fn list_tasks_errors_filter_is_the_same_per_node_and_cluster_wide() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let out = server
             .ok("pve_list_tasks", json!({"node": "pve1", "errors": true}))
             .await;
@@ -393,8 +393,7 @@ async fn list_tasks_errors_filter_is_the_same_per_node_and_cluster_wide() {
 #[tokio::test]
 async fn list_tasks_errors_bad_input_offline_node_and_auditor() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_list_tasks";
         assert_all_invalid(
             &sim,
@@ -418,20 +417,21 @@ async fn list_tasks_errors_bad_input_offline_node_and_auditor() {
         )
         .await;
 
-        let offline = server.err(t, json!({"node": "pve3"})).await;
-        assert!(
-            offline.contains("595") && offline.contains("unreachable"),
-            "{offline}"
-        );
-        let unknown = server.err(t, json!({"node": "pve9"})).await;
-        assert!(unknown.contains("pve9"), "{unknown}");
+        assert_refusals(
+            &server,
+            t,
+            &[
+                (json!({"node": "pve3"}), &["595", "unreachable"]),
+                (json!({"node": "pve9"}), &["pve9"]),
+            ],
+        )
+        .await;
         server.ok(t, json!({})).await;
         assert_no_schema_violations(&sim);
 
         // The auditor has no Sys.Audit and started no task: it sees none,
         // and is told why.
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
+        let (sim, server) = started(Opts::auditor()).await;
         for args in [json!({}), json!({"node": "pve1"})] {
             let result = server.call(t, args.clone()).await;
             assert_eq!(result.is_error, Some(false), "{args}: {}", summary(&result));
@@ -504,26 +504,19 @@ async fn list_tasks_is_bounded_on_the_large_cluster() {
 #[tokio::test]
 async fn task_status_of_the_long_log_task_takes_its_node_from_the_upid() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let s = server
             .ok("pve_get_task_status", json!({"upid": LONG_LOG_UPID}))
             .await;
-        assert_eq!(s["cluster"], "default");
-        assert_eq!(s["upid"], LONG_LOG_UPID);
-        assert_eq!(s["node"], "pve1");
-        assert_eq!(s["pid"], 0x000A_3F1C);
-        assert_eq!(s["pstart"], 0x1449_7B40);
-        assert_eq!(s["starttime"], 1_795_827_600u64);
-        assert_eq!(s["starttime_iso"], "2026-11-28T01:00:00Z");
-        assert_eq!(s["type"], "vzdump");
-        assert_eq!(s["id"], Value::Null);
-        assert_eq!(s["user"], "root@pam");
-        assert_eq!(s["tokenid"], Value::Null);
-        assert_eq!(s["status"], "stopped");
-        assert_eq!(s["exitstatus"], "OK");
-        assert_eq!(s["outcome"], "ok");
-        assert_eq!(s["hint"], Value::Null);
+        assert_fields(
+            "the long-log task",
+            &s,
+            json!({"cluster": "default", "upid": LONG_LOG_UPID, "node": "pve1",
+                   "pid": 0x000A_3F1C, "pstart": 0x1449_7B40,
+                   "starttime": 1_795_827_600u64, "starttime_iso": "2026-11-28T01:00:00Z",
+                   "type": "vzdump", "id": null, "user": "root@pam", "tokenid": null,
+                   "status": "stopped", "exitstatus": "OK", "outcome": "ok", "hint": null}),
+        );
         let requests = sim.requests();
         assert_eq!(requests.len(), 1, "{requests:?}");
         assert!(
@@ -549,24 +542,19 @@ async fn task_status_of_the_long_log_task_takes_its_node_from_the_upid() {
 #[tokio::test]
 async fn task_status_of_failed_warning_and_running_tasks() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
 
         let failed_upid = find_upid(&server, "qmstart", 104).await;
-        let result = server
-            .call("pve_get_task_status", json!({"upid": failed_upid}))
+        let (result, failed) = server
+            .ok_result("pve_get_task_status", json!({"upid": failed_upid}))
             .await;
-        assert_eq!(result.is_error, Some(false));
-        let failed = result.structured_content.clone().unwrap();
-        assert_eq!(failed["status"], "stopped");
-        assert_eq!(failed["outcome"], "error");
-        assert_eq!(
-            failed["exitstatus"],
-            "start failed: QEMU exited with code 1"
+        assert_fields(
+            "the failed task",
+            &failed,
+            json!({"status": "stopped", "outcome": "error",
+                   "exitstatus": "start failed: QEMU exited with code 1",
+                   "id": "104", "user": "root@pam", "tokenid": "mcp"}),
         );
-        assert_eq!(failed["id"], "104");
-        assert_eq!(failed["user"], "root@pam");
-        assert_eq!(failed["tokenid"], "mcp");
         assert!(
             failed["hint"]
                 .as_str()
@@ -584,10 +572,12 @@ async fn task_status_of_failed_warning_and_running_tasks() {
         let running = server
             .ok("pve_get_task_status", json!({"upid": running_upid}))
             .await;
-        assert_eq!(running["node"], "pve2");
-        assert_eq!(running["status"], "running");
-        assert_eq!(running["outcome"], "running");
-        assert_eq!(running["exitstatus"], Value::Null);
+        assert_fields(
+            "the running task",
+            &running,
+            json!({"node": "pve2", "status": "running", "outcome": "running",
+                   "exitstatus": null}),
+        );
         assert!(
             running["hint"].as_str().unwrap().contains("still running"),
             "{running}"
@@ -600,9 +590,11 @@ async fn task_status_of_failed_warning_and_running_tasks() {
         let apt = server
             .ok("pve_get_task_status", json!({"upid": apt_upid}))
             .await;
-        assert_eq!(apt["outcome"], "warning");
-        assert_eq!(apt["exitstatus"], "WARNINGS: 2");
-        assert_eq!(apt["id"], Value::Null);
+        assert_fields(
+            "the warning task",
+            &apt,
+            json!({"outcome": "warning", "exitstatus": "WARNINGS: 2", "id": null}),
+        );
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -611,8 +603,7 @@ async fn task_status_of_failed_warning_and_running_tasks() {
 #[tokio::test]
 async fn task_status_errors_are_explained() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_task_status";
         assert_all_invalid(
             &sim,
@@ -647,41 +638,37 @@ async fn task_status_errors_are_explained() {
             ],
         )
         .await;
-        let mismatch = server
-            .err(t, json!({"upid": LONG_LOG_UPID, "node": "pve2"}))
-            .await;
-        assert!(mismatch.contains("pve1"), "{mismatch}");
-
-        let unknown = server.err(t, json!({"upid": UNKNOWN_UPID})).await;
-        assert!(
-            unknown.contains("400")
-                && unknown.contains("rejected the request parameters")
-                && unknown.contains("no such task"),
-            "{unknown}"
-        );
-
-        let offline = server
-            .err(
-                t,
-                json!({"upid": "UPID:pve3:00001234:00ABCDEF:6B0A2790:qmstart:105:root@pam:"}),
-            )
-            .await;
-        assert!(
-            offline.contains("595") && offline.contains("unreachable"),
-            "{offline}"
-        );
+        assert_refusals(
+            &server,
+            t,
+            &[
+                // A node the UPID contradicts: the UPID's node is named.
+                (json!({"upid": LONG_LOG_UPID, "node": "pve2"}), &["pve1"]),
+                (
+                    json!({"upid": UNKNOWN_UPID}),
+                    &["400", "rejected the request parameters", "no such task"],
+                ),
+                (
+                    json!({"upid": "UPID:pve3:00001234:00ABCDEF:6B0A2790:qmstart:105:root@pam:"}),
+                    &["595", "unreachable"],
+                ),
+            ],
+        )
+        .await;
         server.ok(t, json!({"upid": LONG_LOG_UPID})).await;
         assert_no_schema_violations(&sim);
 
         // Another user's task needs Sys.Audit on the node.
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
-        let denied = server.err(t, json!({"upid": LONG_LOG_UPID})).await;
-        assert!(
-            denied.contains("Sys.Audit") && denied.contains("/nodes/pve1"),
-            "{denied}"
-        );
-        assert!(denied.contains("pveum"), "{denied}");
+        let (sim, server) = started(Opts::auditor()).await;
+        assert_refusals(
+            &server,
+            t,
+            &[(
+                json!({"upid": LONG_LOG_UPID}),
+                &["Sys.Audit", "/nodes/pve1", "pveum"],
+            )],
+        )
+        .await;
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -692,29 +679,24 @@ async fn task_status_errors_are_explained() {
 #[tokio::test]
 async fn task_log_tail_defaults_to_the_last_50_lines() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call("pve_get_task_log", json!({"upid": LONG_LOG_UPID}))
+        let (sim, server) = started(Opts::default()).await;
+        let (result, log) = server
+            .ok_result("pve_get_task_log", json!({"upid": LONG_LOG_UPID}))
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let log = result.structured_content.clone().unwrap();
-        assert_eq!(log["cluster"], "default");
-        assert_eq!(log["upid"], LONG_LOG_UPID);
-        assert_eq!(log["node"], "pve1");
-        assert_eq!(log["mode"], "tail");
-        assert_eq!(log["total_lines"], 413);
+        assert_fields(
+            "the tail",
+            &log,
+            json!({"cluster": "default", "upid": LONG_LOG_UPID, "node": "pve1",
+                   "mode": "tail", "total_lines": 413, "first_line": 364,
+                   "last_line": 413, "has_more_before": true, "has_more_after": false,
+                   "task_result": "TASK OK"}),
+        );
         let lines = log["lines"].as_array().unwrap();
         assert_eq!(lines.len(), 50);
         let numbers: Vec<u64> = lines.iter().map(|l| l["n"].as_u64().unwrap()).collect();
         assert_eq!(numbers, (364..=413).collect::<Vec<_>>());
-        assert_eq!(log["first_line"], 364);
-        assert_eq!(log["last_line"], 413);
         assert_eq!(lines[49]["text"], "TASK OK");
         assert_eq!(lines[48]["text"], "INFO: Backup job finished successfully");
-        assert_eq!(log["has_more_before"], true);
-        assert_eq!(log["has_more_after"], false);
-        assert_eq!(log["task_result"], "TASK OK");
         assert!(summary(&result).contains("TASK OK"), "{}", summary(&result));
         let p = paths(&sim);
         assert_eq!(p.len(), 2, "probe then tail: {p:?}");
@@ -746,14 +728,13 @@ async fn task_log_tail_defaults_to_the_last_50_lines() {
         let short = server
             .ok("pve_get_task_log", json!({"upid": failed_upid}))
             .await;
-        assert_eq!(short["total_lines"], 7);
         assert_eq!(short["lines"].as_array().unwrap().len(), 7);
-        assert_eq!(short["first_line"], 1);
-        assert_eq!(short["has_more_before"], false);
-        assert_eq!(short["has_more_after"], false);
-        assert_eq!(
-            short["task_result"],
-            "TASK ERROR: start failed: QEMU exited with code 1"
+        assert_fields(
+            "the short log",
+            &short,
+            json!({"total_lines": 7, "first_line": 1, "has_more_before": false,
+                   "has_more_after": false,
+                   "task_result": "TASK ERROR: start failed: QEMU exited with code 1"}),
         );
         assert_eq!(sim.requests().len(), 1, "{:?}", paths(&sim));
 
@@ -763,9 +744,11 @@ async fn task_log_tail_defaults_to_the_last_50_lines() {
             .call("pve_get_task_log", json!({"upid": running_upid}))
             .await;
         let r = running.structured_content.clone().unwrap();
-        assert_eq!(r["node"], "pve2");
-        assert_eq!(r["task_result"], Value::Null);
-        assert_eq!(r["has_more_after"], false);
+        assert_fields(
+            "the running task's log",
+            &r,
+            json!({"node": "pve2", "task_result": null, "has_more_after": false}),
+        );
         assert!(
             summary(&running).contains("still running"),
             "{}",
@@ -779,62 +762,53 @@ async fn task_log_tail_defaults_to_the_last_50_lines() {
 #[tokio::test]
 async fn task_log_pages_forward_with_start_and_limit() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let head = server
-            .ok(
-                "pve_get_task_log",
-                json!({"upid": LONG_LOG_UPID, "start": 0, "limit": 10}),
-            )
-            .await;
-        assert_eq!(head["cluster"], "default");
-        assert_eq!(head["mode"], "range");
-        let lines = head["lines"].as_array().unwrap();
-        assert_eq!(lines.len(), 10);
-        assert_eq!(head["first_line"], 1);
-        assert_eq!(head["last_line"], 10);
-        assert!(
-            lines[0]["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("INFO: starting new backup job: vzdump 100 101 104 106 108"),
-            "{}",
-            lines[0]
-        );
-        assert_eq!(head["total_lines"], 413);
-        assert_eq!(head["has_more_before"], false);
-        assert_eq!(head["has_more_after"], true);
-        assert_eq!(head["task_result"], Value::Null);
-
-        let next = server
-            .ok(
-                "pve_get_task_log",
-                json!({"upid": LONG_LOG_UPID, "start": 10, "limit": 10}),
-            )
-            .await;
-        assert_eq!(next["first_line"], 11);
-        assert_eq!(next["last_line"], 20);
-        assert_eq!(next["has_more_before"], true);
-
-        let default_limit = server
-            .ok(
-                "pve_get_task_log",
-                json!({"upid": LONG_LOG_UPID, "start": 100}),
-            )
-            .await;
-        assert_eq!(default_limit["lines"].as_array().unwrap().len(), 50);
-        assert_eq!(default_limit["first_line"], 101);
-
-        let end = server
-            .ok(
-                "pve_get_task_log",
-                json!({"upid": LONG_LOG_UPID, "start": 410, "limit": 50}),
-            )
-            .await;
-        assert_eq!(end["first_line"], 411);
-        assert_eq!(end["last_line"], 413);
-        assert_eq!(end["has_more_after"], false);
-        assert_eq!(end["task_result"], "TASK OK");
+        let (sim, server) = started(Opts::default()).await;
+        // (start, limit, lines returned, fields of the answer)
+        let ranges = [
+            (
+                0,
+                Some(10),
+                10,
+                json!({"cluster": "default", "mode": "range", "first_line": 1,
+                       "last_line": 10, "total_lines": 413, "has_more_before": false,
+                       "has_more_after": true, "task_result": null}),
+            ),
+            (
+                10,
+                Some(10),
+                10,
+                json!({"first_line": 11, "last_line": 20, "has_more_before": true}),
+            ),
+            // The default limit is 50.
+            (100, None, 50, json!({"first_line": 101})),
+            (
+                410,
+                Some(50),
+                3,
+                json!({"first_line": 411, "last_line": 413, "has_more_after": false,
+                       "task_result": "TASK OK"}),
+            ),
+        ];
+        for (start, limit, count, fields) in ranges {
+            let mut args = json!({"upid": LONG_LOG_UPID, "start": start});
+            if let Some(limit) = limit {
+                args["limit"] = json!(limit);
+            }
+            let range = server.ok("pve_get_task_log", args.clone()).await;
+            let lines = range["lines"].as_array().unwrap();
+            assert_eq!(lines.len(), count, "{args}");
+            assert_fields(&args.to_string(), &range, fields);
+            if start == 0 {
+                assert!(
+                    lines[0]["text"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("INFO: starting new backup job: vzdump 100 101 104 106 108"),
+                    "{}",
+                    lines[0]
+                );
+            }
+        }
 
         assert_eq!(
             paths(&sim)
@@ -856,8 +830,7 @@ async fn task_log_pages_forward_with_start_and_limit() {
 #[tokio::test]
 async fn task_log_errors_are_explained() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_task_log";
         let u = LONG_LOG_UPID;
         assert_all_invalid(
@@ -879,21 +852,22 @@ async fn task_log_errors_are_explained() {
         )
         .await;
 
-        let unknown = server.err(t, json!({"upid": UNKNOWN_UPID})).await;
-        assert!(
-            unknown.contains("400") && unknown.contains("no such task"),
-            "{unknown}"
-        );
+        assert_refusals(
+            &server,
+            t,
+            &[(json!({"upid": UNKNOWN_UPID}), &["400", "no such task"])],
+        )
+        .await;
         server.ok(t, json!({"upid": u, "tail": 1})).await;
         assert_no_schema_violations(&sim);
 
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
-        let denied = server.err(t, json!({"upid": u})).await;
-        assert!(
-            denied.contains("Sys.Audit") && denied.contains("/nodes/pve1"),
-            "{denied}"
-        );
+        let (sim, server) = started(Opts::auditor()).await;
+        assert_refusals(
+            &server,
+            t,
+            &[(json!({"upid": u}), &["Sys.Audit", "/nodes/pve1"])],
+        )
+        .await;
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -904,15 +878,18 @@ async fn task_log_errors_are_explained() {
 #[tokio::test]
 async fn list_ha_shows_master_lrms_and_resources() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_list_ha", json!({})).await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let ha = result.structured_content.clone().unwrap();
-        assert_eq!(ha["cluster"], "default");
-        assert_eq!(ha["quorum"]["ok"], true);
-        assert_eq!(ha["quorum"]["quorate"], true);
-        assert_eq!(ha["quorum"]["status"], "OK");
+        let (sim, server) = started(Opts::default()).await;
+        let (result, ha) = server.ok_result("pve_list_ha", json!({})).await;
+        assert_fields(
+            "HA",
+            &ha,
+            json!({"cluster": "default", "counts": [{"state": "started", "count": 3}]}),
+        );
+        assert_fields(
+            "quorum",
+            &ha["quorum"],
+            json!({"ok": true, "quorate": true, "status": "OK"}),
+        );
         assert_eq!(ha["master"]["node"], "pve1");
         assert!(
             ha["master"]["status"]
@@ -926,9 +903,12 @@ async fn list_ha_shows_master_lrms_and_resources() {
         let lrm = ha["lrm"].as_array().unwrap();
         let lrm_nodes: Vec<&str> = lrm.iter().map(|l| l["node"].as_str().unwrap()).collect();
         assert_eq!(lrm_nodes, ["pve1", "pve2", "pve3"]);
-        assert_eq!(lrm[0]["state"], "active");
-        assert_eq!(lrm[1]["state"], "active");
-        assert_eq!(lrm[2]["state"], "old timestamp - dead?");
+        for (i, state) in ["active", "active", "old timestamp - dead?"]
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(lrm[i]["state"], state, "lrm[{i}]");
+        }
         assert!(
             lrm[2]["status"]
                 .as_str()
@@ -946,26 +926,16 @@ async fn list_ha_shows_master_lrms_and_resources() {
             .map(|r| r["sid"].as_str().unwrap())
             .collect();
         assert_eq!(sids, ["ct:106", "vm:100", "vm:103"]);
-        let ct = &ha["resources"][0];
-        assert_eq!(ct["type"], "ct");
-        assert_eq!(ct["vmid"], 106);
-        assert_eq!(ct["node"], "pve1");
-        assert_eq!(ct["group"], Value::Null);
-        let vm100 = &ha["resources"][1];
-        assert_eq!(vm100["type"], "vm");
-        assert_eq!(vm100["vmid"], 100);
-        assert_eq!(vm100["state"], "started");
-        assert_eq!(vm100["crm_state"], "started");
-        assert_eq!(vm100["node"], "pve1");
-        assert_eq!(vm100["group"], "prod-ha");
-        assert_eq!(vm100["max_restart"], 1);
-        assert_eq!(vm100["max_relocate"], 1);
-        assert_eq!(vm100["comment"], "customer-facing web tier");
-        let vm103 = &ha["resources"][2];
-        assert_eq!(vm103["node"], "pve2");
-        assert_eq!(vm103["group"], "prod-ha");
-        assert_eq!(vm103["comment"], Value::Null);
-        assert_eq!(ha["counts"], json!([{"state": "started", "count": 3}]));
+        let resources = [
+            json!({"type": "ct", "vmid": 106, "node": "pve1", "group": null}),
+            json!({"type": "vm", "vmid": 100, "state": "started", "crm_state": "started",
+                   "node": "pve1", "group": "prod-ha", "max_restart": 1, "max_relocate": 1,
+                   "comment": "customer-facing web tier"}),
+            json!({"node": "pve2", "group": "prod-ha", "comment": null}),
+        ];
+        for (i, fields) in resources.into_iter().enumerate() {
+            assert_fields(&format!("resources[{i}]"), &ha["resources"][i], fields);
+        }
         assert_page(&ha, 3, 3, 0, None);
         assert_eq!(
             summary(&result),
@@ -996,8 +966,7 @@ async fn list_ha_shows_master_lrms_and_resources() {
 #[tokio::test]
 async fn list_ha_errors_bad_paging_and_missing_sys_audit() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_list_ha";
         assert_all_invalid(
             &sim,
@@ -1013,17 +982,22 @@ async fn list_ha_errors_bad_paging_and_missing_sys_audit() {
         .await;
         server.ok(t, json!({"limit": 1000})).await;
 
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
-        let denied = server.err(t, json!({})).await;
-        assert!(
-            denied.contains("403") && denied.contains("Sys.Audit") && denied.contains("on /"),
-            "{denied}"
-        );
-        assert!(
-            denied.contains("pveum acl modify / ") && denied.contains("PVEAuditor"),
-            "{denied}"
-        );
+        let (sim, server) = started(Opts::auditor()).await;
+        assert_refusals(
+            &server,
+            t,
+            &[(
+                json!({}),
+                &[
+                    "403",
+                    "Sys.Audit",
+                    "on /",
+                    "pveum acl modify / ",
+                    "PVEAuditor",
+                ],
+            )],
+        )
+        .await;
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -1034,14 +1008,14 @@ async fn list_ha_errors_bad_paging_and_missing_sys_audit() {
 #[tokio::test]
 async fn check_permissions_for_the_admin_token() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let all = server.ok("pve_check_permissions", json!({})).await;
-        assert_eq!(all["cluster"], "default");
-        assert_eq!(all["path"], Value::Null);
-        assert_eq!(all["has"], Value::Null);
-        assert_eq!(all["missing"], json!([]));
-        assert_eq!(all["grant_hint"], Value::Null);
+        assert_fields(
+            "all paths",
+            &all,
+            json!({"cluster": "default", "path": null, "has": null, "missing": [],
+                   "grant_hint": null}),
+        );
         let listed: Vec<&str> = all["paths"]
             .as_array()
             .unwrap()
@@ -1117,8 +1091,7 @@ async fn check_permissions_for_the_admin_token() {
 #[tokio::test]
 async fn check_permissions_for_the_auditor_names_what_is_missing() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
+        let (sim, server) = started(Opts::auditor()).await;
         let all = server.ok("pve_check_permissions", json!({})).await;
         assert_eq!(all["cluster"], "default");
         assert_eq!(
@@ -1131,24 +1104,20 @@ async fn check_permissions_for_the_auditor_names_what_is_missing() {
         );
         assert_page(&all, 3, 3, 0, None);
 
-        let result = server
-            .call("pve_check_permissions", json!({"path": "/vms/100"}))
+        let (result, at) = server
+            .ok_result("pve_check_permissions", json!({"path": "/vms/100"}))
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let at = result.structured_content.clone().unwrap();
-        assert_eq!(at["cluster"], "default");
-        assert_eq!(at["path"], "/vms/100");
-        assert_eq!(at["has"]["VM.Audit"], true);
-        assert_eq!(at["has"]["Sys.Audit"], false);
-        assert_eq!(at["has"]["Datastore.Audit"], false);
-        assert_eq!(
-            at["missing"],
-            json!([
-                "Sys.Audit",
-                "Datastore.Audit",
-                "VM.Monitor",
-                "VM.GuestAgent.Audit"
-            ])
+        assert_fields(
+            "/vms/100",
+            &at,
+            json!({"cluster": "default", "path": "/vms/100",
+                   "missing": ["Sys.Audit", "Datastore.Audit", "VM.Monitor",
+                               "VM.GuestAgent.Audit"]}),
+        );
+        assert_fields(
+            "has on /vms/100",
+            &at["has"],
+            json!({"VM.Audit": true, "Sys.Audit": false, "Datastore.Audit": false}),
         );
         let hint = at["grant_hint"].as_str().expect("grant_hint");
         assert!(
@@ -1165,8 +1134,11 @@ async fn check_permissions_for_the_auditor_names_what_is_missing() {
             .call("pve_check_permissions", json!({"path": "/"}))
             .await;
         let r = root.structured_content.clone().unwrap();
-        assert_eq!(r["has"]["Sys.Audit"], false);
-        assert_eq!(r["has"]["VM.Audit"], false);
+        assert_fields(
+            "has on /",
+            &r["has"],
+            json!({"Sys.Audit": false, "VM.Audit": false}),
+        );
         assert_eq!(r["missing"].as_array().unwrap().len(), 5);
         assert!(
             r["grant_hint"]
@@ -1193,8 +1165,7 @@ async fn check_permissions_for_the_auditor_names_what_is_missing() {
 #[tokio::test]
 async fn check_permissions_rejects_bad_paths_before_any_request() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_check_permissions";
         assert_all_invalid(
             &sim,

@@ -31,20 +31,22 @@ const DAY: u64 = 86_400;
 #[tokio::test]
 async fn snapshots_of_100_form_a_tree_with_the_current_path() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call("pve_list_snapshots", json!({"vmid": 100}))
+        let (sim, server) = started(Opts::default()).await;
+        let (result, s) = server
+            .ok_result("pve_list_snapshots", json!({"vmid": 100}))
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let s = result.structured_content.clone().unwrap();
-        assert_eq!(s["cluster"], "default");
-        assert_eq!(s["vmid"], 100);
-        assert_eq!(s["node"], "pve1");
-        assert_eq!(s["vm_type"], "qemu");
-        assert_eq!(s["resolved"]["node"], true);
-        assert_eq!(s["resolved"]["vm_type"], true);
-        assert_eq!(s["running"], true);
+        assert_fields(
+            "snapshots of 100",
+            &s,
+            json!({"cluster": "default", "vmid": 100, "node": "pve1", "vm_type": "qemu",
+                   "running": true, "current_parent": "kernel_617", "total": 4,
+                   "next_offset": null}),
+        );
+        assert_fields(
+            "resolved",
+            &s["resolved"],
+            json!({"node": true, "vm_type": true}),
+        );
         assert_eq!(
             names(&s, "snapshots"),
             ["pre_upgrade", "test_branch", "post_upgrade", "kernel_617"],
@@ -54,45 +56,24 @@ async fn snapshots_of_100_form_a_tree_with_the_current_path() {
             strings(&s["current_path"]),
             ["pre_upgrade", "post_upgrade", "kernel_617"]
         );
-        assert_eq!(s["current_parent"], "kernel_617");
-        assert_eq!(s["total"], 4);
-        assert_eq!(s["next_offset"], Value::Null);
 
-        let snaps = s["snapshots"].as_array().unwrap();
-        let pre = &snaps[0];
-        assert_eq!(pre["parent"], Value::Null);
-        assert_eq!(pre["depth"], 0);
-        assert_eq!(strings(&pre["children"]), ["test_branch", "post_upgrade"]);
-        assert_eq!(pre["description"], "before dist-upgrade\nticket OPS-1234");
-        assert_eq!(pre["snaptime"], T0 - 30 * DAY);
-        assert_eq!(pre["snaptime_iso"], "2026-10-29T00:00:00Z");
-        assert_eq!(pre["vmstate"], false);
-        assert_eq!(pre["on_current_path"], true);
-        assert_eq!(pre["snapstate"], Value::Null);
-
-        let branch = &snaps[1];
-        assert_eq!(branch["parent"], "pre_upgrade");
-        assert_eq!(branch["depth"], 1);
-        assert_eq!(branch["children"], json!([]));
-        assert_eq!(branch["vmstate"], true);
-        assert_eq!(branch["on_current_path"], false);
-        assert_eq!(branch["snaptime"], T0 - 25 * DAY);
-
-        let post = &snaps[2];
-        assert_eq!(post["parent"], "pre_upgrade");
-        assert_eq!(post["depth"], 1);
-        assert_eq!(strings(&post["children"]), ["kernel_617"]);
-        assert_eq!(post["vmstate"], false);
-        assert_eq!(post["on_current_path"], true);
-        assert_eq!(post["description"], "after apt full-upgrade");
-
-        let kernel = &snaps[3];
-        assert_eq!(kernel["parent"], "post_upgrade");
-        assert_eq!(kernel["depth"], 2);
-        assert_eq!(kernel["children"], json!([]));
-        assert_eq!(kernel["vmstate"], true);
-        assert_eq!(kernel["on_current_path"], true);
-        assert_eq!(kernel["snaptime"], T0 - 5 * DAY);
+        // The tree, oldest first.
+        let snapshots = [
+            json!({"parent": null, "depth": 0, "children": ["test_branch", "post_upgrade"],
+                   "description": "before dist-upgrade\nticket OPS-1234",
+                   "snaptime": T0 - 30 * DAY, "snaptime_iso": "2026-10-29T00:00:00Z",
+                   "vmstate": false, "on_current_path": true, "snapstate": null}),
+            json!({"parent": "pre_upgrade", "depth": 1, "children": [], "vmstate": true,
+                   "on_current_path": false, "snaptime": T0 - 25 * DAY}),
+            json!({"parent": "pre_upgrade", "depth": 1, "children": ["kernel_617"],
+                   "vmstate": false, "on_current_path": true,
+                   "description": "after apt full-upgrade"}),
+            json!({"parent": "post_upgrade", "depth": 2, "children": [], "vmstate": true,
+                   "on_current_path": true, "snaptime": T0 - 5 * DAY}),
+        ];
+        for (i, fields) in snapshots.into_iter().enumerate() {
+            assert_fields(&format!("snapshots[{i}]"), &s["snapshots"][i], fields);
+        }
 
         let said = summary(&result);
         assert!(
@@ -114,23 +95,31 @@ async fn snapshots_of_100_form_a_tree_with_the_current_path() {
 #[tokio::test]
 async fn snapshots_of_a_container_a_plain_guest_and_paging() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let ct = server
             .ok(
                 "pve_list_snapshots",
                 json!({"vmid": 106, "node": "pve1", "vm_type": "lxc"}),
             )
             .await;
-        assert_eq!(ct["cluster"], "default");
-        assert_eq!(ct["vm_type"], "lxc");
-        assert_eq!(ct["resolved"]["node"], false);
-        assert_eq!(ct["resolved"]["vm_type"], false);
+        assert_fields(
+            "snapshots of 106",
+            &ct,
+            json!({"cluster": "default", "vm_type": "lxc",
+                   "current_parent": "before_bind_update"}),
+        );
+        assert_fields(
+            "resolved",
+            &ct["resolved"],
+            json!({"node": false, "vm_type": false}),
+        );
         assert_eq!(names(&ct, "snapshots"), ["before_bind_update"]);
-        assert_eq!(ct["snapshots"][0]["vmstate"], Value::Null, "no RAM for CTs");
-        assert_eq!(ct["snapshots"][0]["description"], "bind9 9.18 -> 9.20");
-        assert_eq!(ct["snapshots"][0]["depth"], 0);
-        assert_eq!(ct["current_parent"], "before_bind_update");
+        // No RAM state for CTs.
+        assert_fields(
+            "snapshots[0]",
+            &ct["snapshots"][0],
+            json!({"vmstate": null, "description": "bind9 9.18 -> 9.20", "depth": 0}),
+        );
         assert_eq!(strings(&ct["current_path"]), ["before_bind_update"]);
         assert_eq!(
             paths(&sim),
@@ -142,10 +131,11 @@ async fn snapshots_of_a_container_a_plain_guest_and_paging() {
             .call("pve_list_snapshots", json!({"vmid": 101}))
             .await;
         let n = none.structured_content.clone().unwrap();
-        assert_eq!(n["snapshots"], json!([]));
-        assert_eq!(n["current_path"], json!([]));
-        assert_eq!(n["current_parent"], Value::Null);
-        assert_eq!(n["total"], 0);
+        assert_fields(
+            "snapshots of 101",
+            &n,
+            json!({"snapshots": [], "current_path": [], "current_parent": null, "total": 0}),
+        );
         assert!(summary(&none).contains("0 snapshots"), "{}", summary(&none));
 
         let stopped = server.ok("pve_list_snapshots", json!({"vmid": 104})).await;
@@ -158,10 +148,7 @@ async fn snapshots_of_a_container_a_plain_guest_and_paging() {
             )
             .await;
         assert_eq!(names(&page, "snapshots"), ["test_branch", "post_upgrade"]);
-        assert_eq!(page["total"], 4);
-        assert_eq!(page["returned"], 2);
-        assert_eq!(page["omitted"], 2);
-        assert_eq!(page["next_offset"], 3);
+        assert_page(&page, 4, 2, 1, Some(3));
         assert_eq!(
             strings(&page["current_path"]),
             ["pre_upgrade", "post_upgrade", "kernel_617"],
@@ -175,8 +162,7 @@ async fn snapshots_of_a_container_a_plain_guest_and_paging() {
 #[tokio::test]
 async fn snapshots_errors_are_explained() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_list_snapshots";
         assert_all_invalid(
             &sim,
@@ -195,36 +181,32 @@ async fn snapshots_errors_are_explained() {
         )
         .await;
 
-        let missing = server
-            .err(t, json!({"vmid": 555, "node": "pve1", "vm_type": "qemu"}))
-            .await;
-        assert!(
-            missing.contains("does not exist") && missing.contains("pve_list_vms"),
-            "{missing}"
-        );
-        let not_found = server.err(t, json!({"vmid": 555})).await;
-        assert!(
-            not_found.contains("555") && not_found.contains("not found"),
-            "{not_found}"
-        );
-        let offline = server.err(t, json!({"vmid": 105})).await;
-        assert!(
-            offline.contains("595") && offline.contains("unreachable"),
-            "{offline}"
-        );
+        assert_refusals(
+            &server,
+            t,
+            &[
+                (
+                    json!({"vmid": 555, "node": "pve1", "vm_type": "qemu"}),
+                    &["does not exist", "pve_list_vms"],
+                ),
+                (json!({"vmid": 555}), &["555", "not found"]),
+                (json!({"vmid": 105}), &["595", "unreachable"]),
+            ],
+        )
+        .await;
         server.ok(t, json!({"vmid": 100})).await;
         assert_no_schema_violations(&sim);
 
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
-        let denied = server
-            .err(t, json!({"vmid": 102, "node": "pve2", "vm_type": "qemu"}))
-            .await;
-        assert!(
-            denied.contains("403") && denied.contains("VM.Audit") && denied.contains("/vms/102"),
-            "{denied}"
-        );
-        assert!(denied.contains("pveum"), "{denied}");
+        let (sim, server) = started(Opts::auditor()).await;
+        assert_refusals(
+            &server,
+            t,
+            &[(
+                json!({"vmid": 102, "node": "pve2", "vm_type": "qemu"}),
+                &["403", "VM.Audit", "/vms/102", "pveum"],
+            )],
+        )
+        .await;
         let visible = server.ok(t, json!({"vmid": 100})).await;
         assert_eq!(visible["total"], 4);
         assert_no_schema_violations(&sim);
@@ -261,31 +243,26 @@ fn series<'a>(m: &'a Value, name: &str) -> &'a Value {
 #[tokio::test]
 async fn metrics_of_100_over_the_last_hour() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call(
+        let (sim, server) = started(Opts::default()).await;
+        let (result, m) = server
+            .ok_result(
                 "pve_get_vm_metrics",
                 json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}),
             )
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let m = result.structured_content.clone().unwrap();
-        assert_eq!(m["cluster"], "default");
-        assert_eq!(m["vmid"], 100);
-        assert_eq!(m["node"], "pve1");
-        assert_eq!(m["vm_type"], "qemu");
-        assert_eq!(m["timeframe"], "hour");
-        assert_eq!(m["cf"], "AVERAGE");
-        assert_eq!(m["points"], 60);
+        assert_fields(
+            "metrics of 100",
+            &m,
+            json!({"cluster": "default", "vmid": 100, "node": "pve1", "vm_type": "qemu",
+                   "timeframe": "hour", "cf": "AVERAGE", "points": 60, "raw_points": null,
+                   "raw_downsampled": null}),
+        );
         let (first, last) = (
             m["first_time"].as_u64().unwrap(),
             m["last_time"].as_u64().unwrap(),
         );
         assert_eq!(last - first, 59 * 60, "one point a minute");
         assert!(m["first_time_iso"].as_str().unwrap().ends_with(":00Z"));
-        assert_eq!(m["raw_points"], Value::Null);
-        assert_eq!(m["raw_downsampled"], Value::Null);
         assert_eq!(
             names(&m, "series"),
             [
@@ -304,18 +281,23 @@ async fn metrics_of_100_over_the_last_hour() {
             ]
         );
         assert_series_sane(&m);
+        let units = [
+            ("cpu", "percent"),
+            ("mem_fraction", "fraction"),
+            ("mem", "bytes"),
+            ("netin", "bytes/s"),
+            ("maxcpu", "cpus"),
+            ("memhost", "bytes"),
+        ];
+        for (name, unit) in units {
+            assert_eq!(series(&m, name)["unit"], unit, "the {name} series");
+        }
         let cpu = series(&m, "cpu");
-        assert_eq!(cpu["unit"], "percent");
         assert_eq!(cpu["points"], 60);
         assert!(cpu["max"].as_f64().unwrap() <= 100.0);
         assert!(cpu["avg"].as_f64().unwrap() > 0.0);
         let frac = series(&m, "mem_fraction");
-        assert_eq!(frac["unit"], "fraction");
         assert!(frac["max"].as_f64().unwrap() <= 1.0);
-        assert_eq!(series(&m, "mem")["unit"], "bytes");
-        assert_eq!(series(&m, "netin")["unit"], "bytes/s");
-        assert_eq!(series(&m, "maxcpu")["unit"], "cpus");
-        assert_eq!(series(&m, "memhost")["unit"], "bytes");
         let maxmem = series(&m, "maxmem");
         assert_eq!(maxmem["min"], maxmem["max"], "maxmem is constant");
         assert_eq!(maxmem["min"], 4_294_967_296u64);
@@ -336,8 +318,7 @@ async fn metrics_of_100_over_the_last_hour() {
 #[tokio::test]
 async fn metrics_timeframe_cf_and_raw() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_vm_metrics";
 
         for (tf, step) in [
@@ -361,9 +342,11 @@ async fn metrics_timeframe_cf_and_raw() {
                 json!({"vmid": 106, "node": "pve1", "vm_type": "lxc", "cf": "MAX"}),
             )
             .await;
-        assert_eq!(peak["cf"], "MAX");
-        assert_eq!(peak["vm_type"], "lxc");
-        assert_eq!(peak["points"], 60);
+        assert_fields(
+            "peak of 106",
+            &peak,
+            json!({"cf": "MAX", "vm_type": "lxc", "points": 60}),
+        );
         assert_series_sane(&peak);
         assert!(
             !names(&peak, "series").contains(&"memhost".to_owned()),
@@ -406,15 +389,15 @@ async fn metrics_timeframe_cf_and_raw() {
 #[tokio::test]
 async fn metrics_of_a_stopped_guest_and_an_offline_node() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server
-            .call("pve_get_vm_metrics", json!({"vmid": 104}))
+        let (sim, server) = started(Opts::default()).await;
+        let (result, m) = server
+            .ok_result("pve_get_vm_metrics", json!({"vmid": 104}))
             .await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let m = result.structured_content.clone().unwrap();
-        assert_eq!(m["cluster"], "default");
-        assert_eq!(m["points"], 60);
+        assert_fields(
+            "metrics of 104",
+            &m,
+            json!({"cluster": "default", "points": 60}),
+        );
         assert_eq!(
             names(&m, "series"),
             ["disk", "maxcpu", "maxmem", "maxdisk"],
@@ -429,16 +412,13 @@ async fn metrics_of_a_stopped_guest_and_an_offline_node() {
 
         // PVE serves guest rrddata from the local RRD cache, so a guest on
         // the offline node answers, with every data source unknown.
-        let offline = server
-            .call(
+        let o = server
+            .ok(
                 "pve_get_vm_metrics",
                 json!({"vmid": 105, "node": "pve3", "vm_type": "qemu"}),
             )
             .await;
-        assert_eq!(offline.is_error, Some(false), "{}", summary(&offline));
-        let o = offline.structured_content.clone().unwrap();
-        assert_eq!(o["points"], 60);
-        assert_eq!(o["series"], json!([]));
+        assert_fields("metrics of 105", &o, json!({"points": 60, "series": []}));
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -447,8 +427,7 @@ async fn metrics_of_a_stopped_guest_and_an_offline_node() {
 #[tokio::test]
 async fn metrics_errors_are_explained() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_vm_metrics";
         assert_all_invalid(
             &sim,
@@ -467,23 +446,20 @@ async fn metrics_errors_are_explained() {
             ],
         )
         .await;
-        let missing = server.err(t, json!({"vmid": 555})).await;
-        assert!(
-            missing.contains("555") && missing.contains("not found"),
-            "{missing}"
-        );
+        assert_refusals(&server, t, &[(json!({"vmid": 555}), &["555", "not found"])]).await;
         server.ok(t, json!({"vmid": 100})).await;
         assert_no_schema_violations(&sim);
 
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
-        let denied = server
-            .err(t, json!({"vmid": 102, "node": "pve2", "vm_type": "qemu"}))
-            .await;
-        assert!(
-            denied.contains("403") && denied.contains("VM.Audit") && denied.contains("/vms/102"),
-            "{denied}"
-        );
+        let (sim, server) = started(Opts::auditor()).await;
+        assert_refusals(
+            &server,
+            t,
+            &[(
+                json!({"vmid": 102, "node": "pve2", "vm_type": "qemu"}),
+                &["403", "VM.Audit", "/vms/102"],
+            )],
+        )
+        .await;
         let visible = server.ok(t, json!({"vmid": 101})).await;
         assert_eq!(visible["points"], 60);
         assert_no_schema_violations(&sim);
@@ -496,21 +472,22 @@ async fn metrics_errors_are_explained() {
 #[tokio::test]
 async fn ips_of_100_from_the_guest_agent_leave_out_loopback() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
-        let result = server.call("pve_get_vm_ips", json!({"vmid": 100})).await;
-        assert_eq!(result.is_error, Some(false), "{}", summary(&result));
-        let ips = result.structured_content.clone().unwrap();
-        assert_eq!(ips["cluster"], "default");
-        assert_eq!(ips["vmid"], 100);
-        assert_eq!(ips["node"], "pve1");
-        assert_eq!(ips["vm_type"], "qemu");
-        assert_eq!(ips["source"], "guest-agent");
+        let (sim, server) = started(Opts::default()).await;
+        let (result, ips) = server
+            .ok_result("pve_get_vm_ips", json!({"vmid": 100}))
+            .await;
+        assert_fields(
+            "IPs of 100",
+            &ips,
+            json!({"cluster": "default", "vmid": 100, "node": "pve1", "vm_type": "qemu",
+                   "source": "guest-agent", "addresses": ["10.0.0.100", "2001:db8::64"]}),
+        );
         assert_eq!(names(&ips, "interfaces"), ["lo", "eth0"]);
-        let lo = &ips["interfaces"][0];
-        assert_eq!(lo["ipv4"], json!(["127.0.0.1/8"]));
-        assert_eq!(lo["ipv6"], json!(["::1/128"]));
-        assert_eq!(lo["mac"], "00:00:00:00:00:00");
+        assert_fields(
+            "lo",
+            &ips["interfaces"][0],
+            json!({"ipv4": ["127.0.0.1/8"], "ipv6": ["::1/128"], "mac": "00:00:00:00:00:00"}),
+        );
         let eth0 = &ips["interfaces"][1];
         assert_eq!(eth0["ipv4"], json!(["10.0.0.100/24"]));
         let v6 = strings(&eth0["ipv6"]);
@@ -520,7 +497,6 @@ async fn ips_of_100_from_the_guest_agent_leave_out_loopback() {
         let mac = eth0["mac"].as_str().unwrap();
         assert!(mac.starts_with("bc:24:11:") && mac.len() == 17, "{mac}");
 
-        assert_eq!(ips["addresses"], json!(["10.0.0.100", "2001:db8::64"]));
         let addresses = strings(&ips["addresses"]);
         assert!(!addresses.contains(&"127.0.0.1"));
         let excluded = ips["excluded"].as_array().unwrap();
@@ -549,27 +525,31 @@ async fn ips_of_100_from_the_guest_agent_leave_out_loopback() {
 #[tokio::test]
 async fn ips_of_running_containers() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let ct = server
             .ok(
                 "pve_get_vm_ips",
                 json!({"vmid": 106, "node": "pve1", "vm_type": "lxc"}),
             )
             .await;
-        assert_eq!(ct["cluster"], "default");
-        assert_eq!(ct["source"], "container");
-        assert_eq!(ct["vm_type"], "lxc");
+        assert_fields(
+            "IPs of 106",
+            &ct,
+            json!({"cluster": "default", "source": "container", "vm_type": "lxc",
+                   "addresses": ["10.0.0.106"]}),
+        );
         assert_eq!(names(&ct, "interfaces"), ["lo", "eth0"]);
-        assert_eq!(ct["addresses"], json!(["10.0.0.106"]));
         let excluded = ct["excluded"].as_array().unwrap();
         assert!(excluded.contains(&json!({"address": "127.0.0.1", "reason": "loopback"})));
         assert!(excluded.contains(&json!({"address": "::1", "reason": "loopback"})));
         assert_eq!(paths(&sim), ["/api2/json/nodes/pve1/lxc/106/interfaces?"]);
 
         let other = server.ok("pve_get_vm_ips", json!({"vmid": 107})).await;
-        assert_eq!(other["node"], "pve2");
-        assert_eq!(other["addresses"], json!(["10.0.0.107"]));
+        assert_fields(
+            "IPs of 107",
+            &other,
+            json!({"node": "pve2", "addresses": ["10.0.0.107"]}),
+        );
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -581,8 +561,7 @@ async fn ips_of_running_containers() {
 #[tokio::test]
 async fn ips_of_a_container_keep_ipv6_apart_from_ipv4() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let ct = server
             .ok(
                 "pve_get_vm_ips",
@@ -604,8 +583,7 @@ async fn ips_of_a_container_keep_ipv6_apart_from_ipv4() {
 #[tokio::test]
 async fn ips_agent_and_stopped_guest_errors_say_what_to_do() {
     within(async {
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::default()).await;
+        let (sim, server) = started(Opts::default()).await;
         let t = "pve_get_vm_ips";
         assert_all_invalid(
             &sim,
@@ -620,69 +598,81 @@ async fn ips_agent_and_stopped_guest_errors_say_what_to_do() {
         )
         .await;
 
-        for vmid in [101, 104] {
-            let m = server.err(t, json!({"vmid": vmid})).await;
-            assert!(
-                m.contains("no QEMU guest agent configured")
-                    && m.contains(&format!("qm set {vmid} --agent enabled=1"))
-                    && m.contains("qemu-guest-agent")
-                    && m.contains("No QEMU guest agent configured"),
-                "{vmid}: {m}"
-            );
+        // Each guest the agent cannot answer for says what to do, and
+        // quotes Proxmox.
+        let no_agent = |vmid: u64| {
+            vec![
+                "no QEMU guest agent configured".to_owned(),
+                format!("qm set {vmid} --agent enabled=1"),
+                "qemu-guest-agent".to_owned(),
+                "No QEMU guest agent configured".to_owned(),
+            ]
+        };
+        let agent_down = || {
+            vec![
+                "guest agent in".to_owned(),
+                "is not running".to_owned(),
+                "systemctl enable --now qemu-guest-agent".to_owned(),
+                "QEMU guest agent is not running".to_owned(),
+            ]
+        };
+        let vm_stopped = |vmid: u64| {
+            vec![
+                "start it first".to_owned(),
+                "pve_get_vm_status".to_owned(),
+                format!("VM {vmid} is not running"),
+            ]
+        };
+        let ct_stopped = |vmid: u64| {
+            vec![
+                "start it first".to_owned(),
+                format!("CT {vmid} not running"),
+            ]
+        };
+        let cases = [
+            (101, no_agent(101)),
+            (104, no_agent(104)),
+            (102, agent_down()),
+            (103, agent_down()),
+            (110, vm_stopped(110)),
+            (900, vm_stopped(900)),
+            (108, ct_stopped(108)),
+            (200, ct_stopped(200)),
+        ];
+        for (vmid, says) in &cases {
+            let says: Vec<&str> = says.iter().map(String::as_str).collect();
+            assert_refusals(&server, t, &[(json!({"vmid": vmid}), &says)]).await;
         }
-        for vmid in [102, 103] {
-            let m = server.err(t, json!({"vmid": vmid})).await;
-            assert!(
-                m.contains("guest agent in")
-                    && m.contains("is not running")
-                    && m.contains("systemctl enable --now qemu-guest-agent")
-                    && m.contains("QEMU guest agent is not running"),
-                "{vmid}: {m}"
-            );
-        }
-        for vmid in [110, 900] {
-            let m = server.err(t, json!({"vmid": vmid})).await;
-            assert!(
-                m.contains("start it first")
-                    && m.contains("pve_get_vm_status")
-                    && m.contains(&format!("VM {vmid} is not running")),
-                "{vmid}: {m}"
-            );
-        }
-        for vmid in [108, 200] {
-            let m = server.err(t, json!({"vmid": vmid})).await;
-            assert!(
-                m.contains("start it first") && m.contains(&format!("CT {vmid} not running")),
-                "{vmid}: {m}"
-            );
-        }
-        let missing = server
-            .err(t, json!({"vmid": 555, "node": "pve1", "vm_type": "qemu"}))
-            .await;
-        assert!(missing.contains("does not exist"), "{missing}");
-        let offline = server.err(t, json!({"vmid": 105})).await;
-        assert!(
-            offline.contains("595") && offline.contains("unreachable"),
-            "{offline}"
-        );
+        assert_refusals(
+            &server,
+            t,
+            &[
+                (
+                    json!({"vmid": 555, "node": "pve1", "vm_type": "qemu"}),
+                    &["does not exist"],
+                ),
+                (json!({"vmid": 105}), &["595", "unreachable"]),
+            ],
+        )
+        .await;
         server.ok(t, json!({"vmid": 100})).await;
         assert_no_schema_violations(&sim);
 
         // The auditor has VM.Audit only: the agent needs more.
-        let sim = simulator().await;
-        let server = Server::start(&sim, Opts::auditor()).await;
-        let denied = server.err(t, json!({"vmid": 100})).await;
-        assert!(
-            denied.contains("403")
-                && denied.contains("VM.GuestAgent.Audit")
-                && denied.contains("/vms/100"),
-            "{denied}"
-        );
-        let ct = server.err(t, json!({"vmid": 200})).await;
-        assert!(
-            ct.contains("CT 200 not running"),
-            "VM.Audit suffices for CTs: {ct}"
-        );
+        let (sim, server) = started(Opts::auditor()).await;
+        // VM.Audit suffices for CTs: 200 gets as far as its state.
+        assert_refusals(
+            &server,
+            t,
+            &[
+                (
+                    json!({"vmid": 100}),
+                    &["403", "VM.GuestAgent.Audit", "/vms/100"],
+                ),
+                (json!({"vmid": 200}), &["CT 200 not running"]),
+            ],
+        )
+        .await;
         assert_no_schema_violations(&sim);
     })
     .await;

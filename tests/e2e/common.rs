@@ -14,6 +14,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
+pub use pve_sim::testing::{Lazy, installed, wait_for_request, wait_until};
 pub use pve_sim::tokens::{
     ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, AUDITOR_TOKEN_ID, AUDITOR_TOKEN_SECRET, LAB_TOKEN_ID,
     LAB_TOKEN_SECRET,
@@ -55,7 +56,7 @@ pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The official PVE API schema, used to validate every request the guest
 /// makes. It is AGPL test data from shared/, never compiled in.
 pub fn schema_path() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pve-api/apidata.json");
+    let path = pve_sim::testing::schema_file();
     assert!(
         path.is_file(),
         "the PVE API schema is missing at {}; the e2e tests validate every request against it",
@@ -138,20 +139,6 @@ impl Opts {
     }
 }
 
-/// Whether an outside program a test drives is installed (`found`). Without
-/// it the test is skipped with a notice locally, and fails under CI, where
-/// `.ci/run` installs it.
-pub fn installed(found: bool, what: &str, install: &str) -> bool {
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} is missing under CI; .ci/run installs it"
-        );
-        eprintln!("skipped: {install} to run the tests that need {what}");
-    }
-    found
-}
-
 /// A temp dir per server, plus the shared compiled-component cache, so
 /// each spawn does not recompile the component.
 pub fn cache_dir() -> PathBuf {
@@ -200,8 +187,13 @@ pub struct Server {
     /// The server process, e.g. to send it SIGHUP.
     pub pid: Option<u32>,
     stderr: Arc<Mutex<String>>,
+    /// The task copying the child's stderr into `stderr`; it ends at EOF.
+    reader: Option<tokio::task::JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
+
+/// How long `stop()` waits for the server's stderr to reach EOF.
+const STDERR_DRAIN: Duration = Duration::from_secs(30);
 
 impl Server {
     /// Spawns `pve-mcp -vv serve` against the simulator.
@@ -214,7 +206,7 @@ impl Server {
             .expect("spawning pve-mcp serve");
         let pid = transport.id();
         let log = Arc::new(Mutex::new(String::new()));
-        if let Some(mut stderr) = stderr {
+        let reader = stderr.map(|mut stderr| {
             let log = log.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
@@ -226,8 +218,8 @@ impl Server {
                         .unwrap()
                         .push_str(&String::from_utf8_lossy(&buf[..n]));
                 }
-            });
-        }
+            })
+        });
         let client = ().serve(transport).await.unwrap_or_else(|e| {
             panic!(
                 "MCP handshake with pve-mcp failed: {e}\nstderr:\n{}",
@@ -238,6 +230,7 @@ impl Server {
             client,
             pid,
             stderr: log,
+            reader,
             _dir: dir,
         }
     }
@@ -262,6 +255,12 @@ impl Server {
 
     /// Calls a tool that must succeed and returns its structured content.
     pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        self.ok_result(tool, args).await.1
+    }
+
+    /// Calls a tool that must succeed; returns the whole result (for its
+    /// text) and its structured content.
+    pub async fn ok_result(&self, tool: &str, args: Value) -> (CallToolResult, Value) {
         let result = self.call(tool, args.clone()).await;
         assert_eq!(
             result.is_error,
@@ -270,10 +269,11 @@ impl Server {
             text(&result),
             self.stderr()
         );
-        result
+        let structured = result
             .structured_content
             .clone()
-            .expect("structuredContent")
+            .unwrap_or_else(|| panic!("{tool}({args}) has no structuredContent"));
+        (result, structured)
     }
 
     /// Calls a tool that must fail with `isError: true`; returns its text.
@@ -292,12 +292,17 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Closes stdin and waits for the server to exit.
+    /// Closes stdin, waits for the server to exit and for its stderr to
+    /// be read to the end; returns all of it.
     pub async fn stop(self) -> String {
         let log = self.stderr.clone();
         let _ = self.client.cancel().await;
-        // Give the stderr reader a moment to drain.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Some(reader) = self.reader {
+            tokio::time::timeout(STDERR_DRAIN, reader)
+                .await
+                .expect("the server's stderr did not reach EOF after it stopped")
+                .expect("the stderr reader panicked");
+        }
         log.lock().unwrap().clone()
     }
 }
@@ -346,6 +351,49 @@ pub fn assert_approx(v: &Value, expected: f64) {
         .as_f64()
         .unwrap_or_else(|| panic!("{v} is not a number (expected {expected})"));
     assert!((got - expected).abs() < 1e-4, "{got} != {expected}");
+}
+
+/// Each call of `tool` fails (`isError`) with a message containing every
+/// one of its needles; a failure names the case by its arguments.
+pub async fn assert_refusals(server: &Server, tool: &str, cases: &[(Value, &[&str])]) {
+    for (args, needles) in cases {
+        let message = server.err(tool, args.clone()).await;
+        for needle in *needles {
+            assert!(
+                message.contains(needle),
+                "{tool}({args}) does not say {needle:?}: {message}"
+            );
+        }
+    }
+}
+
+/// Asserts every field of `expected` (a JSON object) in `actual`, naming
+/// `what` and the field on a mismatch; a field expected `null` may also be
+/// absent, as with `actual[key] == Value::Null`.
+pub fn assert_fields(what: &str, actual: &Value, expected: Value) {
+    let fields = expected
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: the expected fields are not an object"));
+    for (key, want) in fields {
+        assert_eq!(&actual[key.as_str()], want, "{what}.{key} in {actual}");
+    }
+}
+
+/// Asserts the paging fields of a list answer.
+pub fn assert_page(out: &Value, total: u64, returned: u64, offset: u64, next: Option<u64>) {
+    assert_fields(
+        "page",
+        out,
+        serde_json::json!({"total": total, "returned": returned, "omitted": total - returned,
+                           "offset": offset, "next_offset": next}),
+    );
+}
+
+/// The standard simulator and a server for it with these options.
+pub async fn started(opts: Opts) -> (Simulator, Server) {
+    let sim = simulator().await;
+    let server = Server::start(&sim, opts).await;
+    (sim, server)
 }
 
 /// Each bad argument is refused, names its field, and nothing is sent.

@@ -119,28 +119,28 @@ impl HttpServer {
     }
 
     async fn wait_ready(&self) {
-        for _ in 0..1200 {
-            if let Ok(r) = self.http.get(format!("{}/readyz", self.base)).send().await
-                && r.status() == 200
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("pve-mcp never became ready:\n{}", self.log());
+        let url = format!("{}/readyz", self.base);
+        wait_until(
+            Lazy(|| format!("pve-mcp to answer {url}; it logged:\n{}", self.log())),
+            Duration::from_secs(60),
+            async || {
+                let answer = self.http.get(&url).send().await;
+                answer.is_ok_and(|r| r.status() == 200).then_some(())
+            },
+        )
+        .await
     }
 
     /// Waits for a log line containing `needle`: the log is read from the
     /// server's stderr as it comes, so a line may trail the answer it is
     /// about.
     pub async fn expect_log(&self, needle: &str) {
-        for _ in 0..200 {
-            if self.log().contains(needle) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the server never logged {needle:?}:\n{}", self.log());
+        wait_until(
+            Lazy(|| format!("the server to log {needle:?}; it logged:\n{}", self.log())),
+            Duration::from_secs(30),
+            async || self.log().contains(needle).then_some(()),
+        )
+        .await
     }
 
     /// Everything it logged so far.
@@ -755,9 +755,7 @@ async fn a_slow_proxmox_request_does_not_block_another_session() {
             slow_client.cancel().await.unwrap();
             r
         });
-        while sim.requests().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_for_request(&sim).await;
         // Another session's call (node and type given: no resource lookup)
         // finishes while the first one's request is still held.
         let fast = server.client().await;

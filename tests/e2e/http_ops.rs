@@ -21,14 +21,13 @@ fn delay(path: &str, secs: u64) -> pve_sim::Fault {
     }
 }
 
-async fn wait_for_upstream(sim: &pve_sim::Simulator) {
-    for _ in 0..500 {
-        if !sim.requests().is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the call never reached Proxmox");
+/// Whether `/healthz` answers 200 on a fresh connection.
+async fn healthy(server: &HttpServer) -> bool {
+    http_client()
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .is_ok_and(|r| r.status() == 200)
 }
 
 #[tokio::test]
@@ -46,7 +45,7 @@ async fn cancelling_over_http_drops_the_upstream_request() {
             .await
             .unwrap();
         assert_eq!(call.status(), 200);
-        wait_for_upstream(&sim).await;
+        wait_for_request(&sim).await;
         let r = server
             .post_in(
                 &session,
@@ -68,6 +67,8 @@ async fn cancelling_over_http_drops_the_upstream_request() {
             .unwrap();
         assert_eq!(messages(r).await[0]["result"], json!({}));
         // Past the injected delay: the simulator saw the host leave first.
+        // A dropped request shows only as one that never completes, so
+        // outwaiting the 3 s delay is the observation itself.
         tokio::time::sleep(Duration::from_millis(3500)).await;
         let requests = sim.requests();
         assert_eq!(requests.len(), 1, "{requests:?}");
@@ -243,7 +244,7 @@ async fn session_and_call_limits_answer_cleanly() {
             .post_in(&session, &call_request(2, "pve_list_vms", json!({})))
             .send();
         let slow = tokio::spawn(slow);
-        wait_for_upstream(&sim).await;
+        wait_for_request(&sim).await;
         let r = server
             .post_in(&session, &call_request(3, "pve_get_version", json!({})))
             .send()
@@ -287,6 +288,8 @@ async fn idle_sessions_expire_with_404() {
         let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
         let r = server.post_in(&session, &ping).send().await.unwrap();
         assert_eq!(r.status(), 200);
+        // Letting the 2 s idle limit pass is what is tested: no event to
+        // await.
         tokio::time::sleep(Duration::from_secs(5)).await;
         let r = server.post_in(&session, &ping).send().await.unwrap();
         assert_eq!(r.status(), 404, "the idle session is gone");
@@ -398,19 +401,16 @@ async fn sigterm_lets_the_call_in_flight_finish_and_refuses_new_connections() {
                 .call_tool(CallToolRequestParams::new("pve_list_vms"))
                 .await
         });
-        wait_for_upstream(&sim).await;
+        wait_for_request(&sim).await;
         server.signal("TERM");
         // The listener closes: new connections are refused.
         let addr = server.base.trim_start_matches("http://").to_string();
-        let mut refused = false;
-        for _ in 0..500 {
-            if tokio::net::TcpStream::connect(&addr).await.is_err() {
-                refused = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(refused, "still accepting connections after SIGTERM");
+        wait_until(
+            "new connections to be refused after SIGTERM",
+            Duration::from_secs(10),
+            async || tokio::net::TcpStream::connect(&addr).await.err(),
+        )
+        .await;
         // The call in flight completes with its real answer.
         let result = call.await.unwrap().expect("the call in flight was lost");
         assert_eq!(result.is_error, Some(false), "{result:?}");
@@ -498,20 +498,12 @@ async fn connections_beyond_the_cap_are_closed_and_the_server_recovers() {
         server.expect_log("too many open connections").await;
         drop(held);
         // Slots come back once those connections are gone.
-        let mut recovered = false;
-        for _ in 0..200 {
-            if let Ok(r) = http_client()
-                .get(format!("{}/healthz", server.base))
-                .send()
-                .await
-                && r.status() == 200
-            {
-                recovered = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        assert!(recovered, "{}", server.log());
+        wait_until(
+            "/healthz to answer once the held connections are gone",
+            Duration::from_secs(30),
+            async || healthy(&server).await.then_some(()),
+        )
+        .await;
     })
     .await;
 }
@@ -539,20 +531,12 @@ async fn silent_connections_are_dropped_and_cannot_lock_clients_out() {
         );
         // Past the first-bytes timeout (10 s) the server closes them...
         let started = std::time::Instant::now();
-        let mut served = false;
-        while started.elapsed() < Duration::from_secs(14) {
-            if let Ok(r) = http_client()
-                .get(format!("{}/healthz", server.base))
-                .send()
-                .await
-                && r.status() == 200
-            {
-                served = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        assert!(served, "still locked out:\n{}", server.log());
+        wait_until(
+            "the silent connections to be dropped (10 s first-bytes timeout)",
+            Duration::from_secs(14),
+            async || healthy(&server).await.then_some(()),
+        )
+        .await;
         assert!(
             started.elapsed() >= Duration::from_secs(5),
             "served too early"

@@ -79,12 +79,16 @@ impl Redis {
             .spawn()
             .expect("redis-server is needed for the policy tests: apt-get install redis-server (.ci/run does)");
         let redis = Redis { child, port };
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_until(
+            format!("redis-server to accept connections on port {port}"),
+            Duration::from_secs(30),
+            async || {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .ok()
+            },
+        )
+        .await;
         redis
     }
 
@@ -151,10 +155,15 @@ pub async fn count_version_calls(server: &Server, n: usize) -> (usize, Vec<Strin
 
 /// Waits until the server's log shows `needle` (a reload's outcome).
 pub async fn wait_for_log(server: &Server, needle: &str, seen_before: usize) {
-    loop {
-        if server.stderr().matches(needle).count() > seen_before {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        Lazy(|| {
+            format!(
+                "the server to log {needle:?} again; it logged:\n{}",
+                server.stderr()
+            )
+        }),
+        Duration::from_secs(30),
+        async || (server.stderr().matches(needle).count() > seen_before).then_some(()),
+    )
+    .await
 }

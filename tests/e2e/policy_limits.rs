@@ -237,14 +237,19 @@ async fn counting_resumes_when_redis_comes_back() {
         let _redis = Redis::start_on(port).await;
         // The connection is retried on later calls; refusals until then
         // take no unit.
-        loop {
-            let result = p.server.call("pve_get_version", json!({})).await;
-            if result.is_error == Some(false) {
-                break;
-            }
-            assert!(text(&result).contains("policy.state_failure"), "{}", text(&result));
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
+        wait_until(
+            "a call to go through once redis is back",
+            std::time::Duration::from_secs(30),
+            async || {
+                let result = p.server.call("pve_get_version", json!({})).await;
+                if result.is_error == Some(false) {
+                    return Some(());
+                }
+                assert!(text(&result).contains("policy.state_failure"), "{}", text(&result));
+                None
+            },
+        )
+        .await;
         let (ok, limited) = count_version_calls(&p.server, 2).await;
         assert_eq!((ok, limited.len()), (1, 1), "{limited:?}");
     })

@@ -77,17 +77,30 @@ async fn logs_in_once_and_sends_the_ticket() {
     .await;
 }
 
+/// Ticket lifetime in the renewal test, on both sides. The host renews at
+/// three quarters (9 s); the simulator's tickets carry whole seconds, so
+/// one may die up to a second early (past 11 s).
+const RENEWAL_LIFETIME: Duration = Duration::from_secs(12);
+
+/// When the renewal test calls again, counted from the end of its first
+/// call: a second past the renewal point and over a second before even an
+/// early expiry, so neither a slow first call nor a slow machine moves the
+/// call out of that window. The first call has 9 s before any renewal.
+const RENEWAL_CHECK: Duration = Duration::from_secs(10);
+
 #[tokio::test]
 async fn renews_before_expiry_without_a_401() {
     within(async {
-        let sim = ticket_sim(Duration::from_secs(4)).await;
+        let sim = ticket_sim(RENEWAL_LIFETIME).await;
         let dir = tempfile::tempdir().unwrap();
         let opts = password_opts(TICKET_PASSWORD)
             .arg("--config")
-            .arg(&lifetime_config(&dir, 4));
+            .arg(&lifetime_config(&dir, RENEWAL_LIFETIME.as_secs()));
         let server = Server::start(&sim, opts).await;
         server.ok("pve_list_vms", json!({})).await;
-        tokio::time::sleep(Duration::from_millis(3300)).await;
+        assert_eq!(sim.login_count(), 1, "a fresh ticket is not renewed");
+        // The ticket's age is what is tested: no event to await.
+        tokio::time::sleep(RENEWAL_CHECK).await;
         server.ok("pve_list_vms", json!({})).await;
         assert_eq!(
             sim.login_count(),
@@ -106,12 +119,14 @@ async fn renews_before_expiry_without_a_401() {
 #[tokio::test]
 async fn logs_in_again_once_after_a_401() {
     within(async {
-        // The simulator's tickets die after 2 s while the host expects two
-        // hours, so the second call meets an expired ticket.
-        let sim = ticket_sim(Duration::from_secs(2)).await;
+        // The simulator's tickets die after 5 s (4 s at worst: they carry
+        // whole seconds) while the host expects two hours, so the second
+        // call, 6 s later, meets an expired ticket; the first has 4 s.
+        let sim = ticket_sim(Duration::from_secs(5)).await;
         let server = Server::start(&sim, password_opts(TICKET_PASSWORD)).await;
         server.ok("pve_list_vms", json!({})).await;
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        // Letting the ticket expire is what is tested: no event to await.
+        tokio::time::sleep(Duration::from_secs(6)).await;
         let list = server.ok("pve_list_vms", json!({})).await;
         assert_eq!(list["total"], 13);
         assert_eq!(sim.login_count(), 2);

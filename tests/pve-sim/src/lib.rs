@@ -110,6 +110,7 @@ mod schema;
 mod seed;
 mod server;
 mod state;
+pub mod testing;
 mod tls;
 mod util;
 

@@ -260,6 +260,7 @@ async fn ticket_login_cookie_and_csrf() {
         Some("URI '/access/ticket' not available with API token, need proper ticket.")
     );
 
+    // Letting the 3 s ticket expire is what is tested: no event to await.
     tokio::time::sleep(Duration::from_millis(4100)).await;
     let r = send(
         &sim,

@@ -372,7 +372,6 @@ async fn nodes_version_and_cluster_status() {
 #[tokio::test]
 async fn schema_validation_flags_bad_requests_only() {
     let Some(path) = schema_path() else {
-        eprintln!("apidata.json not found next to the repository; skipping");
         return;
     };
     let sim = Simulator::start(SimConfig {

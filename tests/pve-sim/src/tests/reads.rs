@@ -915,6 +915,7 @@ async fn ticket_renewal_expiry_and_login_count() {
     assert_eq!(r.status, 200);
     assert_eq!(login(&sim, TICKET_USER, "wrong").await.status, 401);
     assert_eq!(sim.login_count(), 2);
+    // Letting the 2 s ticket expire is what is tested: no event to await.
     tokio::time::sleep(Duration::from_millis(3_200)).await;
     let r = send(
         &sim,

@@ -100,6 +100,7 @@ async fn faults_latency_and_request_log() {
         times: Some(1),
         delay: Some(Duration::from_millis(600)),
     });
+    sim.clear_requests();
     {
         let mut tls = tls_stream(&sim, "localhost").await;
         let raw = format!(
@@ -107,8 +108,11 @@ async fn faults_latency_and_request_log() {
         );
         tls.write_all(raw.as_bytes()).await.unwrap();
         tls.flush().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Leave only once the delay holds the request.
+        crate::testing::wait_for_request(&sim).await;
     }
+    // Outwait the 600 ms delay: a request whose client left shows only as
+    // one that never completes, so this sleep is the observation itself.
     tokio::time::sleep(Duration::from_millis(900)).await;
     let last = sim.requests().last().unwrap().clone();
     assert_eq!(last.path, "/api2/json/version");
@@ -238,18 +242,12 @@ async fn shutdown_and_drop_stop_the_server() {
     let sim = start().await;
     let port = sim.port();
     drop(sim);
-    let mut closed = false;
-    for _ in 0..50 {
-        if TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-            closed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        closed,
-        "listener still open after the last handle was dropped"
-    );
+    crate::testing::wait_until(
+        "the listener to close after the last handle was dropped",
+        Duration::from_secs(10),
+        async || TcpStream::connect(("127.0.0.1", port)).await.err(),
+    )
+    .await;
 }
 
 #[tokio::test]
