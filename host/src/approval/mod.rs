@@ -31,7 +31,7 @@ use rmcp::{Peer, RoleServer};
 
 use crate::caller::Caller;
 use crate::canonical::arguments_hash;
-use crate::policy::Permit;
+use crate::policy::Grant;
 use crate::secret::Redactor;
 use crate::tools::JsonObject;
 use store::{ApprovalStore, Check, Millis, Request, now_ms};
@@ -49,8 +49,8 @@ pub enum Authorization {
 /// The approval step of one MCP call, as the server acts on it.
 #[derive(Debug)]
 pub enum Step {
-    /// Approved: run it with these rate-limit units.
-    Approved(Permit),
+    /// Approved: run it with this grant.
+    Approved(Grant),
     /// Not run (its units given back); return this as a tool error.
     Refused(String),
     /// The client cancelled the call while it waited (units given back).
@@ -137,19 +137,19 @@ impl Approvals {
         caller: &Caller,
         tool: &str,
         arguments: &JsonObject,
-        permit: Permit,
+        grant: Grant,
     ) -> Step {
         let authorization = tokio::select! {
             a = self.authorize(Some(&context.peer), caller, tool, arguments) => a,
             _ = context.ct.cancelled() => {
-                permit.rollback().await;
+                grant.permit.rollback().await;
                 return Step::Cancelled;
             }
         };
         match authorization {
-            Authorization::Run => Step::Approved(permit),
+            Authorization::Run => Step::Approved(grant),
             Authorization::Refused(text) => {
-                permit.rollback().await;
+                grant.permit.rollback().await;
                 Step::Refused(text)
             }
         }

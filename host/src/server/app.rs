@@ -202,22 +202,14 @@ impl App {
                     return Authorized::Refused(report);
                 }
             };
-        let Grant {
-            rule,
-            access,
-            permit,
-        } = grant;
+        let rule = grant.rule.clone();
         match approvals
-            .gate(context, caller, &tool.name, arguments, permit)
+            .gate(context, caller, &tool.name, arguments, grant)
             .await
         {
-            Step::Approved(permit) => Authorized::Run {
-                decision: AuditDecision::approved(&rule),
-                grant: Grant {
-                    rule,
-                    access,
-                    permit,
-                },
+            Step::Approved(grant) => Authorized::Run {
+                decision: AuditDecision::approved(&grant.rule),
+                grant,
             },
             Step::Refused(text) => {
                 let decision = AuditDecision::not_approved(&rule);
