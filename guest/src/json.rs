@@ -84,6 +84,19 @@ pub fn tidy(f: f64) -> Value {
     }
 }
 
+/// An output number written as an integer when it is whole (`8`, not
+/// `8.0`), as [`tidy`] does; its schema says `number`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tidy(pub f64);
+
+impl serde::Serialize for Tidy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        tidy(self.0).serialize(s)
+    }
+}
+
+crate::arg::fixed_schema!(Tidy, serde_json::json!({"type": "number"}));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +150,7 @@ mod tests {
         assert_eq!(tidy(8.0), json!(8));
         assert_eq!(tidy(0.5), json!(0.5));
         assert_eq!(tidy(0.0), json!(0));
+        assert_eq!(serde_json::to_value(Tidy(8.0)).unwrap(), json!(8));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::args::{NODE_MAX_LEN, NODE_PATTERN, VMID_MAX, VMID_MIN, VmType};
+use crate::arg::{NODE_MAX_LEN, NODE_PATTERN, VMID_MAX, VMID_MIN, VmType};
 
 /// A closed object whose properties are all required.
 pub fn object(description: &str, props: &[(&str, Value)]) -> Value {
@@ -115,7 +115,49 @@ pub fn node(description: &str) -> Value {
 
 /// A `vm_type` input property.
 pub fn vm_type(description: &str) -> Value {
-    enumeration(&VmType::ALL, description)
+    enumeration(VmType::ALL, description)
+}
+
+/// The output schema of [`crate::resolve::Resolved`].
+pub fn resolved() -> Value {
+    object(
+        "Which of node and vm_type pve-mcp looked up because the call omitted them.",
+        &[
+            ("node", boolean("true if node was looked up")),
+            ("vm_type", boolean("true if vm_type was looked up")),
+            (
+                "source",
+                json!({
+                    "type": ["string", "null"],
+                    "enum": ["cluster/resources", null],
+                    "description": "Where they were looked up; null if nothing was"
+                }),
+            ),
+        ],
+    )
+}
+
+/// The output properties of [`crate::paging::PageInfo`].
+pub fn page_info() -> Vec<(&'static str, Value)> {
+    let count = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
+    vec![
+        ("total", count("Number of matching items, over all pages")),
+        ("returned", count("Number of items in this answer")),
+        (
+            "omitted",
+            count("Matching items not in this answer (total - returned)"),
+        ),
+        ("offset", count("The offset applied")),
+        (
+            "limit",
+            json!({"type": "integer", "minimum": 1, "description": "The limit applied"}),
+        ),
+        (
+            "next_offset",
+            json!({"type": ["integer", "null"], "minimum": 0,
+                "description": "Offset of the next page; null if this answer reaches the end"}),
+        ),
+    ]
 }
 
 #[cfg(test)]

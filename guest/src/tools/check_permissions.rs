@@ -1,15 +1,17 @@
 //! `pve_check_permissions`: what the API token may do, from
 //! `/access/permissions[?path=]`, so an agent can explain a 403.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg;
 use crate::error::{ToolError, quoted};
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
@@ -18,8 +20,8 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 /// Longest ACL path.
 const PATH_MAX: usize = 256;
-/// JSON Schema pattern of an ACL path.
-const PATH_PATTERN: &str = "^/([A-Za-z0-9_.@!-]+(/[A-Za-z0-9_.@!-]+)*)?$";
+/// JSON Schema pattern of an ACL path (the rule [`AclPath`] checks).
+pub const PATH_PATTERN: &str = "^/([A-Za-z0-9_.@!-]+(/[A-Za-z0-9_.@!-]+)*)?$";
 
 /// Privileges the read tools need, and what for.
 const NEEDS: [(&str, &str); 5] = [
@@ -46,7 +48,7 @@ const NEEDS: [(&str, &str); 5] = [
 ];
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_check_permissions",
     title: "Check the API token's permissions",
     description: "List the privileges the pve-mcp API token has, per ACL path (e.g. /, \
@@ -56,22 +58,29 @@ pub static TOOL: Tool = Tool {
         or returned fewer items than expected, to tell the user exactly which privilege is \
         missing on which path and how to grant it. Paths are paged with limit (default 100, \
         max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![(
-        "path",
-        json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN,
-            "description": "Only this ACL path, e.g. \"/vms/100\", \"/nodes/pve1\", \"/storage/local\" or \"/\"; also reports which of the tools' privileges are granted there. Omit to list every path with privileges."}),
-    )];
-    props.extend(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "paths"));
-    schema::input(&props, &[])
+/// Which ACL path to check, or the page of all of them.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Only this ACL path, e.g. "/vms/100", "/nodes/pve1", "/storage/local" or "/"; also
+    /// reports which of the tools' privileges are granted there. Omit to list every path with
+    /// privileges.
+    path: Option<AclPath>,
+    /// Most paths to return (default 100, max 1000); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many paths first (default 0); pass the previous answer's next_offset to page
+    /// on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+#[cfg(test)]
 fn has_props() -> Vec<(&'static str, Value)> {
     NEEDS
         .iter()
@@ -79,6 +88,7 @@ fn has_props() -> Vec<(&'static str, Value)> {
         .collect()
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let entry = schema::object(
         "Privileges on one ACL path.",
@@ -119,47 +129,52 @@ fn output_schema() -> Value {
             ),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
-/// Validates an ACL path: `/` or `/seg[/seg...]` with `[A-Za-z0-9_.@!-]`.
-fn acl_path(args: &Args) -> Result<Option<&str>, ToolError> {
-    let Some(p) = args.string("path", PATH_MAX)? else {
-        return Ok(None);
-    };
-    let valid = p == "/"
-        || (p.starts_with('/')
-            && p[1..].split('/').all(|seg| {
-                !seg.is_empty()
-                    && seg != "."
-                    && seg != ".."
-                    && seg
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"_.@!-".contains(&b))
-            }));
-    if !valid {
-        return Err(ToolError::field(
-            "path",
-            format!(
+/// An ACL path: `/` or `/seg[/seg...]` with `[A-Za-z0-9_.@!-]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclPath(String);
+
+impl AclPath {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let p = arg::string(v, PATH_MAX)?;
+        let valid = p == "/"
+            || (p.starts_with('/')
+                && p[1..].split('/').all(|seg| {
+                    !seg.is_empty()
+                        && seg != "."
+                        && seg != ".."
+                        && seg
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"_.@!-".contains(&b))
+                }));
+        if !valid {
+            return Err(format!(
                 "{} is not an ACL path: it must start with '/' and have segments of letters, \
                  digits and _ . - @ !, e.g. \"/vms/100\", \"/nodes/pve1\", \"/storage/local\" or \"/\"",
                 quoted(p, 64)
-            ),
-        ));
+            ));
+        }
+        Ok(AclPath(p.to_owned()))
     }
-    Ok(Some(p))
 }
+arg::deserialize_from_json!(AclPath);
+arg::fixed_schema!(
+    AclPath,
+    json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN})
+);
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let path = acl_path(args)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let path = input.path.as_ref().map(|p| p.0.as_str());
+    let page = Page::new(input.limit, input.offset);
     let mut api = ApiPath::new("access").lit("permissions");
     if let Some(p) = path {
         api = api.query("path", p);
     }
     let data = pve.get(&api)?;
-    Ok(shape(path, &data, page))
+    Ok(shape(path, &data, page).untyped())
 }
 
 fn privileges(v: &Value) -> Vec<String> {

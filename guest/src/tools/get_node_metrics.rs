@@ -4,27 +4,26 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::support::{Consolidation, Timeframe};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{Flag, NodeName};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
-/// RRD timeframes offered.
-pub const TIMEFRAMES: [&str; 5] = ["hour", "day", "week", "month", "year"];
-/// RRD consolidation functions.
-pub const CFS: [&str; 2] = ["AVERAGE", "MAX"];
 /// Most raw points returned with `raw: true` (the newest ones).
 pub const RAW_MAX: usize = 100;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_node_metrics",
     title: "Get node metrics",
     description: "Get one node's current status: CPU use and IO wait, load average, memory, \
@@ -33,44 +32,29 @@ pub static TOOL: Tool = Tool {
         summarised per series (min, avg, max, last, number of points), e.g. to answer \"was \
         this node overloaded today?\"; raw: true adds the newest points (at most 100). Use \
         pve_list_nodes for an overview of all nodes. Needs Sys.Audit on /nodes/{node}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            (
-                "node",
-                schema::node("Node name, e.g. \"pve1\" (pve_list_nodes lists them)."),
-            ),
-            (
-                "timeframe",
-                schema::enumeration(
-                    &TIMEFRAMES,
-                    "Also summarise the node's RRD history over this period (hour: 1-minute \
-                     points, day: 30-minute, week: 3-hour, ...). Omit for current status only.",
-                ),
-            ),
-            (
-                "cf",
-                schema::enumeration(
-                    &CFS,
-                    "RRD consolidation: AVERAGE (default) or MAX per point; needs timeframe.",
-                ),
-            ),
-            (
-                "raw",
-                json!({"type": "boolean", "default": false,
-                    "description": "Also return the newest RRD points themselves (at most 100); needs timeframe."}),
-            ),
-        ],
-        &["node"],
-    )
+/// The node, and what history to add.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Node name, e.g. "pve1" (pve_list_nodes lists them).
+    node: NodeName,
+    /// Also summarise the node's RRD history over this period (hour: 1-minute points, day:
+    /// 30-minute, week: 3-hour, ...). Omit for current status only.
+    timeframe: Option<Timeframe>,
+    /// RRD consolidation: AVERAGE (default) or MAX per point; needs timeframe.
+    cf: Option<Consolidation>,
+    /// Also return the newest RRD points themselves (at most 100); needs timeframe.
+    #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = false)))]
+    raw: Flag,
 }
 
+#[cfg(test)]
 fn usage_schema(description: &str, with_available: bool) -> Value {
     let n = schema::nullable;
     let mut props = vec![
@@ -94,6 +78,7 @@ fn usage_schema(description: &str, with_available: bool) -> Value {
     schema::object(description, &props)
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = schema::nullable;
     let series = schema::object(
@@ -188,26 +173,11 @@ fn output_schema() -> Value {
     )
 }
 
-/// Validates an optional boolean argument.
-fn boolean_arg(args: &Args, key: &str) -> Result<bool, ToolError> {
-    match args.raw(key) {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ToolError::field(key, "must be true or false")),
-    }
-}
-
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let node = args.node("node")?.ok_or_else(|| {
-        ToolError::field(
-            "node",
-            "missing required argument; pass a node name, e.g. {\"node\": \"pve1\"} \
-             (pve_list_nodes lists them)",
-        )
-    })?;
-    let timeframe = args.one_of("timeframe", &TIMEFRAMES)?;
-    let cf = args.one_of("cf", &CFS)?;
-    let raw = boolean_arg(args, "raw")?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let node = input.node.as_str();
+    let timeframe = input.timeframe.map(Timeframe::as_str);
+    let cf = input.cf.map(Consolidation::as_str);
+    let raw = input.raw.0;
     if timeframe.is_none() && (cf.is_some() || raw) {
         return Err(ToolError::field(
             if cf.is_some() { "cf" } else { "raw" },
@@ -229,7 +199,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         }
         None => None,
     };
-    Ok(shape(node, &status, rrd))
+    Ok(shape(node, &status, rrd).untyped())
 }
 
 fn usage(o: Option<&Value>, available_key: Option<&str>) -> Value {

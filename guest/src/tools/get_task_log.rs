@@ -8,15 +8,18 @@
 //! request, the common case for short tasks); otherwise ask again for
 //! `start = total - tail`. (`limit=0` is no probe: it means "everything".)
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::support;
-use super::{Annotations, Output, Tool};
+use super::support::{self, Upid};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{Int, NodeName};
 use crate::error::ToolError;
 use crate::json as pj;
+use crate::paging::Limit;
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `tail` and `limit`.
@@ -29,7 +32,7 @@ const START_MAX: u64 = 10_000_000;
 const LINE_MAX: usize = 2000;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_task_log",
     title: "Read a task's log",
     description: "Read the log of one Proxmox task by its UPID. By default it returns the last \
@@ -38,37 +41,28 @@ pub static TOOL: Tool = Tool {
         from the beginning instead. Use it after pve_get_task_status or pve_list_tasks shows a \
         failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
         Sys.Audit on /nodes/{node} unless the token started the task itself.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            ("upid", support::upid_property()),
-            ("node", support::upid_node_property()),
-            (
-                "tail",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_LINES, "default": DEFAULT_LINES,
-                    "description": "Return the last this many lines (default 50, max 500). Not with start/limit."}),
-            ),
-            (
-                "start",
-                json!({"type": "integer", "minimum": 0, "maximum": START_MAX,
-                    "description": "Read forward from this 0-based line offset instead of the tail (0 = the first line)."}),
-            ),
-            (
-                "limit",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_LINES, "default": DEFAULT_LINES,
-                    "description": "With start: how many lines to read (default 50, max 500)."}),
-            ),
-        ],
-        &["upid"],
-    )
+/// The task, and which lines of its log.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    upid: Upid,
+    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
+    /// node.
+    node: Option<NodeName>,
+    /// Return the last this many lines (default 50, max 500). Not with start/limit.
+    tail: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
+    /// Read forward from this 0-based line offset instead of the tail (0 = the first line).
+    start: Option<Int<0, START_MAX>>,
+    /// With start: how many lines to read (default 50, max 500).
+    limit: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
     let line = schema::object(
@@ -139,10 +133,10 @@ enum Mode {
     Range { start: u64, limit: u64 },
 }
 
-fn mode(args: &Args) -> Result<Mode, ToolError> {
-    let tail = args.integer("tail", 1, MAX_LINES, DEFAULT_LINES)?;
-    let start = args.integer("start", 0, START_MAX, 0)?;
-    let limit = args.integer("limit", 1, MAX_LINES, DEFAULT_LINES)?;
+fn mode(input: &Input) -> Result<Mode, ToolError> {
+    let tail = input.tail.map(|t| t.0);
+    let start = input.start.map(|s| s.0);
+    let limit = input.limit.map(|l| l.0);
     match (tail, start, limit) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(ToolError::field(
             "tail",
@@ -161,9 +155,10 @@ fn mode(args: &Args) -> Result<Mode, ToolError> {
     }
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let (upid, node) = support::upid_and_node(args)?;
-    let mode = mode(args)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let mode = mode(&input)?;
+    let upid = input.upid;
     let mut fetch = |start: u64, limit: u64| -> Result<Page, ToolError> {
         let path = ApiPath::new("nodes")
             .seg(&node)
@@ -194,7 +189,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         // A short page means the log ended there.
         total = Some(start + got.len() as u64);
     }
-    Ok(shape(&upid.raw, &node, mode, start, got, total))
+    Ok(shape(&upid.raw, &node, mode, start, got, total).untyped())
 }
 
 /// `[{n, t}]` → `(n, text)`, tolerating missing numbers.

@@ -2,19 +2,21 @@
 //! `/nodes/{node}/tasks/{upid}/status`, with the UPID parsed and validated
 //! before the request.
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::support::{self, Upid};
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::NodeName;
 use crate::error::ToolError;
 use crate::json as pj;
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_task_status",
     title: "Get task status",
     description: "Get the state of one Proxmox task (a start, stop, backup, migration, \
@@ -23,22 +25,22 @@ pub static TOOL: Tool = Tool {
         one pve_list_tasks showed; node is taken from the UPID. If it failed, read the reason \
         with pve_get_task_log. Needs Sys.Audit on /nodes/{node} unless the token started the \
         task itself.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            ("upid", support::upid_property()),
-            ("node", support::upid_node_property()),
-        ],
-        &["upid"],
-    )
+/// The task to ask about.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    upid: Upid,
+    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
+    /// node.
+    node: Option<NodeName>,
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
     schema::object(
@@ -98,15 +100,16 @@ fn output_schema() -> Value {
     )
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let (upid, node) = support::upid_and_node(args)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let upid = input.upid;
     let path = ApiPath::new("nodes")
         .seg(&node)
         .lit("tasks")
         .seg(&upid.raw)
         .lit("status");
     let data = pve.get(&path)?;
-    Ok(shape(&upid, &data))
+    Ok(shape(&upid, &data).untyped())
 }
 
 /// Normalises a `tasks/{upid}/status` answer; the UPID's own fields win

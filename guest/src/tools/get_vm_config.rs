@@ -12,22 +12,23 @@
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
+use crate::resolve::{Target, guest_input};
+#[cfg(test)]
 use crate::schema;
 
 /// What masked values read.
 pub const MASK: &str = "**********";
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_config",
     title: "Get VM/container configuration",
     description: "Get one QEMU VM's or LXC container's configuration: every key as Proxmox \
@@ -37,16 +38,16 @@ pub static TOOL: Tool = Tool {
         (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
         live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
         is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(&resolve::target_properties(), &["vmid"])
+guest_input! {
+    /// The guest to ask about.
+    pub struct Input {}
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = schema::nullable;
     let disk = schema::object(
@@ -183,20 +184,20 @@ fn output_schema() -> Value {
                     "SHA-1 of the config file, to detect changes; null if not reported",
                 ),
             ),
-            ("resolved", resolve::resolved_schema()),
+            ("resolved", schema::resolved()),
         ],
     )
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let target = Wanted::from_args(args)?.resolve(pve)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
         .id(target.vmid)
         .lit("config");
     let config = fetch::object(pve, &path)?;
-    Ok(shape(&target, &config))
+    Ok(shape(&target, &config).untyped())
 }
 
 /// Whether a config key's value must be masked (see the module docs).
@@ -393,7 +394,7 @@ pub fn shape(target: &Target, raw: &Map<String, Value>) -> Output {
             "config": config,
             "masked_keys": masked,
             "highlights": highlights,
-            "resolved": target.resolved_json(),
+            "resolved": target.resolved(),
         }),
         summary,
     }

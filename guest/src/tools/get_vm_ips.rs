@@ -6,17 +6,18 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::{Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
+use crate::resolve::{Target, guest_input};
+#[cfg(test)]
 use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_ips",
     title: "Get VM/container IP addresses",
     description: "Get the network interfaces and IP addresses of one guest as the guest itself \
@@ -26,16 +27,16 @@ pub static TOOL: Tool = Tool {
         and link-local ones). The guest must be running. Only vmid is required. Needs \
         VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
         for containers.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(&resolve::target_properties(), &["vmid"])
+guest_input! {
+    /// The guest to ask about.
+    pub struct Input {}
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let iface = schema::object(
         "One interface.",
@@ -92,13 +93,13 @@ fn output_schema() -> Value {
                 "excluded",
                 json!({"type": "array", "items": excluded, "description": "Addresses left out of addresses, and why"}),
             ),
-            ("resolved", resolve::resolved_schema()),
+            ("resolved", schema::resolved()),
         ],
     )
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let target = Wanted::from_args(args)?.resolve(pve)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let target = input.wanted().resolve(pve)?;
     let base = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -108,7 +109,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         VmType::Lxc => base.lit("interfaces"),
     };
     let data = pve.get(&path).map_err(|e| explain(&target, e))?;
-    Ok(shape(&target, &data))
+    Ok(shape(&target, &data).untyped())
 }
 
 /// Turns the guest-agent and stopped-guest failures into instructions.
@@ -260,7 +261,7 @@ pub fn shape(target: &Target, data: &Value) -> Output {
         })).collect::<Vec<_>>(),
         "addresses": addresses,
         "excluded": excluded,
-        "resolved": target.resolved_json(),
+        "resolved": target.resolved(),
     });
     let summary = if addresses.is_empty() {
         format!(

@@ -5,26 +5,23 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::support;
-use super::{Annotations, Output, Tool};
+use super::support::{self, Consolidation, Timeframe};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::Flag;
 use crate::error::ToolError;
 use crate::format;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
+use crate::resolve::{Target, guest_input};
+#[cfg(test)]
 use crate::schema;
 
-/// Timeframes Proxmox keeps.
-pub const TIMEFRAMES: [&str; 5] = ["hour", "day", "week", "month", "year"];
-/// Consolidation functions.
-pub const CFS: [&str; 2] = ["AVERAGE", "MAX"];
 /// Most raw points returned.
 pub const RAW_MAX: usize = 100;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_metrics",
     title: "Get VM/container metrics history",
     description: "Get the CPU, memory, disk and network history of one QEMU VM or LXC container \
@@ -34,34 +31,28 @@ pub static TOOL: Tool = Tool {
         busy / out of memory / saturating its network lately\"; for the state right now use \
         pve_get_vm_status. raw: true also returns the data points (at most 100, evenly \
         downsampled). Only vmid is required. Needs VM.Audit on /vms/{vmid}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = resolve::target_properties();
-    props.extend([
-        (
-            "timeframe",
-            json!({"type": "string", "enum": TIMEFRAMES, "default": "hour",
-                "description": "Period to cover, ending now (default hour: about one point per minute; day: per 30 min; week: per 3 h; ...)."}),
-        ),
-        (
-            "cf",
-            json!({"type": "string", "enum": CFS, "default": "AVERAGE",
-                "description": "How Proxmox consolidates each interval: AVERAGE (default) or MAX (peaks)."}),
-        ),
-        (
-            "raw",
-            json!({"type": "boolean", "default": false,
-                "description": "Also return the data points (at most 100, evenly downsampled). Default false."}),
-        ),
-    ]);
-    schema::input(&props, &["vmid"])
+guest_input! {
+    /// The guest, and which history of it.
+    pub struct Input {
+        /// Period to cover, ending now (default hour: about one point per minute; day: per 30
+        /// min; week: per 3 h; ...).
+        #[cfg_attr(test, schemars(extend("default" = "hour")))]
+        pub timeframe: Option<Timeframe>,
+        /// How Proxmox consolidates each interval: AVERAGE (default) or MAX (peaks).
+        #[cfg_attr(test, schemars(extend("default" = "AVERAGE")))]
+        pub cf: Option<Consolidation>,
+        /// Also return the data points (at most 100, evenly downsampled). Default false.
+        #[serde(default)]
+        #[cfg_attr(test, schemars(extend("default" = false)))]
+        pub raw: Flag,
+    }
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
     let series = schema::object(
@@ -99,11 +90,11 @@ fn output_schema() -> Value {
             ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
             (
                 "timeframe",
-                schema::enumeration(&TIMEFRAMES, "The timeframe"),
+                schema::enumeration(Timeframe::ALL, "The timeframe"),
             ),
             (
                 "cf",
-                schema::enumeration(&CFS, "The consolidation function"),
+                schema::enumeration(Consolidation::ALL, "The consolidation function"),
             ),
             (
                 "points",
@@ -155,17 +146,16 @@ fn output_schema() -> Value {
                     "With raw: true if points were dropped evenly to keep at most 100; null without raw",
                 ),
             ),
-            ("resolved", resolve::resolved_schema()),
+            ("resolved", schema::resolved()),
         ],
     )
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let wanted = Wanted::from_args(args)?;
-    let timeframe = args.one_of("timeframe", &TIMEFRAMES)?.unwrap_or("hour");
-    let cf = args.one_of("cf", &CFS)?.unwrap_or("AVERAGE");
-    let raw = support::bool_arg(args, "raw")?.unwrap_or(false);
-    let target = wanted.resolve(pve)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let timeframe = input.timeframe.unwrap_or(Timeframe::Hour).as_str();
+    let cf = input.cf.unwrap_or(Consolidation::Average).as_str();
+    let raw = input.raw.0;
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -174,7 +164,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         .query("timeframe", timeframe)
         .query("cf", cf);
     let data = pve.get(&path)?;
-    Ok(shape(&target, timeframe, cf, raw, &data))
+    Ok(shape(&target, timeframe, cf, raw, &data).untyped())
 }
 
 fn unit(name: &str) -> &'static str {
@@ -322,7 +312,7 @@ pub fn shape(target: &Target, timeframe: &str, cf: &str, raw: bool, data: &Value
         "series": series,
         "raw_points": raw_points,
         "raw_downsampled": downsampled,
-        "resolved": target.resolved_json(),
+        "resolved": target.resolved(),
     });
     let summary = summary(target, timeframe, cf, points.len(), &stats, downsampled);
     Output {

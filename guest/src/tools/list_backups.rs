@@ -1,17 +1,19 @@
 //! `pve_list_backups`: backup archives on one storage, from
 //! `GET /nodes/{node}/storage/{storage}/content?content=backup[&vmid=]`.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{self, NodeName, Vmid};
 use crate::error::{ToolError, quoted};
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
@@ -24,7 +26,7 @@ pub const STORAGE_MAX: usize = 100;
 pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]$";
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_backups",
     title: "List backups on a storage",
     description: "List the backup archives (vzdump, PBS snapshots) on one storage of one node, \
@@ -34,33 +36,60 @@ pub static TOOL: Tool = Tool {
         pve_list_storage with content backup lists the storages that hold backups. Paged with \
         limit (default 50, max 500) and offset. Needs Datastore.Audit or \
         Datastore.AllocateSpace on /storage/{storage}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "node",
-            schema::node("Node to ask, e.g. \"pve1\"; for shared storage any node that has it."),
-        ),
-        (
-            "storage",
-            json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN,
-                "description": "Storage id, e.g. \"local\" or \"pbs\" (pve_list_storage with content \"backup\" lists them)."}),
-        ),
-        ("vmid", schema::vmid()),
-    ];
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "backups",
-    ));
-    schema::input(&props, &["node", "storage"])
+/// Where to list backups, and which.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Node to ask, e.g. "pve1"; for shared storage any node that has it.
+    node: NodeName,
+    /// Storage id, e.g. "local" or "pbs" (pve_list_storage with content "backup" lists them).
+    storage: StorageId,
+    /// Only backups of this VM/CT id, e.g. 101.
+    vmid: Option<Vmid>,
+    /// Most backups to return (default 50, max 500); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many backups first (default 0); pass the previous answer's next_offset to page
+    /// on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+/// A Proxmox storage id (format `pve-storage-id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageId(String);
+
+impl StorageId {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        if v.is_null() {
+            return Err(
+                "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}"
+                    .into(),
+            );
+        }
+        let s = arg::string(v, STORAGE_MAX)?;
+        if !is_storage_id(s) {
+            return Err(format!(
+                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), \
+                 e.g. \"local\"",
+                quoted(s, 64)
+            ));
+        }
+        Ok(StorageId(s.to_owned()))
+    }
+}
+arg::deserialize_from_json!(StorageId);
+arg::fixed_schema!(
+    StorageId,
+    json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
+);
+
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = schema::nullable;
     let b = schema::object(
@@ -138,7 +167,7 @@ fn output_schema() -> Value {
             schema::string("total_size in binary units"),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
@@ -153,33 +182,11 @@ pub fn is_storage_id(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let node = args.node("node")?.ok_or_else(|| {
-        ToolError::field(
-            "node",
-            "missing required argument; pass a node name, e.g. {\"node\": \"pve1\"}",
-        )
-    })?;
-    let storage = args.string("storage", STORAGE_MAX)?.ok_or_else(|| {
-        ToolError::field(
-            "storage",
-            "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}",
-        )
-    })?;
-    if !is_storage_id(storage) {
-        return Err(ToolError::field(
-            "storage",
-            format!(
-                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), e.g. \"local\"",
-                quoted(storage, 64)
-            ),
-        ));
-    }
-    let vmid = match args.raw("vmid") {
-        Some(_) => Some(args.vmid()?),
-        None => None,
-    };
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let node = input.node.as_str();
+    let storage = input.storage.0.as_str();
+    let vmid = input.vmid.map(|v| v.0);
+    let page = Page::new(input.limit, input.offset);
     let mut path = ApiPath::new("nodes")
         .seg(node)
         .lit("storage")
@@ -190,7 +197,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         path = path.query("vmid", &v.to_string());
     }
     let entries = fetch::list(pve, &path)?;
-    Ok(shape(&entries, node, storage, vmid, page))
+    Ok(shape(&entries, node, storage, vmid, page).untyped())
 }
 
 fn record(e: &Map<String, Value>) -> Option<Value> {

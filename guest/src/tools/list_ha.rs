@@ -3,16 +3,17 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::support;
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
@@ -21,7 +22,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_ha",
     title: "List HA status and resources",
     description: "Show the Proxmox high-availability (HA) manager's state: quorum, the current \
@@ -31,19 +32,25 @@ pub static TOOL: Tool = Tool {
         shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
         health after a node failure. Resources are sorted by sid and paged with limit \
         (default 100, max 1000) and offset. Needs Sys.Audit on /.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "HA resources"),
-        &[],
-    )
+/// The page of HA resources to list.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Most HA resources to return (default 100, max 1000); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many HA resources first (default 0); pass the previous answer's next_offset
+    /// to page on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
     let lrm = schema::object(
@@ -203,12 +210,12 @@ fn output_schema() -> Value {
             json!({"type": "array", "items": count, "description": "All resources (not just this page) by state"}),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let page = Page::new(input.limit, input.offset);
     let status = pve.get(
         &ApiPath::new("cluster")
             .lit("ha")
@@ -216,7 +223,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
             .lit("current"),
     )?;
     let resources = pve.get(&ApiPath::new("cluster").lit("ha").lit("resources"))?;
-    Ok(shape(&status, &resources, page))
+    Ok(shape(&status, &resources, page).untyped())
 }
 
 /// One JSON object from Proxmox.

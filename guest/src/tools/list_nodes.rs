@@ -2,17 +2,18 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
@@ -21,7 +22,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_nodes",
     title: "List nodes",
     description: "List the Proxmox VE nodes with status (online, offline, unknown), CPU, \
@@ -29,19 +30,25 @@ pub static TOOL: Tool = Tool {
         find node names for other tools or to spot overloaded or offline nodes; for one \
         node's details (load average, kernel, versions, history) use pve_get_node_metrics. \
         Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "nodes"),
-        &[],
-    )
+/// The page of nodes to list.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Most nodes to return (default 100, max 1000); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many nodes first (default 0); pass the previous answer's next_offset to page
+    /// on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = schema::nullable;
     let node = schema::object(
@@ -101,14 +108,14 @@ fn output_schema() -> Value {
             }),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let page = Page::new(input.limit, input.offset);
     let entries = fetch::list(pve, &ApiPath::new("nodes"))?;
-    Ok(shape(&entries, page))
+    Ok(shape(&entries, page).untyped())
 }
 
 /// Shapes a `/nodes` answer.

@@ -4,28 +4,41 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{NodeName, Text, choice};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 200;
 /// Largest `limit`.
 pub const MAX_LIMIT: u64 = 2000;
-/// The `type` filter Proxmox accepts.
-pub const RESOURCE_TYPES: [&str; 4] = ["vm", "storage", "node", "sdn"];
+choice! {
+    /// The `type` filter Proxmox accepts.
+    pub enum ResourceType {
+        /// VMs and containers.
+        Vm = "vm",
+        /// Storages.
+        Storage = "storage",
+        /// Nodes.
+        Node = "node",
+        /// SDN zones.
+        Sdn = "sdn",
+    }
+}
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_resources",
     title: "List cluster resources",
     description: "List everything the cluster reports in one call: guests (VMs and \
@@ -34,40 +47,33 @@ pub static TOOL: Tool = Tool {
         it for an inventory or to see storage fill levels across nodes; resource_type (vm, \
         storage, node, sdn) narrows it, node and status filter further. For guests alone \
         pve_list_vms has richer filters. Paged with limit (default 200, max 2000) and offset.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "resource_type",
-            schema::enumeration(
-                &RESOURCE_TYPES,
-                "Only this kind: vm (VMs and containers), storage, node or sdn. Omit for all, \
-                 including pools.",
-            ),
-        ),
-        (
-            "node",
-            schema::node("Only resources on this node, e.g. \"pve1\" (case-insensitive)."),
-        ),
-        (
-            "status",
-            json!({"type": "string", "minLength": 1, "maxLength": 32,
-                "description": "Only resources with this status, e.g. running, stopped, online, offline, available (case-insensitive)."}),
-        ),
-    ];
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "resources",
-    ));
-    schema::input(&props, &[])
+/// Which resources to list.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Only this kind: vm (VMs and containers), storage, node or sdn. Omit for all, including
+    /// pools.
+    resource_type: Option<ResourceType>,
+    /// Only resources on this node, e.g. "pve1" (case-insensitive).
+    node: Option<NodeName>,
+    /// Only resources with this status, e.g. running, stopped, online, offline, available
+    /// (case-insensitive).
+    status: Option<Text<32>>,
+    /// Most resources to return (default 200, max 2000); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many resources first (default 0); pass the previous answer's next_offset to
+    /// page on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+#[cfg(test)]
 fn rec(kind: &str, description: &str, fields: &[(&str, Value)]) -> Value {
     let mut props = vec![
         ("kind", json!({"const": kind, "description": "Record kind"})),
@@ -84,6 +90,7 @@ fn rec(kind: &str, description: &str, fields: &[(&str, Value)]) -> Value {
     schema::object(description, &props)
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = schema::nullable;
     let node_f = || ("node", n("string", "Node; null if none"));
@@ -208,21 +215,20 @@ fn output_schema() -> Value {
                 "description": "Number of matching resources per Proxmox type (qemu, lxc, node, storage, pool, sdn, ...), over all pages"}),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let resource_type = args.one_of("resource_type", &RESOURCE_TYPES)?;
-    let node = args.node("node")?;
-    let status = args.string("status", 32)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let node = input.node.as_ref().map(NodeName::as_str);
+    let status = input.status.as_ref().map(Text::as_str);
+    let page = Page::new(input.limit, input.offset);
     let mut path = ApiPath::new("cluster").lit("resources");
-    if let Some(t) = resource_type {
-        path = path.query("type", t);
+    if let Some(t) = input.resource_type {
+        path = path.query("type", t.as_str());
     }
     let entries = fetch::list(pve, &path)?;
-    Ok(shape(&entries, node, status, page))
+    Ok(shape(&entries, node, status, page).untyped())
 }
 
 fn rank(kind: &str) -> u8 {

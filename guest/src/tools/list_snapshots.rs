@@ -7,14 +7,15 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Value, json};
 
 use super::support;
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
+use crate::resolve::{Target, guest_input};
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
@@ -23,7 +24,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_snapshots",
     title: "List snapshots",
     description: "List the snapshots of one QEMU VM or LXC container as a tree: each with \
@@ -33,22 +34,24 @@ pub static TOOL: Tool = Tool {
         how old a guest's snapshots are. Only vmid is required: node and vm_type are looked up \
         when omitted. Snapshots are ordered by creation time, paged with limit (default 100, \
         max 500) and offset. Needs VM.Audit on /vms/{vmid}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = resolve::target_properties();
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "snapshots",
-    ));
-    schema::input(&props, &["vmid"])
+guest_input! {
+    /// The guest, and the page of its snapshots.
+    pub struct Input {
+        /// Most snapshots to return (default 100, max 500); total still counts all matches.
+        #[serde(default)]
+        pub limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+        /// Skip this many snapshots first (default 0); pass the previous answer's next_offset
+        /// to page on.
+        #[serde(default)]
+        pub offset: Offset,
+    }
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
     let snap = schema::object(
@@ -124,23 +127,22 @@ fn output_schema() -> Value {
                 "Whether the guest runs now, as the snapshot list reports; null if not given",
             ),
         ),
-        ("resolved", resolve::resolved_schema()),
+        ("resolved", schema::resolved()),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let wanted = Wanted::from_args(args)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let target = wanted.resolve(pve)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let page = Page::new(input.limit, input.offset);
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
         .id(target.vmid)
         .lit("snapshot");
     let data = pve.get(&path)?;
-    Ok(shape(&target, &data, page))
+    Ok(shape(&target, &data, page).untyped())
 }
 
 struct Snap {
@@ -245,7 +247,7 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
         "current_path": current_path,
         "current_parent": current_parent.filter(|p| snaps.contains_key(p)),
         "running": running,
-        "resolved": target.resolved_json(),
+        "resolved": target.resolved(),
     });
     info.insert_into(&mut structured);
 

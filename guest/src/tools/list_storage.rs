@@ -2,29 +2,46 @@
 //! (`GET /nodes/{node}/storage`) or their cluster-wide configuration
 //! (`GET /storage`, no usage).
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::list_resources::{ratio, split_list};
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{NodeName, choice};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
 /// Largest `limit`.
 pub const MAX_LIMIT: u64 = 1000;
-/// Content types a storage can hold.
-pub const CONTENTS: [&str; 6] = ["images", "rootdir", "backup", "iso", "vztmpl", "snippets"];
+choice! {
+    /// Content types a storage can hold.
+    pub enum Content {
+        /// VM disk images.
+        Images = "images",
+        /// Container root directories.
+        Rootdir = "rootdir",
+        /// Backups (vzdump archives).
+        Backup = "backup",
+        /// ISO images.
+        Iso = "iso",
+        /// Container templates.
+        Vztmpl = "vztmpl",
+        /// Snippets (hook scripts, cloud-init files).
+        Snippets = "snippets",
+    }
+}
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_storage",
     title: "List storage",
     description: "List storages: id, type, content types, shared, enabled, and with node also \
@@ -33,33 +50,30 @@ pub static TOOL: Tool = Tool {
         (without node only the cluster-wide configuration is listed, usage fields are null). \
         content filters by what a storage holds, e.g. backup. Sorted by id; limit (default \
         100, max 1000) and offset page. Lists only storages the token may audit.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "node",
-            schema::node(
-                "Node whose view (with usage) to list, e.g. \"pve1\". Omit for the cluster-wide configuration without usage.",
-            ),
-        ),
-        (
-            "content",
-            schema::enumeration(&CONTENTS, "Only storages that hold this content type."),
-        ),
-    ];
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "storages",
-    ));
-    schema::input(&props, &[])
+/// Which storages to list.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Node whose view (with usage) to list, e.g. "pve1". Omit for the cluster-wide
+    /// configuration without usage.
+    node: Option<NodeName>,
+    /// Only storages that hold this content type.
+    content: Option<Content>,
+    /// Most storages to return (default 100, max 1000); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many storages first (default 0); pass the previous answer's next_offset to
+    /// page on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = schema::nullable;
     let st = schema::object(
@@ -145,20 +159,20 @@ fn output_schema() -> Value {
             json!({"type": "array", "items": st, "description": "Matching storages by id, one page of them"}),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let node = args.node("node")?;
-    let content = args.one_of("content", &CONTENTS)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let node = input.node.as_ref().map(NodeName::as_str);
+    let content = input.content.map(Content::as_str);
+    let page = Page::new(input.limit, input.offset);
     let path = match node {
         Some(n) => ApiPath::new("nodes").seg(n).lit("storage"),
         None => ApiPath::new("storage"),
     };
     let entries = fetch::list(pve, &path)?;
-    Ok(shape(&entries, node, content, page))
+    Ok(shape(&entries, node, content, page).untyped())
 }
 
 fn record(e: &Map<String, Value>, with_usage: bool) -> Option<Value> {

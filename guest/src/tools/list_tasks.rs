@@ -6,16 +6,18 @@
 //! filters and pages itself, and we pass it only parameters it declares:
 //! `start`, `limit`, `since`, `typefilter`, `vmid`, `errors`, `source`.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::support;
-use super::{Annotations, Output, Tool};
+use super::support::{self, Time};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VMID_MAX, VMID_MIN};
+use crate::arg::{self, Flag, NodeName, Vmid};
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Page, PageInfo};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
+#[cfg(test)]
 use crate::schema;
 
 /// Default for `limit`.
@@ -26,7 +28,7 @@ pub const MAX_LIMIT: u64 = 500;
 const TYPE_MAX: usize = 64;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_tasks",
     title: "List tasks",
     description: "List recent Proxmox tasks (starts, stops, backups, migrations, snapshots, \
@@ -37,52 +39,68 @@ pub static TOOL: Tool = Tool {
         recent-task list; with node it reads that node's full task archive. Paged with limit \
         (default 50, max 500) and offset. Tasks of others are only listed with Sys.Audit on \
         the node. Follow up with pve_get_task_status or pve_get_task_log.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "node",
-            schema::node(
-                "Only tasks of this node, read from its full task archive. Omit for the \
-                 cluster-wide list of recent tasks.",
-            ),
-        ),
-        (
-            "vmid",
-            schema::integer(VMID_MIN, VMID_MAX, "Only tasks about this VM/CT id."),
-        ),
-        (
-            "type",
-            json!({"type": "string", "minLength": 1, "maxLength": TYPE_MAX, "pattern": "^[A-Za-z0-9_.-]+$",
-                "description": "Only tasks of this type, e.g. \"vzdump\", \"qmstart\", \"qmigrate\", \"vzstart\"."}),
-        ),
-        (
-            "errors",
-            schema::boolean(
-                "true: only finished tasks that did not end OK (errors and warnings), as Proxmox's own filter; each task's status says which.",
-            ),
-        ),
-        (
-            "since",
-            json!({"type": ["integer", "string"],
-                "description": "Only tasks started at or after this time: Unix epoch seconds or ISO-8601 (\"2026-03-24\", \"2026-03-24T10:00:00Z\")."}),
-        ),
-        (
-            "running",
-            schema::boolean(
-                "true: only tasks still running; false: only finished ones. Omit for both.",
-            ),
-        ),
-    ];
-    props.extend(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "tasks"));
-    schema::input(&props, &[])
+/// Which tasks to list; filters combine with AND.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Only tasks of this node, read from its full task archive. Omit for the cluster-wide list
+    /// of recent tasks.
+    node: Option<NodeName>,
+    /// Only tasks about this VM/CT id.
+    vmid: Option<Vmid>,
+    /// Only tasks of this type, e.g. "vzdump", "qmstart", "qmigrate", "vzstart".
+    #[serde(rename = "type")]
+    task_type: Option<TaskType>,
+    /// true: only finished tasks that did not end OK (errors and warnings), as Proxmox's own
+    /// filter; each task's status says which.
+    #[serde(default)]
+    errors: Flag,
+    /// Only tasks started at or after this time: Unix epoch seconds or ISO-8601 ("2026-03-24",
+    /// "2026-03-24T10:00:00Z").
+    since: Option<Time>,
+    /// true: only tasks still running; false: only finished ones. Omit for both.
+    running: Option<Flag>,
+    /// Most tasks to return (default 50, max 500); total still counts all matches.
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    /// Skip this many tasks first (default 0); pass the previous answer's next_offset to page
+    /// on.
+    #[serde(default)]
+    offset: Offset,
 }
 
+/// A Proxmox task type such as `vzdump`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskType(String);
+
+impl TaskType {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let t = arg::string(v, TYPE_MAX)?;
+        if !t
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        {
+            return Err(
+                "must be a task type such as \"vzdump\" or \"qmstart\" (letters, digits, \
+                 '_', '.', '-')"
+                    .into(),
+            );
+        }
+        Ok(TaskType(t.to_owned()))
+    }
+}
+arg::deserialize_from_json!(TaskType);
+arg::fixed_schema!(
+    TaskType,
+    json!({"type": "string", "minLength": 1, "maxLength": TYPE_MAX, "pattern": "^[A-Za-z0-9_.-]+$"})
+);
+
+#[cfg(test)]
 /// The schema of one task entry; shared with other task tools.
 pub fn task_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
@@ -145,6 +163,7 @@ pub fn task_schema() -> Value {
     )
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let count = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
     let mut props = vec![
@@ -172,7 +191,7 @@ fn output_schema() -> Value {
             ),
         ),
     ];
-    props.extend(paging::output_properties());
+    props.extend(schema::page_info());
     schema::object("", &props)
 }
 
@@ -187,25 +206,14 @@ struct Filters {
     running: Option<bool>,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let task_type = args.string("type", TYPE_MAX)?;
-    if let Some(t) = task_type
-        && !t
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-    {
-        return Err(ToolError::field(
-            "type",
-            "must be a task type such as \"vzdump\" or \"qmstart\" (letters, digits, '_', '.', '-')",
-        ));
-    }
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
     let f = Filters {
-        node: args.node("node")?.map(str::to_owned),
-        vmid: args.integer("vmid", VMID_MIN, VMID_MAX, 101)?,
-        task_type: task_type.map(str::to_owned),
-        errors: support::bool_arg(args, "errors")?.unwrap_or(false),
-        since: support::time_arg(args, "since")?,
-        running: support::bool_arg(args, "running")?,
+        node: input.node.map(|n| n.0),
+        vmid: input.vmid.map(|v| u64::from(v.0)),
+        task_type: input.task_type.map(|t| t.0),
+        errors: input.errors.0,
+        since: input.since.map(|t| t.0),
+        running: input.running.map(|r| r.0),
     };
     if f.errors && f.running == Some(true) {
         return Err(ToolError::InvalidArguments(
@@ -214,7 +222,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
                 .into(),
         ));
     }
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let page = Page::new(input.limit, input.offset);
     match &f.node {
         None => {
             let data = pve.get(&ApiPath::new("cluster").lit("tasks"))?;
@@ -225,7 +233,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
             tasks.retain(|t| keep(t, &f));
             tasks.sort_by_key(|t| std::cmp::Reverse(t["starttime"].as_u64().unwrap_or(0)));
             let (tasks, info) = paging::paginate(tasks, page);
-            Ok(shape(tasks, info, "cluster", &f))
+            Ok(shape(tasks, info, "cluster", &f).untyped())
         }
         Some(node) => {
             let mut path = ApiPath::new("nodes")
@@ -275,7 +283,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
                 limit: page.limit,
                 next_offset: (end < total).then_some(end as u64),
             };
-            Ok(shape(tasks, info, "node", &f))
+            Ok(shape(tasks, info, "node", &f).untyped())
         }
     }
 }

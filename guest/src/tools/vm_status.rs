@@ -4,18 +4,19 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Output, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::format;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
+use crate::resolve::{Target, guest_input};
+#[cfg(test)]
 use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_status",
     title: "Get VM/container status",
     description: "Get the live status of one QEMU VM or LXC container: run state (including \
@@ -24,16 +25,16 @@ pub static TOOL: Tool = Tool {
         details of a single guest, e.g. before or after acting on it; for an overview of many \
         guests, pve_list_vms is one cheaper call. Only vmid is required: node and vm_type are \
         looked up from cluster resources when omitted.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
+    legacy_output_schema: output_schema,
 };
 
-fn input_schema() -> Value {
-    schema::input(&resolve::target_properties(), &["vmid"])
+guest_input! {
+    /// The guest to ask about.
+    pub struct Input {}
 }
 
+#[cfg(test)]
 fn output_schema() -> Value {
     let n = |ty, d| schema::nullable(ty, d);
     schema::object(
@@ -140,13 +141,13 @@ fn output_schema() -> Value {
                 ),
             ),
             ("template", schema::boolean("true for a template")),
-            ("resolved", resolve::resolved_schema()),
+            ("resolved", schema::resolved()),
         ],
     )
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let target = Wanted::from_args(args)?.resolve(pve)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -154,12 +155,14 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
         .lit("status")
         .lit("current");
     let data = pve.get(&path)?;
-    shape(&target, &data).map_err(|problem| {
-        ToolError::Upstream(format!(
-            "Proxmox's status answer for {} is not usable: {problem}. [GET /api2/json{path}]",
-            target.label()
-        ))
-    })
+    shape(&target, &data)
+        .map(Output::untyped)
+        .map_err(|problem| {
+            ToolError::Upstream(format!(
+                "Proxmox's status answer for {} is not usable: {problem}. [GET /api2/json{path}]",
+                target.label()
+            ))
+        })
 }
 
 /// Normalises a `status/current` answer.
@@ -197,7 +200,7 @@ pub fn shape(target: &Target, data: &Value) -> Result<Output, String> {
         "tags": pj::tags(d.get("tags")),
         "running-qemu": if qemu { pj::text(d.get("running-qemu")) } else { None },
         "template": pj::flag(d.get("template")),
-        "resolved": target.resolved_json(),
+        "resolved": target.resolved(),
     });
     let summary = summary(target, structured.as_object().expect("built as an object"));
     Ok(Output {
@@ -610,7 +613,7 @@ mod tests {
 
     #[test]
     fn input_schema_agrees_with_validation() {
-        let schema = input_schema();
+        let schema = (TOOL.derived)().input;
         let validator = jsonschema::draft202012::new(&schema).unwrap();
         for args in [
             json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}),
