@@ -19,6 +19,8 @@
 //! // summary: format!("{} backups; {}", page.total, page.describe())
 //! ```
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::arg;
@@ -116,6 +118,31 @@ pub struct PageInfo {
     /// Offset of the next page; null if this answer reaches the end
     pub next_offset: Option<u64>,
 }
+
+/// Items per group (status, kind, ...) over all matches, not only the
+/// page; a group with no items is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Counts(pub BTreeMap<String, usize>);
+
+impl Counts {
+    /// Counts `items` by `group`.
+    pub fn of<'a, T: 'a>(
+        items: impl IntoIterator<Item = &'a T>,
+        group: impl Fn(&T) -> &str,
+    ) -> Counts {
+        let mut counts = BTreeMap::new();
+        for item in items {
+            *counts.entry(group(item).to_owned()).or_default() += 1;
+        }
+        Counts(counts)
+    }
+}
+
+arg::fixed_schema!(
+    Counts,
+    serde_json::json!({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}})
+);
 
 /// Cuts one page out of `items` (already filtered and sorted).
 pub fn paginate<T>(items: Vec<T>, page: Page) -> (Vec<T>, PageInfo) {

@@ -1,8 +1,6 @@
 //! `pve_list_vms`: every VM and container in the cluster, filtered and
 //! capped, from one `/cluster/resources?type=vm` request.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -13,7 +11,7 @@ use crate::error::ToolError;
 use crate::error::quoted;
 use crate::format;
 use crate::json::Tidy;
-use crate::paging::{self, Limit, Offset, Page, PageInfo};
+use crate::paging::{self, Counts, Limit, Offset, Page, PageInfo};
 use crate::resources::{self, Guest};
 
 /// Default for `limit`.
@@ -115,7 +113,7 @@ pub struct VmList {
     /// Matching guests by vmid, at most limit of them
     pub vms: Vec<VmEntry>,
     /// Number of matching guests per status, over all matches (not only those returned)
-    pub count_by_status: BTreeMap<String, usize>,
+    pub count_by_status: Counts,
     /// Where this page is in the list.
     #[serde(flatten)]
     pub page: PageInfo,
@@ -238,10 +236,7 @@ pub fn shape(guests: Vec<Guest>, filters: &Filters, page: Page) -> Answer<VmList
     // Proxmox sorts by vmid as a string (1000 before 101); agents expect
     // numeric order. Node breaks ties so the order is total.
     matched.sort_by(|a, b| a.vmid.cmp(&b.vmid).then_with(|| a.node.cmp(&b.node)));
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for g in &matched {
-        *counts.entry(g.status.clone()).or_default() += 1;
-    }
+    let counts = Counts::of(&matched, |g| &g.status);
     let (shown, info) = paging::paginate(matched, page);
     let summary = summary(filters, &counts, &info);
     Answer {
@@ -254,7 +249,7 @@ pub fn shape(guests: Vec<Guest>, filters: &Filters, page: Page) -> Answer<VmList
     }
 }
 
-fn summary(filters: &Filters, counts: &BTreeMap<String, usize>, info: &PageInfo) -> String {
+fn summary(filters: &Filters, counts: &Counts, info: &PageInfo) -> String {
     let total = info.total;
     let filtered = filters.describe();
     if total == 0 {
@@ -267,7 +262,7 @@ fn summary(filters: &Filters, counts: &BTreeMap<String, usize>, info: &PageInfo)
         };
     }
     // Largest groups first, ties by name, for a stable sentence.
-    let mut by_count: Vec<(&String, &usize)> = counts.iter().collect();
+    let mut by_count: Vec<(&String, &usize)> = counts.0.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
     let breakdown = by_count
         .iter()
