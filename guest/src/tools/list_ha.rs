@@ -330,10 +330,10 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-    use crate::tools::Output;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     const STATUS: &str = "/cluster/ha/status/current";
     const RESOURCES: &str = "/cluster/ha/resources";
