@@ -1,20 +1,18 @@
 //! `pve_list_backups`: backup archives on one storage, from
 //! `GET /nodes/{node}/storage/{storage}/content?content=backup[&vmid=]`.
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::{Answer, Output, Tool, read_tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{self, NodeName, Vmid};
 use crate::error::{ToolError, quoted};
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
-use crate::paging::{self, Limit, Offset, Page};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-#[cfg(test)]
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 50;
@@ -37,7 +35,6 @@ pub static TOOL: Tool = read_tool! {
         limit (default 50, max 500) and offset. Needs Datastore.Audit or \
         Datastore.AllocateSpace on /storage/{storage}.",
     run: run,
-    legacy_output_schema: output_schema,
 };
 
 /// Where to list backups, and which.
@@ -86,89 +83,58 @@ impl StorageId {
 arg::deserialize_from_json!(StorageId);
 arg::fixed_schema!(
     StorageId,
-    json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
+    serde_json::json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
 );
 
-#[cfg(test)]
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let b = schema::object(
-        "One backup.",
-        &[
-            (
-                "volid",
-                schema::string(
-                    "Volume id, e.g. local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst",
-                ),
-            ),
-            (
-                "vmid",
-                n("integer", "Guest the backup is of; null if unknown"),
-            ),
-            ("subtype", n("string", "qemu or lxc; null if not reported")),
-            (
-                "format",
-                n(
-                    "string",
-                    "Archive format (vma.zst, tar.zst, pbs-vm, pbs-ct, ...); null if unknown",
-                ),
-            ),
-            ("size", n("integer", "Size, bytes; null if unknown")),
-            (
-                "size_human",
-                n(
-                    "string",
-                    "Size in binary units, e.g. 1.2 GiB; null if unknown",
-                ),
-            ),
-            (
-                "ctime",
-                n(
-                    "integer",
-                    "Creation time, seconds since the epoch; null if unknown",
-                ),
-            ),
-            (
-                "created",
-                n("string", "Creation time, ISO-8601 UTC; null if unknown"),
-            ),
-            ("notes", n("string", "Notes (first line); null if none")),
-            (
-                "protected",
-                schema::boolean("true if protected from pruning and deletion"),
-            ),
-            (
-                "encrypted",
-                schema::boolean("true if the backup is encrypted"),
-            ),
-            (
-                "verification",
-                n(
-                    "string",
-                    "Last verification result (ok, failed, ...; PBS only); null if never verified",
-                ),
-            ),
-        ],
-    );
-    let mut props = vec![
-        ("node", schema::string("Node asked")),
-        ("storage", schema::string("Storage listed")),
-        ("vmid", n("integer", "The vmid filter; null if none")),
-        (
-            "backups",
-            json!({"type": "array", "items": b, "description": "Backups, newest first, one page of them"}),
-        ),
-        (
-            "total_size",
-            json!({"type": "integer", "minimum": 0, "description": "Sum of sizes of all matching backups, bytes"}),
-        ),
-        (
-            "total_size_human",
-            schema::string("total_size in binary units"),
-        ),
-    ];
-    props.extend(schema::page_info());
-    schema::object("", &props)
+/// One page of backups on one storage.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct BackupList {
+    /// Node asked
+    pub node: String,
+    /// Storage listed
+    pub storage: String,
+    /// The vmid filter; null if none
+    pub vmid: Option<u32>,
+    /// Backups, newest first, one page of them
+    pub backups: Vec<Backup>,
+    /// Sum of sizes of all matching backups, bytes
+    pub total_size: u64,
+    /// total_size in binary units
+    pub total_size_human: String,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
+}
+
+/// One backup.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Backup {
+    /// Volume id, e.g. local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst
+    pub volid: String,
+    /// Guest the backup is of; null if unknown
+    pub vmid: Option<u64>,
+    /// qemu or lxc; null if not reported
+    pub subtype: Option<String>,
+    /// Archive format (vma.zst, tar.zst, pbs-vm, pbs-ct, ...); null if unknown
+    pub format: Option<String>,
+    /// Size, bytes; null if unknown
+    pub size: Option<u64>,
+    /// Size in binary units, e.g. 1.2 GiB; null if unknown
+    pub size_human: Option<String>,
+    /// Creation time, seconds since the epoch; null if unknown
+    pub ctime: Option<u64>,
+    /// Creation time, ISO-8601 UTC; null if unknown
+    pub created: Option<String>,
+    /// Notes (first line); null if none
+    pub notes: Option<String>,
+    /// true if protected from pruning and deletion
+    pub protected: bool,
+    /// true if the backup is encrypted
+    pub encrypted: bool,
+    /// Last verification result (ok, failed, ...; PBS only); null if never verified
+    pub verification: Option<String>,
 }
 
 /// Whether `s` is a valid Proxmox storage id.
@@ -182,7 +148,7 @@ pub fn is_storage_id(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
 }
 
-fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<BackupList>, ToolError> {
     let node = input.node.as_str();
     let storage = input.storage.0.as_str();
     let vmid = input.vmid.map(|v| v.0);
@@ -197,10 +163,10 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
         path = path.query("vmid", &v.to_string());
     }
     let entries = fetch::list(pve, &path)?;
-    Ok(shape(&entries, node, storage, vmid, page).untyped())
+    Ok(shape(&entries, node, storage, vmid, page))
 }
 
-fn record(e: &Map<String, Value>) -> Option<Value> {
+fn record(e: &Map<String, Value>) -> Option<Backup> {
     let volid = pj::text(e.get("volid"))?;
     let size = pj::uint(e.get("size"));
     let ctime = pj::uint(e.get("ctime"));
@@ -211,20 +177,20 @@ fn record(e: &Map<String, Value>) -> Option<Value> {
     let notes = pj::text(e.get("notes"))
         .and_then(|n| n.lines().next().map(str::to_owned))
         .filter(|n| !n.is_empty());
-    Some(json!({
-        "volid": volid,
-        "vmid": pj::uint(e.get("vmid")),
-        "subtype": pj::text(e.get("subtype")),
-        "format": pj::text(e.get("format")),
-        "size": size,
-        "size_human": size.map(format::bytes),
-        "ctime": ctime,
-        "created": ctime.map(|t| format::iso_utc(t as i64)),
-        "notes": notes,
-        "protected": pj::flag(e.get("protected")),
-        "encrypted": pj::text(e.get("encrypted")).is_some_and(|s| s != "0"),
-        "verification": verification,
-    }))
+    Some(Backup {
+        volid,
+        vmid: pj::uint(e.get("vmid")),
+        subtype: pj::text(e.get("subtype")),
+        format: pj::text(e.get("format")),
+        size,
+        size_human: size.map(format::bytes),
+        ctime,
+        created: ctime.map(|t| format::iso_utc(t as i64)),
+        notes,
+        protected: pj::flag(e.get("protected")),
+        encrypted: pj::text(e.get("encrypted")).is_some_and(|s| s != "0"),
+        verification,
+    })
 }
 
 /// Sorts newest first, totals and pages.
@@ -234,8 +200,8 @@ pub fn shape(
     storage: &str,
     vmid: Option<u32>,
     page: Page,
-) -> Output {
-    let mut recs: Vec<Value> = entries
+) -> Answer<BackupList> {
+    let mut recs: Vec<Backup> = entries
         .iter()
         .filter_map(Value::as_object)
         // The content filter is Proxmox's; keep only backups in case a
@@ -246,21 +212,16 @@ pub fn shape(
                 .is_none_or(|c| c == "backup")
         })
         .filter_map(record)
-        .filter(|r| vmid.is_none_or(|v| r["vmid"].as_u64() == Some(u64::from(v))))
+        .filter(|r| vmid.is_none_or(|v| r.vmid == Some(u64::from(v))))
         .collect();
-    recs.sort_by(|a, b| {
-        b["ctime"]
-            .as_u64()
-            .cmp(&a["ctime"].as_u64())
-            .then_with(|| a["volid"].as_str().cmp(&b["volid"].as_str()))
-    });
-    let total_size: u64 = recs.iter().filter_map(|r| r["size"].as_u64()).sum();
+    recs.sort_by(|a, b| b.ctime.cmp(&a.ctime).then_with(|| a.volid.cmp(&b.volid)));
+    let total_size: u64 = recs.iter().filter_map(|r| r.size).sum();
     let newest = recs.first().map(|r| {
         format!(
             " Newest: {}{}.",
-            r["volid"].as_str().unwrap_or(""),
-            r["created"]
-                .as_str()
+            r.volid,
+            r.created
+                .as_ref()
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default()
         )
@@ -278,13 +239,16 @@ pub fn shape(
             newest.unwrap_or_default()
         )
     };
-    let mut structured = json!({
-        "node": node, "storage": storage, "vmid": vmid, "backups": recs,
-        "total_size": total_size, "total_size_human": format::bytes(total_size),
-    });
-    info.insert_into(&mut structured);
-    Output {
-        structured,
+    Answer {
+        structured: BackupList {
+            node: node.to_owned(),
+            storage: storage.to_owned(),
+            vmid,
+            backups: recs,
+            total_size,
+            total_size_human: format::bytes(total_size),
+            page: info,
+        },
         summary,
     }
 }
@@ -293,6 +257,7 @@ pub fn shape(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use serde_json::json;
 
     fn fixture() -> Value {
         json!([
