@@ -1,18 +1,18 @@
 //! `pve_check_permissions`: what the API token may do, from
 //! `/access/permissions[?path=]`, so an agent can explain a 403.
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
-use super::{Answer, Output, Tool, read_tool};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg;
 use crate::error::{ToolError, quoted};
 use crate::json as pj;
-use crate::paging::{self, Limit, Offset, Page};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-#[cfg(test)]
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -59,7 +59,6 @@ pub static TOOL: Tool = read_tool! {
         missing on which path and how to grant it. Paths are paged with limit (default 100, \
         max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
     run: run,
-    legacy_output_schema: output_schema,
 };
 
 /// Which ACL path to check, or the page of all of them.
@@ -80,57 +79,59 @@ pub struct Input {
     offset: Offset,
 }
 
-#[cfg(test)]
-fn has_props() -> Vec<(&'static str, Value)> {
-    NEEDS
-        .iter()
-        .map(|(p, what)| (*p, schema::boolean(&format!("Granted? Needed for {what}"))))
-        .collect()
+/// The token's privileges, per path or on one path.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Permissions {
+    /// The path asked about; null for all
+    pub path: Option<String>,
+    /// ACL paths with their privileges, sorted by path
+    pub paths: Vec<PathPrivileges>,
+    /// With path: whether each privilege the tools need is granted there; null without path.
+    pub has: Option<Has>,
+    /// With path: the tools' privileges not granted there; empty without path
+    pub missing: Vec<&'static str>,
+    /// With path and something missing: a pveum command to grant read access; null otherwise
+    pub grant_hint: Option<String>,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
+/// Privileges on one ACL path.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct PathPrivileges {
+    /// ACL path
+    pub path: String,
+    /// Privileges granted there, sorted
+    pub privileges: Vec<String>,
+}
+
+/// Whether each privilege in [`NEEDS`] is granted, by name.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct Has(BTreeMap<&'static str, bool>);
+
 #[cfg(test)]
-fn output_schema() -> Value {
-    let entry = schema::object(
-        "Privileges on one ACL path.",
-        &[
-            ("path", schema::string("ACL path")),
-            (
-                "privileges",
-                schema::strings("Privileges granted there, sorted"),
-            ),
-        ],
-    );
-    let mut has = schema::object(
-        "With path: whether each privilege the tools need is granted there; null without path.",
-        &has_props(),
-    );
-    has["type"] = json!(["object", "null"]);
-    let mut props = vec![
-        (
-            "path",
-            schema::nullable("string", "The path asked about; null for all"),
-        ),
-        (
-            "paths",
-            json!({"type": "array", "items": entry, "description": "ACL paths with their privileges, sorted by path"}),
-        ),
-        ("has", has),
-        (
-            "missing",
-            schema::strings(
-                "With path: the tools' privileges not granted there; empty without path",
-            ),
-        ),
-        (
-            "grant_hint",
-            schema::nullable(
-                "string",
-                "With path and something missing: a pveum command to grant read access; null otherwise",
-            ),
-        ),
-    ];
-    props.extend(schema::page_info());
-    schema::object("", &props)
+impl schemars::JsonSchema for Has {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Has".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let properties: serde_json::Map<String, Value> = NEEDS
+            .iter()
+            .map(|(p, what)| {
+                let description = format!("Granted? Needed for {what}");
+                (
+                    (*p).to_owned(),
+                    serde_json::json!({"type": "boolean", "description": description}),
+                )
+            })
+            .collect();
+        schemars::json_schema!({"type": "object", "properties": properties})
+    }
 }
 
 /// An ACL path: `/` or `/seg[/seg...]` with `[A-Za-z0-9_.@!-]`.
@@ -163,10 +164,10 @@ impl AclPath {
 arg::deserialize_from_json!(AclPath);
 arg::fixed_schema!(
     AclPath,
-    json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN})
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN})
 );
 
-fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Permissions>, ToolError> {
     let path = input.path.as_ref().map(|p| p.0.as_str());
     let page = Page::new(input.limit, input.offset);
     let mut api = ApiPath::new("access").lit("permissions");
@@ -174,7 +175,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
         api = api.query("path", p);
     }
     let data = pve.get(&api)?;
-    Ok(shape(path, &data, page).untyped())
+    Ok(shape(path, &data, page))
 }
 
 fn privileges(v: &Value) -> Vec<String> {
@@ -188,7 +189,7 @@ fn privileges(v: &Value) -> Vec<String> {
 }
 
 /// Shapes a permissions map `{path: {priv: propagate}}`.
-pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
+pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions> {
     let empty = Map::new();
     let map = data.as_object().unwrap_or(&empty);
     let mut entries: Vec<(String, Vec<String>)> = map
@@ -200,24 +201,24 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
         .and_then(|p| entries.iter().find(|(e, _)| e == p))
         .map(|(_, privs)| privs.clone())
         .unwrap_or_default();
-    let (has, missing): (Value, Vec<&str>) = match path {
+    let (has, missing): (Option<Has>, Vec<&'static str>) = match path {
         Some(_) => {
-            let mut has = Map::new();
+            let mut has = Has::default();
             let mut missing = Vec::new();
             let granted = |p: &str| at_path.iter().any(|x| x == p);
             // Guest-agent reads need VM.Monitor before PVE 9 and
             // VM.GuestAgent.Audit since; either one covers the need.
             let agent_ok = granted("VM.Monitor") || granted("VM.GuestAgent.Audit");
             for (p, _) in NEEDS {
-                has.insert(p.to_owned(), granted(p).into());
+                has.0.insert(p, granted(p));
                 let agent = p == "VM.Monitor" || p == "VM.GuestAgent.Audit";
                 if !granted(p) && (!agent || !agent_ok) {
                     missing.push(p);
                 }
             }
-            (Value::Object(has), missing)
+            (Some(has), missing)
         }
-        None => (Value::Null, Vec::new()),
+        None => (None, Vec::new()),
     };
     let grant_hint = match path {
         Some(p) if !missing.is_empty() => Some(format!(
@@ -228,19 +229,14 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
         )),
         _ => None,
     };
-    let list: Vec<Value> = entries
+    let list: Vec<PathPrivileges> = entries
         .iter()
-        .map(|(p, privs)| json!({"path": p, "privileges": privs}))
+        .map(|(p, privs)| PathPrivileges {
+            path: p.clone(),
+            privileges: privs.clone(),
+        })
         .collect();
     let (page_items, info) = paging::paginate(list, page);
-    let mut structured = json!({
-        "path": path,
-        "paths": page_items,
-        "has": has,
-        "missing": missing,
-        "grant_hint": grant_hint,
-    });
-    info.insert_into(&mut structured);
     let summary = match path {
         Some(p) if at_path.is_empty() => format!(
             "The API token has no privileges on {p}. Grant them, e.g. pveum acl modify {p} \
@@ -284,8 +280,15 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
             s
         }
     };
-    Output {
-        structured,
+    Answer {
+        structured: Permissions {
+            path: path.map(str::to_owned),
+            paths: page_items,
+            has,
+            missing,
+            grant_hint,
+            page: info,
+        },
         summary,
     }
 }
@@ -294,7 +297,9 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
         TOOL.call(pve, &args.to_string())
