@@ -149,19 +149,30 @@ pub fn task_node(upid: &Upid, node: Option<&NodeName>) -> Result<String, ToolErr
     }
 }
 
-/// How a finished task ended.
-pub fn outcome(exitstatus: Option<&str>) -> &'static str {
-    match exitstatus.map(str::trim) {
-        None => "running",
-        Some(s) if s.eq_ignore_ascii_case("RUNNING") => "running",
-        Some("OK") => "ok",
-        Some(s) if s.starts_with("WARNINGS") => "warning",
-        Some(_) => "error",
+choice! {
+    /// How a task ended, or that it has not.
+    pub enum Outcome {
+        /// Still running.
+        Running = "running",
+        /// Finished OK.
+        Ok = "ok",
+        /// Finished with warnings.
+        Warning = "warning",
+        /// Failed.
+        Error = "error",
     }
 }
 
-/// Outcome values, in schema order.
-pub const OUTCOMES: [&str; 4] = ["running", "ok", "warning", "error"];
+/// How a finished task ended.
+pub fn outcome(exitstatus: Option<&str>) -> Outcome {
+    match exitstatus.map(str::trim) {
+        None => Outcome::Running,
+        Some(s) if s.eq_ignore_ascii_case("RUNNING") => Outcome::Running,
+        Some("OK") => Outcome::Ok,
+        Some(s) if s.starts_with("WARNINGS") => Outcome::Warning,
+        Some(_) => Outcome::Error,
+    }
+}
 
 /// A Unix time as ISO-8601 UTC, `2026-03-24T10:20:00Z`.
 pub fn iso_utc(epoch: i64) -> String {
@@ -393,11 +404,11 @@ mod tests {
 
     #[test]
     fn outcomes() {
-        assert_eq!(outcome(None), "running");
-        assert_eq!(outcome(Some("RUNNING")), "running");
-        assert_eq!(outcome(Some("OK")), "ok");
-        assert_eq!(outcome(Some("WARNINGS: 2")), "warning");
-        assert_eq!(outcome(Some("VM 100 already running")), "error");
-        assert_eq!(outcome(Some("unexpected status")), "error");
+        assert_eq!(outcome(None), Outcome::Running);
+        assert_eq!(outcome(Some("RUNNING")), Outcome::Running);
+        assert_eq!(outcome(Some("OK")), Outcome::Ok);
+        assert_eq!(outcome(Some("WARNINGS: 2")), Outcome::Warning);
+        assert_eq!(outcome(Some("VM 100 already running")), Outcome::Error);
+        assert_eq!(outcome(Some("unexpected status")), Outcome::Error);
     }
 }
