@@ -8,19 +8,17 @@
 //! request, the common case for short tasks); otherwise ask again for
 //! `start = total - tail`. (`limit=0` is no probe: it means "everything".)
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::support::{self, Upid};
-use super::{Answer, Output, Tool, read_tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::arg::{Int, NodeName};
+use crate::arg::{Int, NodeName, choice};
 use crate::error::ToolError;
 use crate::json as pj;
 use crate::paging::Limit;
 use crate::path::ApiPath;
-#[cfg(test)]
-use crate::schema;
 
 /// Default for `tail` and `limit`.
 pub const DEFAULT_LINES: u64 = 50;
@@ -42,7 +40,6 @@ pub static TOOL: Tool = read_tool! {
         failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
         Sys.Audit on /nodes/{node} unless the token started the task itself.",
     run: run,
-    legacy_output_schema: output_schema,
 };
 
 /// The task, and which lines of its log.
@@ -62,65 +59,51 @@ pub struct Input {
     limit: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
 }
 
-#[cfg(test)]
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    let line = schema::object(
-        "One log line.",
-        &[
-            ("n", schema::typed("integer", "1-based line number")),
-            ("text", schema::string("Line text (cut at 2000 characters)")),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            ("upid", schema::string("The task id")),
-            ("node", schema::string("Node the task runs on")),
-            (
-                "mode",
-                schema::enumeration(
-                    &["tail", "range"],
-                    "tail: the end of the log; range: from start forward",
-                ),
-            ),
-            (
-                "lines",
-                json!({"type": "array", "items": line, "description": "The log lines, in order"}),
-            ),
-            (
-                "total_lines",
-                n(
-                    "integer",
-                    "Lines in the whole log; null if Proxmox did not say",
-                ),
-            ),
-            (
-                "first_line",
-                n("integer", "Number of the first line returned; null if none"),
-            ),
-            (
-                "last_line",
-                n("integer", "Number of the last line returned; null if none"),
-            ),
-            (
-                "has_more_before",
-                schema::boolean("true if earlier lines exist"),
-            ),
-            (
-                "has_more_after",
-                n("boolean", "true if later lines exist; null if unknown"),
-            ),
-            (
-                "task_result",
-                n(
-                    "string",
-                    "The final \"TASK OK\" / \"TASK ERROR: ...\" / \"TASK WARNINGS: n\" line if \
-                     this answer includes it; null otherwise (e.g. still running)",
-                ),
-            ),
-        ],
-    )
+/// Part of a task's log.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct TaskLog {
+    /// The task id
+    pub upid: String,
+    /// Node the task runs on
+    pub node: String,
+    /// tail: the end of the log; range: from start forward
+    pub mode: ReadMode,
+    /// The log lines, in order
+    pub lines: Vec<LogLine>,
+    /// Lines in the whole log; null if Proxmox did not say
+    pub total_lines: Option<u64>,
+    /// Number of the first line returned; null if none
+    pub first_line: Option<u64>,
+    /// Number of the last line returned; null if none
+    pub last_line: Option<u64>,
+    /// true if earlier lines exist
+    pub has_more_before: bool,
+    /// true if later lines exist; null if unknown
+    pub has_more_after: Option<bool>,
+    /// The final "TASK OK" / "TASK ERROR: ..." / "TASK WARNINGS: n" line if this answer
+    /// includes it; null otherwise (e.g. still running)
+    pub task_result: Option<String>,
+}
+
+choice! {
+    /// How a log was read.
+    pub enum ReadMode {
+        /// Its last lines.
+        Tail = "tail",
+        /// Forward from a line.
+        Range = "range",
+    }
+}
+
+/// One log line.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct LogLine {
+    /// 1-based line number
+    pub n: u64,
+    /// Line text (cut at 2000 characters)
+    pub text: String,
 }
 
 /// Numbered lines and the envelope's `total`.
@@ -155,7 +138,7 @@ fn mode(input: &Input) -> Result<Mode, ToolError> {
     }
 }
 
-fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
     let node = support::task_node(&input.upid, input.node.as_ref())?;
     let mode = mode(&input)?;
     let upid = input.upid;
@@ -189,7 +172,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Value>, ToolError> {
         // A short page means the log ended there.
         total = Some(start + got.len() as u64);
     }
-    Ok(shape(&upid.raw, &node, mode, start, got, total).untyped())
+    Ok(shape(&upid.raw, &node, mode, start, got, total))
 }
 
 /// `[{n, t}]` → `(n, text)`, tolerating missing numbers.
@@ -224,7 +207,7 @@ fn shape(
     start: u64,
     got: Vec<(u64, String)>,
     total: Option<u64>,
-) -> Output {
+) -> Answer<TaskLog> {
     let first = got.first().map(|(n, _)| *n);
     let last = got.last().map(|(n, _)| *n);
     let has_more_before = first.map_or(start > 0, |f| f > 1);
@@ -234,18 +217,6 @@ fn shape(
         (Some(false), Some((_, t))) if t.starts_with("TASK ") => Some(t.clone()),
         _ => None,
     };
-    let structured = json!({
-        "upid": upid,
-        "node": node,
-        "mode": match mode { Mode::Tail(_) => "tail", Mode::Range { .. } => "range" },
-        "lines": got.iter().map(|(n, t)| json!({"n": n, "text": t})).collect::<Vec<_>>(),
-        "total_lines": total,
-        "first_line": first,
-        "last_line": last,
-        "has_more_before": has_more_before,
-        "has_more_after": has_more_after,
-        "task_result": task_result,
-    });
     let range = match (first, last) {
         (Some(f), Some(l)) => format!("lines {f}-{l}"),
         _ => "no lines".to_owned(),
@@ -257,8 +228,25 @@ fn shape(
         (None, Some(false)) => summary.push_str(" No TASK status line yet (still running?)."),
         (None, _) => summary.push_str(" More lines follow; page on with start."),
     }
-    Output {
-        structured,
+    Answer {
+        structured: TaskLog {
+            upid: upid.to_owned(),
+            node: node.to_owned(),
+            mode: match mode {
+                Mode::Tail(_) => ReadMode::Tail,
+                Mode::Range { .. } => ReadMode::Range,
+            },
+            lines: got
+                .into_iter()
+                .map(|(n, text)| LogLine { n, text })
+                .collect(),
+            total_lines: total,
+            first_line: first,
+            last_line: last,
+            has_more_before,
+            has_more_after,
+            task_result,
+        },
         summary,
     }
 }
@@ -267,7 +255,9 @@ fn shape(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:";
     const BASE: &str = "/nodes/pve1/tasks/UPID%3Apve1%3A0020C066%3A042DF204%3A69C26EB0%3Avzdump%3A%3Aroot%40pam%3A/log";
