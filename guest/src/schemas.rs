@@ -98,7 +98,8 @@ fn derive<T: JsonSchema>(settings: SchemaSettings, output: bool) -> Value {
 /// Makes a derived schema what the tools promise and no longer: doc
 /// comments become one-line descriptions, Rust's integer `format`s go
 /// (they mean nothing to a client), output objects are closed with every
-/// property required, and an optional input is its plain type: it may be
+/// property required and enum tags described, and an optional input is its
+/// plain type: it may be
 /// omitted, and saying it may also be `null` (which reads as omitted)
 /// would only complicate the schema agents read.
 fn tidy(schema: &mut Value, output: bool) {
@@ -121,12 +122,26 @@ fn tidy(schema: &mut Value, output: bool) {
     if let Some(Value::String(d)) = o.get_mut("description") {
         *d = d.split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
     }
-    if output && let Some(Value::Object(props)) = o.get("properties") {
+    if output && let Some(Value::Object(props)) = o.get_mut("properties") {
+        // The tag of an internally tagged enum (`#[serde(tag = ...)]`) is
+        // the only property without a doc comment to come from.
+        for tag in props.values_mut().filter(|p| p.get("const").is_some()) {
+            if let Value::Object(tag) = tag {
+                tag.entry("description")
+                    .or_insert("Record kind; the other fields depend on it".into());
+            }
+        }
         let names: Vec<Value> = props.keys().map(|k| Value::from(k.as_str())).collect();
         o.insert("required".into(), Value::Array(names));
         o.insert("additionalProperties".into(), false.into());
     }
-    for key in ["properties", "items", "anyOf", "additionalProperties"] {
+    for key in [
+        "properties",
+        "items",
+        "anyOf",
+        "oneOf",
+        "additionalProperties",
+    ] {
         match o.get_mut(key) {
             Some(Value::Object(props)) if key == "properties" => {
                 props.values_mut().for_each(|p| tidy(p, output));

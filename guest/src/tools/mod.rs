@@ -535,8 +535,10 @@ mod tests {
         if let Some(items) = schema.get("items") {
             check_closed_and_described(items, &format!("{at}[]"));
         }
-        for alternative in schema["anyOf"].as_array().into_iter().flatten() {
-            check_closed_and_described(alternative, at);
+        for key in ["anyOf", "oneOf"] {
+            for alternative in schema[key].as_array().into_iter().flatten() {
+                check_closed_and_described(alternative, at);
+            }
         }
     }
 }
