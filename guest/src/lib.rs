@@ -17,7 +17,7 @@
 //! - [`cluster`]: the `cluster` argument every tool takes → which
 //!   `call-context` endpoint to use,
 //! - [`paging`]: `limit`/`offset` and page facts for list tools,
-//! - [`path`], [`json`], [`format`], [`fetch`], [`error`]: helpers.
+//! - [`path`], [`json`], [`format`](mod@format), [`fetch`], [`error`]: helpers.
 //!
 //! The tools' JSON Schemas are derived from their types in tests
 //! (`schemas`) and checked in under `guest/schemas/`.
@@ -36,8 +36,6 @@ pub mod paging;
 pub mod path;
 pub mod resolve;
 pub mod resources;
-#[cfg(test)]
-pub mod schema;
 #[cfg(test)]
 pub mod schemas;
 pub mod tools;

@@ -165,16 +165,6 @@ pub fn paginate<T>(items: Vec<T>, page: Page) -> (Vec<T>, PageInfo) {
 }
 
 impl PageInfo {
-    /// Adds the page fields to a JSON object (tools whose output is not
-    /// typed yet).
-    pub fn insert_into(&self, structured: &mut serde_json::Value) {
-        if let (serde_json::Value::Object(o), Ok(serde_json::Value::Object(page))) =
-            (structured, serde_json::to_value(self))
-        {
-            o.extend(page);
-        }
-    }
-
     /// `showing 1-50 of 120; pass offset 50 for more` (or `showing all 3`,
     /// `none at offset 200 (total 120)`), for summaries.
     pub fn describe(&self) -> String {

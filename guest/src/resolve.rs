@@ -67,7 +67,7 @@ choice! {
 
 /// Declares the input struct of a tool about one guest: `vmid` (required),
 /// `node` and `vm_type` (optional, looked up when missing), then the
-/// tool's own fields; [`wanted`](Self::wanted) reads the first three.
+/// tool's own fields; its `wanted` method reads the first three.
 macro_rules! guest_input {
     (
         $(#[$meta:meta])*

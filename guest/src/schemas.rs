@@ -31,11 +31,6 @@ pub struct Derived {
 }
 
 impl Derived {
-    /// Replaces the output schema (a tool whose output is not typed yet).
-    pub fn with_output(self, output: Value) -> Derived {
-        Derived { output, ..self }
-    }
-
     /// The input schema `list-tools` reports: the tool's own plus the
     /// optional `cluster` property every tool accepts.
     pub fn listed_input(&self) -> Value {

@@ -108,7 +108,7 @@ pub struct PathPrivileges {
     pub privileges: Vec<String>,
 }
 
-/// Whether each privilege in [`NEEDS`] is granted, by name.
+/// Whether each privilege in `NEEDS` is granted, by name.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(transparent)]
 pub struct Has(BTreeMap<&'static str, bool>);

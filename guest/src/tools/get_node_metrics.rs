@@ -77,6 +77,8 @@ pub struct NodeMetrics {
     /// Running kernel; null if unknown
     pub kversion: Option<String>,
     /// pve-manager/<version>/<repoid>; null if unknown
+    // Verbatim in the schema's description, which is plain text.
+    #[allow(rustdoc::invalid_html_tags)]
     pub pveversion: Option<String>,
     /// efi or legacy-bios (PVE 8+); null if not reported
     pub boot_mode: Option<String>,

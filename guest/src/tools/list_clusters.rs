@@ -37,6 +37,8 @@ pub struct ClusterEntry {
     /// Name to pass as the cluster argument
     pub name: String,
     /// Proxmox API base URL, e.g. https://pve1.example:8006
+    // Verbatim in the schema's description, which is plain text.
+    #[allow(rustdoc::bare_urls)]
     pub base_url: String,
     /// true for the cluster used when cluster is omitted
     pub default: bool,

@@ -1,35 +1,53 @@
 //! The tool registry: every tool's descriptor and its entry point.
 //!
 //! Adding a read tool:
-//! 1. Write `tools/<name>.rs` with a `pub static TOOL: Tool`: name, title,
-//!    a description that says when to use it, `input_schema` and
-//!    `output_schema` built with [`crate::schema`], and a `run` that
-//!    validates every argument through [`Args`] first, then calls
-//!    [`Pve::get`] with an [`crate::path::ApiPath`] and shapes the `data`
-//!    with the tolerant readers in [`crate::json`]. A tool about one guest
-//!    takes [`crate::resolve::target_properties`] and calls
-//!    `Wanted::from_args(args)?.resolve(pve)?`.
+//! 1. Write `tools/<name>.rs` with
+//!    - an input struct: `#[derive(Deserialize)]`,
+//!      `#[cfg_attr(test, derive(schemars::JsonSchema))]`,
+//!      `#[serde(deny_unknown_fields)]`, a doc comment on every field (it
+//!      becomes the schema's description) and field types that validate
+//!      themselves: [`crate::arg`] (`Vmid`, `NodeName`, `VmType`, `Text`,
+//!      `Int`, `Flag`), [`crate::paging`] (`Limit`, `Offset`),
+//!      `support` (`Upid`, `Time`, `Timeframe`, ...), or a new one with
+//!      `arg::deserialize_from_json!` / `arg::choice!` and its schema in
+//!      `arg::fixed_schema!`. `Option<T>` is optional; a
+//!      `#[serde(default)]` field's type must read `null` as its default.
+//!      Use [`NoArguments`] for none. A tool about one guest declares its
+//!      input with `resolve::guest_input!` (`vmid`, `node`,
+//!      `vm_type`) and calls `input.wanted().resolve(pve)?`;
+//!    - an output struct: `#[derive(Serialize)]` and
+//!      `#[cfg_attr(test, derive(schemars::JsonSchema))]`, a doc comment on
+//!      every field, `Option<T>` for what may be unknown (written as
+//!      `null`; every output field is required), [`crate::json::Tidy`] for
+//!      numbers Proxmox gives as floats;
+//!    - `fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Out>, ToolError>`
+//!      that calls [`Pve::get`] with an [`crate::path::ApiPath`] and shapes
+//!      the `data` with the tolerant readers in [`crate::json`];
+//!    - `pub static TOOL: Tool = read_tool! { name, title, description, run }`,
+//!      with a description that says when to use it.
 //! 2. Add `pub mod <name>;` and `&<name>::TOOL` to [`TOOLS`] below.
+//! 3. Run `UPDATE_SCHEMAS=1 cargo test -p pve-mcp-guest`: it writes the
+//!    schemas derived from the two structs to `guest/schemas/`, which the
+//!    component includes (see `schemas.rs`); commit them.
 //!
 //! The registry's tests then check the new tool's name, schemas and
 //! argument handling; its own file tests its shaping against fixtures and
 //! validates the output against its output schema.
 //!
-//! Arguments are checked against the input schema's property names here,
-//! before the tool runs, so each tool only validates values.
+//! Arguments are read before the tool runs and before any request
+//! ([`crate::input`]): unknown keys are refused with the valid ones
+//! listed, then each field's type checks its value.
 //!
 //! `cluster`: every tool takes an optional `cluster` argument (which
-//! configured Proxmox cluster to ask). The registry adds it to each input
-//! schema ([`Tool::full_input_schema`]), takes it out of the arguments
-//! ([`Tool::parse`]) and `lib.rs` picks the endpoint; it also adds
-//! `"cluster": <name>` to every structured output ([`with_cluster`],
-//! [`Tool::full_output_schema`]). A tool never declares, reads or emits
-//! `cluster` itself (a test enforces it).
+//! configured Proxmox cluster to ask). The checked-in schemas declare it,
+//! the registry takes it out of the arguments ([`Tool::parse`]) and
+//! `lib.rs` picks the endpoint; it also adds `"cluster": <name>` to every
+//! structured output ([`with_cluster`]). A tool never declares, reads or
+//! emits `cluster` itself (a test enforces it).
 //!
-//! Lists: a tool returning a list takes `limit`/`offset` and reports
-//! `total`/`returned`/`omitted`/`offset`/`limit`/`next_offset` via
-//! [`crate::paging`] (`Page::from_args`, `paginate`, `input_properties`,
-//! `output_properties`, `PageInfo::insert_into`, `PageInfo::describe`).
+//! Lists: a tool returning a list takes `limit: Limit<DEFAULT, MAX>` and
+//! `offset: Offset`, flattens a [`crate::paging::PageInfo`] into its
+//! output and uses `paging::paginate` and `PageInfo::describe`.
 //! Epoch → ISO-8601 and byte sizes are in [`crate::format`].
 
 use serde::Serialize;
@@ -122,16 +140,6 @@ pub struct Output {
     pub summary: String,
 }
 
-impl Output {
-    /// This output as an answer whose schema is still written by hand.
-    pub fn untyped(self) -> Answer<Value> {
-        Answer {
-            structured: self.structured,
-            summary: self.summary,
-        }
-    }
-}
-
 /// A tool's typed result: the output struct its schema is derived from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer<T> {
@@ -154,7 +162,7 @@ impl<T: Serialize> Answer<T> {
 }
 
 /// One tool: its descriptor and its entry point. Declare one with
-/// [`read_tool!`].
+/// `read_tool!`.
 pub struct Tool {
     /// Unique name, `[A-Za-z0-9_.-]{1,64}`.
     pub name: &'static str,
@@ -196,8 +204,7 @@ macro_rules! read_tool {
         name: $name:literal,
         title: $title:expr,
         description: $description:expr,
-        run: $run:path
-        $(, legacy_output_schema: $legacy:path)? $(,)?
+        run: $run:path $(,)?
     ) => {
         $crate::tools::Tool {
             name: $name,
@@ -219,11 +226,7 @@ macro_rules! read_tool {
             arguments: || $crate::tools::arguments_of($run),
             run: |pve, args| $crate::tools::run_typed(pve, args, $run),
             #[cfg(test)]
-            derived: || {
-                let derived = $crate::schemas::derive_for($run);
-                $(let derived = derived.with_output($legacy());)?
-                derived
-            },
+            derived: || $crate::schemas::derive_for($run),
         }
     };
 }
