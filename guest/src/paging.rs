@@ -4,11 +4,10 @@
 //!
 //! Use in a tool:
 //! ```ignore
-//! // input: two fields, each doc comment naming the items
-//! /// Most backups to return (default 50, max 500); total still counts all matches.
+//! // input: two fields; their types describe them in the schema, with
+//! // the default and maximum
 //! #[serde(default)]
 //! limit: Limit<50, 500>,
-//! /// Skip this many backups first (default 0); pass the previous answer's next_offset to page on.
 //! #[serde(default)]
 //! offset: Offset,
 //! // output: the page facts beside the items
@@ -55,7 +54,13 @@ impl<const DEFAULT: u64, const MAX: u64> schemars::JsonSchema for Limit<DEFAULT,
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "integer", "minimum": 1, "maximum": MAX, "default": DEFAULT})
+        let description = format!(
+            "Most items to return (default {DEFAULT}, max {MAX}); total still counts all matches."
+        );
+        schemars::json_schema!({
+            "type": "integer", "minimum": 1, "maximum": MAX, "default": DEFAULT,
+            "description": description,
+        })
     }
 }
 
@@ -74,7 +79,11 @@ impl<'de> Deserialize<'de> for Offset {
 
 arg::fixed_schema!(
     Offset,
-    serde_json::json!({"type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0})
+    serde_json::json!({
+        "type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0,
+        "description": "Skip this many items first (default 0); pass the previous answer's \
+            next_offset to page on.",
+    })
 );
 
 /// A validated `limit`/`offset` pair.

@@ -72,7 +72,7 @@ macro_rules! guest_input {
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
-            $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)*
+            $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
         }
     ) => {
         $(#[$meta])*
@@ -88,7 +88,7 @@ macro_rules! guest_input {
             /// "qemu" for a VM, "lxc" for a container. Optional: looked up from the vmid
             /// when omitted.
             pub vm_type: Option<$crate::arg::VmType>,
-            $($(#[$fmeta])* pub $field: $ty,)*
+            $($(#[$fmeta])* $fvis $field: $ty,)*
         }
 
         impl $name {

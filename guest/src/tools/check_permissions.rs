@@ -70,11 +70,8 @@ pub struct Input {
     /// reports which of the tools' privileges are granted there. Omit to list every path with
     /// privileges.
     path: Option<AclPath>,
-    /// Most paths to return (default 100, max 1000); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many paths first (default 0); pass the previous answer's next_offset to page
-    /// on.
     #[serde(default)]
     offset: Offset,
 }

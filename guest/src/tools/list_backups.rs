@@ -48,11 +48,8 @@ pub struct Input {
     storage: StorageId,
     /// Only backups of this VM/CT id, e.g. 101.
     vmid: Option<Vmid>,
-    /// Most backups to return (default 50, max 500); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many backups first (default 0); pass the previous answer's next_offset to page
-    /// on.
     #[serde(default)]
     offset: Offset,
 }

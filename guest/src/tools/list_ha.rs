@@ -38,11 +38,8 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Most HA resources to return (default 100, max 1000); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many HA resources first (default 0); pass the previous answer's next_offset
-    /// to page on.
     #[serde(default)]
     offset: Offset,
 }

@@ -34,11 +34,8 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Most nodes to return (default 100, max 1000); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many nodes first (default 0); pass the previous answer's next_offset to page
-    /// on.
     #[serde(default)]
     offset: Offset,
 }

@@ -59,11 +59,8 @@ pub struct Input {
     /// Only resources with this status, e.g. running, stopped, online, offline, available
     /// (case-insensitive).
     status: Option<Text<32>>,
-    /// Most resources to return (default 200, max 2000); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many resources first (default 0); pass the previous answer's next_offset to
-    /// page on.
     #[serde(default)]
     offset: Offset,
 }

@@ -39,13 +39,10 @@ pub static TOOL: Tool = read_tool! {
 guest_input! {
     /// The guest, and the page of its snapshots.
     pub struct Input {
-        /// Most snapshots to return (default 100, max 500); total still counts all matches.
         #[serde(default)]
-        pub limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-        /// Skip this many snapshots first (default 0); pass the previous answer's next_offset
-        /// to page on.
+        limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
         #[serde(default)]
-        pub offset: Offset,
+        offset: Offset,
     }
 }
 

@@ -61,11 +61,8 @@ pub struct Input {
     node: Option<NodeName>,
     /// Only storages that hold this content type.
     content: Option<Content>,
-    /// Most storages to return (default 100, max 1000); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many storages first (default 0); pass the previous answer's next_offset to
-    /// page on.
     #[serde(default)]
     offset: Offset,
 }

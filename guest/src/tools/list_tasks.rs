@@ -62,11 +62,8 @@ pub struct Input {
     since: Option<Time>,
     /// true: only tasks still running; false: only finished ones. Omit for both.
     running: Option<Flag>,
-    /// Most tasks to return (default 50, max 500); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many tasks first (default 0); pass the previous answer's next_offset to page
-    /// on.
     #[serde(default)]
     offset: Offset,
 }

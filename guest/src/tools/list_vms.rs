@@ -56,11 +56,8 @@ pub struct Filters {
     name: Option<Text<NAME_MAX>>,
     /// Only guests carrying this tag (exact match, case-insensitive).
     tag: Option<Tag>,
-    /// Most guests to return (default 100, max 1000); total still counts all matches.
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    /// Skip this many guests first (default 0); pass the previous answer's next_offset to
-    /// page on.
     #[serde(default)]
     offset: Offset,
 }

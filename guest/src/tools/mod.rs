@@ -495,33 +495,6 @@ mod tests {
         }
     }
 
-    /// A paged tool's `limit` and `offset` descriptions state the default
-    /// and maximum the schema declares, since both are written by hand.
-    #[test]
-    fn paging_descriptions_match_their_bounds() {
-        for tool in TOOLS {
-            let (input, _) = listed(tool);
-            for name in ["limit", "offset"] {
-                let Some(prop) = input["properties"].get(name) else {
-                    continue;
-                };
-                let description = prop["description"].as_str().unwrap_or_default();
-                assert!(
-                    description.contains(&format!("default {}", prop["default"])),
-                    "{}.{name}: {description}",
-                    tool.name
-                );
-                if name == "limit" {
-                    assert!(
-                        description.contains(&format!("max {}", prop["maximum"])),
-                        "{}.{name}: {description}",
-                        tool.name
-                    );
-                }
-            }
-        }
-    }
-
     fn check_closed_and_described(schema: &Value, at: &str) {
         if let Some(props) = schema.get("properties").and_then(Value::as_object) {
             assert_eq!(schema["additionalProperties"], false, "{at} is not closed");
