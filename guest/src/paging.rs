@@ -86,6 +86,24 @@ arg::fixed_schema!(
     })
 );
 
+/// The input of a tool whose only arguments are `limit` and `offset`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PageArgs<const DEFAULT: u64, const MAX: u64> {
+    #[serde(default)]
+    limit: Limit<DEFAULT, MAX>,
+    #[serde(default)]
+    offset: Offset,
+}
+
+impl<const DEFAULT: u64, const MAX: u64> PageArgs<DEFAULT, MAX> {
+    /// The page asked for.
+    pub fn page(&self) -> Page {
+        Page::new(self.limit, self.offset)
+    }
+}
+
 /// A validated `limit`/`offset` pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
@@ -235,16 +253,9 @@ mod tests {
 
     #[test]
     fn arguments() {
-        #[derive(Debug, Deserialize)]
-        struct Input {
-            #[serde(default)]
-            limit: Limit<50, 500>,
-            #[serde(default)]
-            offset: Offset,
-        }
         let read = |t: &str| {
-            crate::input::typed::<Input>(crate::input::object(t, &["limit", "offset"])?)
-                .map(|i| Page::new(i.limit, i.offset))
+            crate::input::typed::<PageArgs<50, 500>>(crate::input::object(t, &["limit", "offset"])?)
+                .map(|i| i.page())
         };
         assert_eq!(read("{}"), Ok(page(50, 0)));
         assert_eq!(read(r#"{"limit": 500, "offset": 7}"#), Ok(page(500, 7)));

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::support;
@@ -11,7 +11,7 @@ use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Counts, Limit, Offset, Page, PageInfo};
+use crate::paging::{self, Counts, Page, PageArgs, PageInfo};
 use crate::path::ApiPath;
 
 /// Default for `limit`.
@@ -32,17 +32,6 @@ pub static TOOL: Tool = read_tool! {
         (default 100, max 1000) and offset. Needs Sys.Audit on /.",
     run: run,
 };
-
-/// The page of HA resources to list.
-#[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Input {
-    #[serde(default)]
-    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    #[serde(default)]
-    offset: Offset,
-}
 
 /// The HA manager's view, with one page of resources.
 #[derive(Debug, Clone, Serialize)]
@@ -146,8 +135,11 @@ pub struct StateCount {
     pub count: usize,
 }
 
-fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<HaStatus>, ToolError> {
-    let page = Page::new(input.limit, input.offset);
+fn run(
+    pve: &mut dyn Pve,
+    input: PageArgs<DEFAULT_LIMIT, MAX_LIMIT>,
+) -> Result<Answer<HaStatus>, ToolError> {
+    let page = input.page();
     let status = pve.get(
         &ApiPath::new("cluster")
             .lit("ha")

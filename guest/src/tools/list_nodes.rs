@@ -1,6 +1,6 @@
 //! `pve_list_nodes`: the cluster's nodes with their load from `GET /nodes`.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::{Answer, Tool, read_tool};
@@ -9,7 +9,7 @@ use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json::{self as pj, Tidy};
-use crate::paging::{self, Counts, Limit, Offset, Page, PageInfo};
+use crate::paging::{self, Counts, Page, PageArgs, PageInfo};
 use crate::path::ApiPath;
 
 /// Default for `limit`.
@@ -28,17 +28,6 @@ pub static TOOL: Tool = read_tool! {
         Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
     run: run,
 };
-
-/// The page of nodes to list.
-#[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Input {
-    #[serde(default)]
-    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
-    #[serde(default)]
-    offset: Offset,
-}
 
 /// One page of nodes.
 #[derive(Debug, Clone, Serialize)]
@@ -81,8 +70,11 @@ pub struct NodeEntry {
     pub ssl_fingerprint: Option<String>,
 }
 
-fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeList>, ToolError> {
-    let page = Page::new(input.limit, input.offset);
+fn run(
+    pve: &mut dyn Pve,
+    input: PageArgs<DEFAULT_LIMIT, MAX_LIMIT>,
+) -> Result<Answer<NodeList>, ToolError> {
+    let page = input.page();
     let entries = fetch::list(pve, &ApiPath::new("nodes"))?;
     Ok(shape(&entries, page))
 }
