@@ -65,7 +65,8 @@ pub fn object(text: &str, allowed: &[&str]) -> Result<Map<String, Value>, ToolEr
 
 /// Deserialises `T` from arguments [`object`] checked. Every field of `T`
 /// is visited, absent ones as `null`, so that a missing required field is
-/// reported by its type with the fix, like any other bad value.
+/// reported by its type with the fix, like any other bad value; hence a
+/// `#[serde(default)]` field's type must read `null` as its default.
 pub fn typed<T: DeserializeOwned>(mut args: Map<String, Value>) -> Result<T, ToolError> {
     for field in fields::<T>() {
         args.entry(*field).or_insert(Value::Null);

@@ -495,6 +495,20 @@ mod tests {
         }
     }
 
+    /// Agents see only the input schema: it must refuse unknown arguments
+    /// and say what every argument is for.
+    #[test]
+    fn input_schemas_are_closed_and_describe_every_argument() {
+        for tool in TOOLS {
+            let (input, _) = listed(tool);
+            assert_eq!(input["additionalProperties"], false, "{}", tool.name);
+            for (name, prop) in input["properties"].as_object().unwrap() {
+                let description = prop["description"].as_str().unwrap_or_default();
+                assert!(description.len() > 10, "{}.{name}: {prop}", tool.name);
+            }
+        }
+    }
+
     fn check_closed_and_described(schema: &Value, at: &str) {
         if let Some(props) = schema.get("properties").and_then(Value::as_object) {
             assert_eq!(schema["additionalProperties"], false, "{at} is not closed");

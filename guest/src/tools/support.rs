@@ -1,5 +1,6 @@
 //! Helpers shared by the task, snapshot, metrics and HA tools: Proxmox
-//! UPIDs, UTC timestamps, task outcomes and the `since` argument.
+//! UPIDs, UTC timestamps, task outcomes, RRD timeframes and the `since`
+//! argument.
 
 use serde_json::Value;
 
