@@ -3,10 +3,9 @@
 //! The host passes the clusters it lets this call reach as
 //! `call-context.endpoints`, the first being the default. Every tool takes
 //! an optional `cluster` argument naming one of them; the registry
-//! ([`crate::tools::Tool::parse`]) strips it before the tool runs and
+//! ([`crate::tools::Tool::parse`]; its schema is added to every tool's in
+//! `schemas.rs`) strips it before the tool runs and
 //! `lib.rs` picks the endpoint with [`select`], so tools never see it.
-
-use serde_json::{Value, json};
 
 use crate::error::{ToolError, quoted};
 
@@ -23,26 +22,6 @@ pub struct Endpoint {
     pub name: String,
     /// Base URL without the API prefix, e.g. `https://pve1.example:8006`.
     pub base_url: String,
-}
-
-/// The `cluster` input property added to every tool's input schema.
-pub fn input_property() -> Value {
-    json!({
-        "type": "string",
-        "minLength": 1,
-        "maxLength": NAME_MAX,
-        "description": "Which configured Proxmox cluster to ask (see pve_list_clusters); \
-            default: the first one.",
-    })
-}
-
-/// The `cluster` output property added to every tool's output schema.
-pub fn output_property() -> Value {
-    json!({
-        "type": ["string", "null"],
-        "description": "The configured cluster (endpoint name) this answer is from; pass it as \
-            the cluster argument to ask the same one again. null if the host configured none.",
-    })
 }
 
 /// The index of the endpoint a call asked for: `wanted` by name (exact, or

@@ -74,15 +74,25 @@ pub fn fraction(v: Option<&Value>) -> Option<f64> {
     num(v).map(|f| (f * 10_000.0).round() / 10_000.0)
 }
 
-/// A number as JSON, written as an integer when it is whole (`8`, not
-/// `8.0`); for counts such as CPUs that Proxmox may give as floats.
-pub fn tidy(f: f64) -> Value {
-    if f.fract() == 0.0 && f.abs() < 9.0e15 {
-        Value::from(f as i64)
-    } else {
-        Value::from(f)
+/// An output number written as an integer when it is whole (`8`, not
+/// `8.0`); for counts such as CPUs that Proxmox may give as floats. Its
+/// schema says `number`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tidy(pub f64);
+
+impl serde::Serialize for Tidy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        // Beyond 2^53 a float no longer holds every integer exactly.
+        if f.fract() == 0.0 && f.abs() < 9.0e15 {
+            s.serialize_i64(f as i64)
+        } else {
+            s.serialize_f64(f)
+        }
     }
 }
+
+crate::arg::fixed_schema!(Tidy, serde_json::json!({"type": "number"}));
 
 #[cfg(test)]
 mod tests {
@@ -134,6 +144,7 @@ mod tests {
 
     #[test]
     fn whole_numbers_are_integers() {
+        let tidy = |f| serde_json::to_value(Tidy(f)).unwrap();
         assert_eq!(tidy(8.0), json!(8));
         assert_eq!(tidy(0.5), json!(0.5));
         assert_eq!(tidy(0.0), json!(0));

@@ -9,7 +9,7 @@
 //! This file is only the bindings and the export glue. The logic lives in
 //! plain modules that also build and test natively:
 //! - [`tools`]: the registry and one module per tool,
-//! - [`args`]: argument validation,
+//! - [`input`], [`arg`]: arguments → a tool's typed input, validated,
 //! - [`api`]: the `GET` client (wstd over wasi:http) and envelope decoding,
 //! - [`upstream`]: Proxmox and transport errors → actionable messages,
 //! - [`resources`], [`resolve`]: guests from `/cluster/resources`, vmid →
@@ -17,22 +17,27 @@
 //! - [`cluster`]: the `cluster` argument every tool takes → which
 //!   `call-context` endpoint to use,
 //! - [`paging`]: `limit`/`offset` and page facts for list tools,
-//! - [`path`], [`schema`], [`json`], [`format`], [`fetch`], [`error`]: helpers.
+//! - [`path`], [`json`], [`format`](mod@format), [`fetch`], [`error`]: helpers.
+//!
+//! The tools' JSON Schemas are derived from their types in tests
+//! (`schemas`) and checked in under `guest/schemas/`.
 
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod args;
+pub mod arg;
 pub mod cluster;
 pub mod error;
 pub mod fetch;
 pub mod format;
+pub mod input;
 pub mod json;
 pub mod paging;
 pub mod path;
 pub mod resolve;
 pub mod resources;
-pub mod schema;
+#[cfg(test)]
+pub mod schemas;
 pub mod tools;
 pub mod upstream;
 
@@ -88,8 +93,8 @@ impl wit::Guest for Component {
                 name: t.name.to_owned(),
                 title: t.title.to_owned(),
                 description: t.description.to_owned(),
-                input_schema: t.full_input_schema().to_string(),
-                output_schema: Some(t.full_output_schema().to_string()),
+                input_schema: t.input_schema.to_owned(),
+                output_schema: Some(t.output_schema.to_owned()),
                 annotations: wit::Annotations {
                     read_only: t.annotations.read_only,
                     destructive: t.annotations.destructive,
@@ -123,7 +128,7 @@ impl wit::Guest for Component {
         let selected = cluster::select(&endpoints, parsed.cluster.as_deref()).map_err(into_wit)?;
         let name = selected.map(|i| endpoints[i].name.clone());
         let mut client = api::Client::for_call(endpoints, selected);
-        let out = (tool.run)(&mut client, &parsed.args).map_err(into_wit)?;
+        let out = (tool.run)(&mut client, parsed.args).map_err(into_wit)?;
         let out = tools::with_cluster(out, name.as_deref());
         Ok(wit::ToolOutput {
             structured: out.structured.to_string(),

@@ -4,27 +4,105 @@
 //!
 //! Use in a tool:
 //! ```ignore
-//! // input schema
-//! let mut props = vec![/* the tool's own */];
-//! props.extend(paging::input_properties(50, 500, "backups"));
-//! // output schema
-//! let mut out = vec![("backups", /* array */)];
-//! out.extend(paging::output_properties());
+//! // input: two fields; their types describe them in the schema, with
+//! // the default and maximum
+//! #[serde(default)]
+//! limit: Limit<50, 500>,
+//! #[serde(default)]
+//! offset: Offset,
+//! // output: the page facts beside the items
+//! #[serde(flatten)]
+//! page: PageInfo,
 //! // run: validate first, then fetch, filter, sort, then
-//! let page = Page::from_args(args, 50, 500)?;
-//! let (items, info) = paging::paginate(all, page);
-//! let mut structured = json!({ "backups": items });
-//! info.insert_into(&mut structured);
-//! // summary: format!("{} backups; {}", info.total, info.describe())
+//! let (items, page) = paging::paginate(all, Page::new(input.limit, input.offset));
+//! // summary: format!("{} backups; {}", page.total, page.describe())
 //! ```
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-use crate::args::Args;
-use crate::error::ToolError;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::arg;
 
 /// Largest `offset` accepted; far beyond any real list.
 pub const OFFSET_MAX: u64 = 10_000_000;
+
+/// The `limit` argument: most items to return, `1..=MAX`, `DEFAULT` when
+/// absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit<const DEFAULT: u64, const MAX: u64>(pub u64);
+
+impl<const DEFAULT: u64, const MAX: u64> Default for Limit<DEFAULT, MAX> {
+    fn default() -> Self {
+        Limit(DEFAULT)
+    }
+}
+
+impl<'de, const DEFAULT: u64, const MAX: u64> Deserialize<'de> for Limit<DEFAULT, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        arg::read(d, |v| match v {
+            serde_json::Value::Null => Ok(Limit(DEFAULT)),
+            v => arg::integer(v, 1, MAX, DEFAULT).map(Limit),
+        })
+    }
+}
+
+#[cfg(test)]
+impl<const DEFAULT: u64, const MAX: u64> schemars::JsonSchema for Limit<DEFAULT, MAX> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Limit{DEFAULT}of{MAX}").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let description = format!(
+            "Most items to return (default {DEFAULT}, max {MAX}); total still counts all matches."
+        );
+        schemars::json_schema!({
+            "type": "integer", "minimum": 1, "maximum": MAX, "default": DEFAULT,
+            "description": description,
+        })
+    }
+}
+
+/// The `offset` argument: items to skip first, 0 when absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offset(pub u64);
+
+impl<'de> Deserialize<'de> for Offset {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        arg::read(d, |v| match v {
+            serde_json::Value::Null => Ok(Offset(0)),
+            v => arg::integer(v, 0, OFFSET_MAX, 0).map(Offset),
+        })
+    }
+}
+
+arg::fixed_schema!(
+    Offset,
+    serde_json::json!({
+        "type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0,
+        "description": "Skip this many items first (default 0); pass the previous answer's \
+            next_offset to page on.",
+    })
+);
+
+/// The input of a tool whose only arguments are `limit` and `offset`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PageArgs<const DEFAULT: u64, const MAX: u64> {
+    #[serde(default)]
+    limit: Limit<DEFAULT, MAX>,
+    #[serde(default)]
+    offset: Offset,
+}
+
+impl<const DEFAULT: u64, const MAX: u64> PageArgs<DEFAULT, MAX> {
+    /// The page asked for.
+    pub fn page(&self) -> Page {
+        Page::new(self.limit, self.offset)
+    }
+}
 
 /// A validated `limit`/`offset` pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,31 +114,62 @@ pub struct Page {
 }
 
 impl Page {
-    /// Reads `limit` (default `default`, `1..=max`) and `offset` (default 0).
-    pub fn from_args(args: &Args, default: u64, max: u64) -> Result<Page, ToolError> {
-        Ok(Page {
-            limit: args.integer("limit", 1, max, default)?.unwrap_or(default),
-            offset: args.integer("offset", 0, OFFSET_MAX, 0)?.unwrap_or(0),
-        })
+    /// The page a tool's `limit` and `offset` arguments ask for.
+    pub fn new<const DEFAULT: u64, const MAX: u64>(
+        limit: Limit<DEFAULT, MAX>,
+        offset: Offset,
+    ) -> Page {
+        Page {
+            limit: limit.0,
+            offset: offset.0,
+        }
     }
 }
 
-/// What a page holds relative to the whole (filtered) list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a page holds relative to the whole (filtered) list; a list tool's
+/// output flattens it in beside the items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PageInfo {
-    /// Items in the whole list (after filters).
+    /// Number of matching items, over all pages
     pub total: usize,
-    /// Items in this page.
+    /// Number of items in this answer
     pub returned: usize,
-    /// Items not in this page (`total - returned`).
+    /// Matching items not in this answer (total - returned)
     pub omitted: usize,
-    /// The offset applied.
+    /// The offset applied
     pub offset: u64,
-    /// The limit applied.
+    /// The limit applied
+    #[cfg_attr(test, schemars(range(min = 1)))]
     pub limit: u64,
-    /// The offset of the next page; `None` if this page reaches the end.
+    /// Offset of the next page; null if this answer reaches the end
     pub next_offset: Option<u64>,
 }
+
+/// Items per group (status, kind, ...) over all matches, not only the
+/// page; a group with no items is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Counts(pub BTreeMap<String, usize>);
+
+impl Counts {
+    /// Counts `items` by `group`.
+    pub fn of<'a, T: 'a>(
+        items: impl IntoIterator<Item = &'a T>,
+        group: impl Fn(&T) -> &str,
+    ) -> Counts {
+        let mut counts = BTreeMap::new();
+        for item in items {
+            *counts.entry(group(item).to_owned()).or_default() += 1;
+        }
+        Counts(counts)
+    }
+}
+
+arg::fixed_schema!(
+    Counts,
+    serde_json::json!({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}})
+);
 
 /// Cuts one page out of `items` (already filtered and sorted).
 pub fn paginate<T>(items: Vec<T>, page: Page) -> (Vec<T>, PageInfo) {
@@ -83,18 +192,6 @@ pub fn paginate<T>(items: Vec<T>, page: Page) -> (Vec<T>, PageInfo) {
 }
 
 impl PageInfo {
-    /// Adds the page fields ([`output_properties`]) to a JSON object.
-    pub fn insert_into(&self, structured: &mut Value) {
-        if let Value::Object(o) = structured {
-            o.insert("total".into(), self.total.into());
-            o.insert("returned".into(), self.returned.into());
-            o.insert("omitted".into(), self.omitted.into());
-            o.insert("offset".into(), self.offset.into());
-            o.insert("limit".into(), self.limit.into());
-            o.insert("next_offset".into(), json!(self.next_offset));
-        }
-    }
-
     /// `showing 1-50 of 120; pass offset 50 for more` (or `showing all 3`,
     /// `none at offset 200 (total 120)`), for summaries.
     pub fn describe(&self) -> String {
@@ -119,53 +216,6 @@ impl PageInfo {
         };
         format!("showing {first}-{last} of {}{more}", self.total)
     }
-}
-
-/// The `limit` and `offset` input properties; `noun` names the items.
-pub fn input_properties(default: u64, max: u64, noun: &str) -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "limit",
-            json!({
-                "type": "integer", "minimum": 1, "maximum": max, "default": default,
-                "description": format!(
-                    "Most {noun} to return (default {default}, max {max}); total still counts all matches."
-                ),
-            }),
-        ),
-        (
-            "offset",
-            json!({
-                "type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0,
-                "description": format!(
-                    "Skip this many {noun} first (default 0); pass the previous answer's next_offset to page on."
-                ),
-            }),
-        ),
-    ]
-}
-
-/// The output properties [`PageInfo::insert_into`] writes.
-pub fn output_properties() -> Vec<(&'static str, Value)> {
-    let count = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
-    vec![
-        ("total", count("Number of matching items, over all pages")),
-        ("returned", count("Number of items in this answer")),
-        (
-            "omitted",
-            count("Matching items not in this answer (total - returned)"),
-        ),
-        ("offset", count("The offset applied")),
-        (
-            "limit",
-            json!({"type": "integer", "minimum": 1, "description": "The limit applied"}),
-        ),
-        (
-            "next_offset",
-            json!({"type": ["integer", "null"], "minimum": 0,
-                "description": "Offset of the next page; null if this answer reaches the end"}),
-        ),
-    ]
 }
 
 #[cfg(test)]
@@ -203,26 +253,26 @@ mod tests {
 
     #[test]
     fn arguments() {
-        let args = |t: &str| Args::parse(t, &["limit", "offset"]).unwrap();
-        assert_eq!(Page::from_args(&args("{}"), 50, 500), Ok(page(50, 0)));
+        let read = |t: &str| {
+            crate::input::typed::<PageArgs<50, 500>>(crate::input::object(t, &["limit", "offset"])?)
+                .map(|i| i.page())
+        };
+        assert_eq!(read("{}"), Ok(page(50, 0)));
+        assert_eq!(read(r#"{"limit": 500, "offset": 7}"#), Ok(page(500, 7)));
         assert_eq!(
-            Page::from_args(&args(r#"{"limit": 500, "offset": 7}"#), 50, 500),
-            Ok(page(500, 7))
+            read(r#"{"limit": 501}"#).unwrap_err().message(),
+            "limit: must be an integer between 1 and 500 (got 501)"
         );
-        assert!(Page::from_args(&args(r#"{"limit": 501}"#), 50, 500).is_err());
-        assert!(Page::from_args(&args(r#"{"limit": 0}"#), 50, 500).is_err());
-        assert!(Page::from_args(&args(r#"{"offset": -1}"#), 50, 500).is_err());
+        assert!(read(r#"{"limit": 0}"#).is_err());
+        assert!(read(r#"{"offset": -1}"#).is_err());
     }
 
     #[test]
-    fn json_fields_match_the_schema() {
+    fn json_fields() {
         let (_, info) = paginate(vec![1, 2, 3], page(2, 0));
-        let mut v = json!({});
-        info.insert_into(&mut v);
-        let props = output_properties();
-        let schema = crate::schema::object("", &props);
-        let validator = jsonschema::draft202012::new(&schema).unwrap();
-        assert!(validator.is_valid(&v), "{v}");
-        assert_eq!(v["next_offset"], 2);
+        assert_eq!(
+            serde_json::to_value(info).unwrap(),
+            serde_json::json!({"total": 3, "returned": 2, "omitted": 1, "offset": 0, "limit": 2, "next_offset": 2})
+        );
     }
 }

@@ -6,13 +6,12 @@
 //! look it up when something is missing; when the caller gave both node
 //! and type we trust them and let Proxmox answer.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::{NodeName, VmType, Vmid, choice};
 use crate::error::{ToolError, quoted};
 use crate::resources::{self, Guest};
-use crate::schema;
 
 /// Where a guest is, and what of that we had to look up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,15 +29,14 @@ pub struct Target {
 }
 
 impl Target {
-    /// The `resolved` object tools put in their output; see
-    /// [`resolved_schema`].
-    pub fn resolved_json(&self) -> Value {
+    /// The `resolved` object tools put in their output.
+    pub fn resolved(&self) -> Resolved {
         let looked_up = self.node_resolved || self.vm_type_resolved;
-        json!({
-            "node": self.node_resolved,
-            "vm_type": self.vm_type_resolved,
-            "source": if looked_up { Value::from("cluster/resources") } else { Value::Null },
-        })
+        Resolved {
+            node: self.node_resolved,
+            vm_type: self.vm_type_resolved,
+            source: looked_up.then_some(LookupSource::ClusterResources),
+        }
     }
 
     /// "VM 101" or "CT 101".
@@ -47,46 +45,61 @@ impl Target {
     }
 }
 
-/// The output schema of [`Target::resolved_json`].
-pub fn resolved_schema() -> Value {
-    schema::object(
-        "Which of node and vm_type pve-mcp looked up because the call omitted them.",
-        &[
-            ("node", schema::boolean("true if node was looked up")),
-            ("vm_type", schema::boolean("true if vm_type was looked up")),
-            (
-                "source",
-                json!({
-                    "type": ["string", "null"],
-                    "enum": ["cluster/resources", null],
-                    "description": "Where they were looked up; null if nothing was"
-                }),
-            ),
-        ],
-    )
+/// Which of node and vm_type pve-mcp looked up because the call omitted them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Resolved {
+    /// true if node was looked up
+    pub node: bool,
+    /// true if vm_type was looked up
+    pub vm_type: bool,
+    /// Where they were looked up; null if nothing was
+    pub source: Option<LookupSource>,
 }
 
-/// The input properties of a tool that addresses one guest: `vmid`
-/// (required), `node` and `vm_type` (optional, looked up when missing).
-pub fn target_properties() -> Vec<(&'static str, Value)> {
-    vec![
-        ("vmid", schema::vmid()),
-        (
-            "node",
-            schema::node(
-                "Node that holds the guest, e.g. \"pve1\". Optional: looked up from the vmid \
-                 when omitted.",
-            ),
-        ),
-        (
-            "vm_type",
-            schema::vm_type(
-                "\"qemu\" for a VM, \"lxc\" for a container. Optional: looked up from the \
-                 vmid when omitted.",
-            ),
-        ),
-    ]
+choice! {
+    /// Where a guest's node and type were looked up.
+    pub enum LookupSource {
+        /// One `/cluster/resources?type=vm` listing.
+        ClusterResources = "cluster/resources",
+    }
 }
+
+/// Declares the input struct of a tool about one guest: `vmid` (required),
+/// `node` and `vm_type` (optional, looked up when missing), then the
+/// tool's own fields; its `wanted` method reads the first three.
+macro_rules! guest_input {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, serde::Deserialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Numeric VM/CT id, e.g. 101 (pve_list_vms lists them).
+            pub vmid: $crate::arg::Vmid,
+            /// Node that holds the guest, e.g. "pve1". Optional: looked up from the vmid
+            /// when omitted.
+            pub node: Option<$crate::arg::NodeName>,
+            /// "qemu" for a VM, "lxc" for a container. Optional: looked up from the vmid
+            /// when omitted.
+            pub vm_type: Option<$crate::arg::VmType>,
+            $($(#[$fmeta])* $fvis $field: $ty,)*
+        }
+
+        impl $name {
+            /// The guest the call names.
+            pub fn wanted(&self) -> $crate::resolve::Wanted {
+                $crate::resolve::Wanted::new(self.vmid, self.node.as_ref(), self.vm_type)
+            }
+        }
+    };
+}
+pub(crate) use guest_input;
 
 /// The guest a call's `vmid`/`node`/`vm_type` arguments name, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,13 +113,13 @@ pub struct Wanted {
 }
 
 impl Wanted {
-    /// Reads and validates `vmid`, `node` and `vm_type`; no request is made.
-    pub fn from_args(args: &Args) -> Result<Self, ToolError> {
-        Ok(Wanted {
-            vmid: args.vmid()?,
-            node: args.node("node")?.map(str::to_owned),
-            vm_type: args.vm_type()?,
-        })
+    /// The guest named by validated `vmid`, `node` and `vm_type` arguments.
+    pub fn new(vmid: Vmid, node: Option<&NodeName>, vm_type: Option<VmType>) -> Self {
+        Wanted {
+            vmid: vmid.0,
+            node: node.map(|n| n.as_str().to_owned()),
+            vm_type,
+        }
     }
 
     /// Completes the target, looking up what is missing.
@@ -200,6 +213,7 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
+    use serde_json::json;
 
     fn wanted(vmid: u32, node: Option<&str>, vm_type: Option<VmType>) -> Wanted {
         Wanted {
@@ -222,7 +236,7 @@ mod tests {
         assert!(pve.requests.is_empty());
         assert_eq!((t.node.as_str(), t.vm_type), ("pve1", VmType::Lxc));
         assert_eq!(
-            t.resolved_json(),
+            serde_json::to_value(t.resolved()).unwrap(),
             json!({"node": false, "vm_type": false, "source": null})
         );
     }
@@ -234,7 +248,7 @@ mod tests {
         assert_eq!(pve.requests, ["/cluster/resources?type=vm"]);
         assert_eq!((t.node.as_str(), t.vm_type), ("node1", VmType::Lxc));
         assert_eq!(
-            t.resolved_json(),
+            serde_json::to_value(t.resolved()).unwrap(),
             json!({"node": true, "vm_type": true, "source": "cluster/resources"})
         );
 

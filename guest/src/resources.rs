@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::api::Pve;
-use crate::args::VmType;
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::json;
 use crate::path::ApiPath;

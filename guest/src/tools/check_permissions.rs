@@ -1,16 +1,18 @@
 //! `pve_check_permissions`: what the API token may do, from
 //! `/access/permissions[?path=]`, so an agent can explain a 403.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
-use super::{Annotations, Output, Tool};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg;
 use crate::error::{ToolError, quoted};
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -18,8 +20,8 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 /// Longest ACL path.
 const PATH_MAX: usize = 256;
-/// JSON Schema pattern of an ACL path.
-const PATH_PATTERN: &str = "^/([A-Za-z0-9_.@!-]+(/[A-Za-z0-9_.@!-]+)*)?$";
+/// JSON Schema pattern of an ACL path (the rule [`AclPath`] checks).
+pub const PATH_PATTERN: &str = "^/([A-Za-z0-9_.@!-]+(/[A-Za-z0-9_.@!-]+)*)?$";
 
 /// Privileges the read tools need, and what for.
 const NEEDS: [(&str, &str); 5] = [
@@ -46,7 +48,7 @@ const NEEDS: [(&str, &str); 5] = [
 ];
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_check_permissions",
     title: "Check the API token's permissions",
     description: "List the privileges the pve-mcp API token has, per ACL path (e.g. /, \
@@ -56,104 +58,115 @@ pub static TOOL: Tool = Tool {
         or returned fewer items than expected, to tell the user exactly which privilege is \
         missing on which path and how to grant it. Paths are paged with limit (default 100, \
         max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![(
-        "path",
-        json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN,
-            "description": "Only this ACL path, e.g. \"/vms/100\", \"/nodes/pve1\", \"/storage/local\" or \"/\"; also reports which of the tools' privileges are granted there. Omit to list every path with privileges."}),
-    )];
-    props.extend(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "paths"));
-    schema::input(&props, &[])
+/// Which ACL path to check, or the page of all of them.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Only this ACL path, e.g. "/vms/100", "/nodes/pve1", "/storage/local" or "/"; also
+    /// reports which of the tools' privileges are granted there. Omit to list every path with
+    /// privileges.
+    path: Option<AclPath>,
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    #[serde(default)]
+    offset: Offset,
 }
 
-fn has_props() -> Vec<(&'static str, Value)> {
-    NEEDS
-        .iter()
-        .map(|(p, what)| (*p, schema::boolean(&format!("Granted? Needed for {what}"))))
-        .collect()
+/// The token's privileges, per path or on one path.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Permissions {
+    /// The path asked about; null for all
+    pub path: Option<String>,
+    /// ACL paths with their privileges, sorted by path
+    pub paths: Vec<PathPrivileges>,
+    /// With path: whether each privilege the tools need is granted there; null without path.
+    pub has: Option<Has>,
+    /// With path: the tools' privileges not granted there; empty without path
+    pub missing: Vec<&'static str>,
+    /// With path and something missing: a pveum command to grant read access; null otherwise
+    pub grant_hint: Option<String>,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn output_schema() -> Value {
-    let entry = schema::object(
-        "Privileges on one ACL path.",
-        &[
-            ("path", schema::string("ACL path")),
-            (
-                "privileges",
-                schema::strings("Privileges granted there, sorted"),
-            ),
-        ],
-    );
-    let mut has = schema::object(
-        "With path: whether each privilege the tools need is granted there; null without path.",
-        &has_props(),
-    );
-    has["type"] = json!(["object", "null"]);
-    let mut props = vec![
-        (
-            "path",
-            schema::nullable("string", "The path asked about; null for all"),
-        ),
-        (
-            "paths",
-            json!({"type": "array", "items": entry, "description": "ACL paths with their privileges, sorted by path"}),
-        ),
-        ("has", has),
-        (
-            "missing",
-            schema::strings(
-                "With path: the tools' privileges not granted there; empty without path",
-            ),
-        ),
-        (
-            "grant_hint",
-            schema::nullable(
-                "string",
-                "With path and something missing: a pveum command to grant read access; null otherwise",
-            ),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// Privileges on one ACL path.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct PathPrivileges {
+    /// ACL path
+    pub path: String,
+    /// Privileges granted there, sorted
+    pub privileges: Vec<String>,
 }
 
-/// Validates an ACL path: `/` or `/seg[/seg...]` with `[A-Za-z0-9_.@!-]`.
-fn acl_path(args: &Args) -> Result<Option<&str>, ToolError> {
-    let Some(p) = args.string("path", PATH_MAX)? else {
-        return Ok(None);
-    };
-    let valid = p == "/"
-        || (p.starts_with('/')
-            && p[1..].split('/').all(|seg| {
-                !seg.is_empty()
-                    && seg != "."
-                    && seg != ".."
-                    && seg
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"_.@!-".contains(&b))
-            }));
-    if !valid {
-        return Err(ToolError::field(
-            "path",
-            format!(
+/// Whether each privilege in `NEEDS` is granted, by name.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct Has(BTreeMap<&'static str, bool>);
+
+#[cfg(test)]
+impl schemars::JsonSchema for Has {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Has".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let properties: serde_json::Map<String, Value> = NEEDS
+            .iter()
+            .map(|(p, what)| {
+                let description = format!("Granted? Needed for {what}");
+                (
+                    (*p).to_owned(),
+                    serde_json::json!({"type": "boolean", "description": description}),
+                )
+            })
+            .collect();
+        schemars::json_schema!({"type": "object", "properties": properties})
+    }
+}
+
+/// An ACL path: `/` or `/seg[/seg...]` with `[A-Za-z0-9_.@!-]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclPath(String);
+
+impl AclPath {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let p = arg::string(v, PATH_MAX)?;
+        let valid = p == "/"
+            || (p.starts_with('/')
+                && p[1..].split('/').all(|seg| {
+                    !seg.is_empty()
+                        && seg != "."
+                        && seg != ".."
+                        && seg
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"_.@!-".contains(&b))
+                }));
+        if !valid {
+            return Err(format!(
                 "{} is not an ACL path: it must start with '/' and have segments of letters, \
                  digits and _ . - @ !, e.g. \"/vms/100\", \"/nodes/pve1\", \"/storage/local\" or \"/\"",
                 quoted(p, 64)
-            ),
-        ));
+            ));
+        }
+        Ok(AclPath(p.to_owned()))
     }
-    Ok(Some(p))
 }
+arg::deserialize_from_json!(AclPath);
+arg::fixed_schema!(
+    AclPath,
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": PATH_MAX, "pattern": PATH_PATTERN})
+);
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let path = acl_path(args)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Permissions>, ToolError> {
+    let path = input.path.as_ref().map(|p| p.0.as_str());
+    let page = Page::new(input.limit, input.offset);
     let mut api = ApiPath::new("access").lit("permissions");
     if let Some(p) = path {
         api = api.query("path", p);
@@ -173,7 +186,7 @@ fn privileges(v: &Value) -> Vec<String> {
 }
 
 /// Shapes a permissions map `{path: {priv: propagate}}`.
-pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
+pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions> {
     let empty = Map::new();
     let map = data.as_object().unwrap_or(&empty);
     let mut entries: Vec<(String, Vec<String>)> = map
@@ -185,24 +198,24 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
         .and_then(|p| entries.iter().find(|(e, _)| e == p))
         .map(|(_, privs)| privs.clone())
         .unwrap_or_default();
-    let (has, missing): (Value, Vec<&str>) = match path {
+    let (has, missing): (Option<Has>, Vec<&'static str>) = match path {
         Some(_) => {
-            let mut has = Map::new();
+            let mut has = Has::default();
             let mut missing = Vec::new();
             let granted = |p: &str| at_path.iter().any(|x| x == p);
             // Guest-agent reads need VM.Monitor before PVE 9 and
             // VM.GuestAgent.Audit since; either one covers the need.
             let agent_ok = granted("VM.Monitor") || granted("VM.GuestAgent.Audit");
             for (p, _) in NEEDS {
-                has.insert(p.to_owned(), granted(p).into());
+                has.0.insert(p, granted(p));
                 let agent = p == "VM.Monitor" || p == "VM.GuestAgent.Audit";
                 if !granted(p) && (!agent || !agent_ok) {
                     missing.push(p);
                 }
             }
-            (Value::Object(has), missing)
+            (Some(has), missing)
         }
-        None => (Value::Null, Vec::new()),
+        None => (None, Vec::new()),
     };
     let grant_hint = match path {
         Some(p) if !missing.is_empty() => Some(format!(
@@ -213,19 +226,14 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
         )),
         _ => None,
     };
-    let list: Vec<Value> = entries
+    let list: Vec<PathPrivileges> = entries
         .iter()
-        .map(|(p, privs)| json!({"path": p, "privileges": privs}))
+        .map(|(p, privs)| PathPrivileges {
+            path: p.clone(),
+            privileges: privs.clone(),
+        })
         .collect();
     let (page_items, info) = paging::paginate(list, page);
-    let mut structured = json!({
-        "path": path,
-        "paths": page_items,
-        "has": has,
-        "missing": missing,
-        "grant_hint": grant_hint,
-    });
-    info.insert_into(&mut structured);
     let summary = match path {
         Some(p) if at_path.is_empty() => format!(
             "The API token has no privileges on {p}. Grant them, e.g. pveum acl modify {p} \
@@ -269,8 +277,15 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
             s
         }
     };
-    Output {
-        structured,
+    Answer {
+        structured: Permissions {
+            path: path.map(str::to_owned),
+            paths: page_items,
+            has,
+            missing,
+            grant_hint,
+            page: info,
+        },
         summary,
     }
 }
@@ -279,7 +294,9 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
         TOOL.call(pve, &args.to_string())

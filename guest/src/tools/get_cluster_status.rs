@@ -1,19 +1,19 @@
 //! `pve_get_cluster_status`: quorum and node membership from
 //! `GET /cluster/status`.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{Annotations, Output, Tool};
+use serde::Serialize;
+
+use super::{Answer, NoArguments, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
 use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_cluster_status",
     title: "Get cluster status",
     description: "Get the Proxmox VE cluster's health: cluster name, whether it is quorate, \
@@ -21,112 +21,76 @@ pub static TOOL: Tool = Tool {
         node id and IP). Use it before maintenance, migrations or HA work, or when nodes seem \
         unreachable. A standalone (non-clustered) node is reported as standalone: true, \
         cluster_name null, quorate true. Needs Sys.Audit on /.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(&[], &[])
+/// The cluster's health.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct ClusterStatus {
+    /// true if the node is not part of a cluster
+    pub standalone: bool,
+    /// The corosync cluster name; null when standalone
+    pub cluster_name: Option<String>,
+    /// true if the cluster has quorum (always true when standalone)
+    pub quorate: bool,
+    /// Corosync config version; null when standalone
+    pub config_version: Option<u64>,
+    /// Number of nodes, including offline ones
+    pub node_count: u64,
+    /// Names of online nodes, sorted
+    pub nodes_online: Vec<String>,
+    /// Names of offline nodes, sorted
+    pub nodes_offline: Vec<String>,
+    /// Every node, sorted by name
+    pub nodes: Vec<Member>,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let node = schema::object(
-        "One cluster member.",
-        &[
-            ("name", schema::string("Node name")),
-            (
-                "nodeid",
-                n(
-                    "integer",
-                    "Corosync node id (0 on a standalone node); null if not reported",
-                ),
-            ),
-            (
-                "ip",
-                n("string", "The node's cluster IP; null if not reported"),
-            ),
-            (
-                "local",
-                schema::boolean("true for the node that answered this request"),
-            ),
-            ("online", schema::boolean("true if the node is online")),
-            (
-                "level",
-                n("string", "Subscription level (c, b, s, p); null if none"),
-            ),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            (
-                "standalone",
-                schema::boolean("true if the node is not part of a cluster"),
-            ),
-            (
-                "cluster_name",
-                n("string", "The corosync cluster name; null when standalone"),
-            ),
-            (
-                "quorate",
-                schema::boolean("true if the cluster has quorum (always true when standalone)"),
-            ),
-            (
-                "config_version",
-                n("integer", "Corosync config version; null when standalone"),
-            ),
-            (
-                "node_count",
-                json!({"type": "integer", "minimum": 0, "description": "Number of nodes, including offline ones"}),
-            ),
-            (
-                "nodes_online",
-                schema::strings("Names of online nodes, sorted"),
-            ),
-            (
-                "nodes_offline",
-                schema::strings("Names of offline nodes, sorted"),
-            ),
-            (
-                "nodes",
-                json!({"type": "array", "items": node, "description": "Every node, sorted by name"}),
-            ),
-        ],
-    )
+/// One cluster member.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Member {
+    /// Node name
+    pub name: String,
+    /// Corosync node id (0 on a standalone node); null if not reported
+    pub nodeid: Option<u64>,
+    /// The node's cluster IP; null if not reported
+    pub ip: Option<String>,
+    /// true for the node that answered this request
+    pub local: bool,
+    /// true if the node is online
+    pub online: bool,
+    /// Subscription level (c, b, s, p); null if none
+    pub level: Option<String>,
 }
 
-fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
+fn run(pve: &mut dyn Pve, _: NoArguments) -> Result<Answer<ClusterStatus>, ToolError> {
     let entries = fetch::list(pve, &ApiPath::new("cluster").lit("status"))?;
     Ok(shape(&entries))
 }
 
 /// Shapes a `/cluster/status` answer.
-pub fn shape(entries: &[Value]) -> Output {
+pub fn shape(entries: &[Value]) -> Answer<ClusterStatus> {
     let objects = entries.iter().filter_map(Value::as_object);
     let is = |e: &&Map<String, Value>, t: &str| e.get("type").and_then(Value::as_str) == Some(t);
     let cluster = objects.clone().find(|e| is(e, "cluster"));
-    let mut nodes: Vec<Value> = objects
+    let mut nodes: Vec<Member> = objects
         .filter(|e| is(e, "node"))
-        .map(|e| {
-            json!({
-                "name": pj::text(e.get("name")).unwrap_or_default(),
-                "nodeid": pj::uint(e.get("nodeid")),
-                "ip": pj::text(e.get("ip")),
-                "local": pj::flag(e.get("local")),
-                "online": pj::flag(e.get("online")),
-                "level": pj::text(e.get("level")),
-            })
+        .map(|e| Member {
+            name: pj::text(e.get("name")).unwrap_or_default(),
+            nodeid: pj::uint(e.get("nodeid")),
+            ip: pj::text(e.get("ip")),
+            local: pj::flag(e.get("local")),
+            online: pj::flag(e.get("online")),
+            level: pj::text(e.get("level")),
         })
         .collect();
-    nodes.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
     let names = |online: bool| -> Vec<String> {
         nodes
             .iter()
-            .filter(|n| n["online"] == online)
-            .filter_map(|n| n["name"].as_str().map(str::to_owned))
+            .filter(|n| n.online == online)
+            .map(|n| n.name.clone())
             .collect()
     };
     let (online, offline) = (names(true), names(false));
@@ -155,17 +119,17 @@ pub fn shape(entries: &[Value]) -> Output {
         s.push('.');
         s
     };
-    Output {
-        structured: json!({
-            "standalone": standalone,
-            "cluster_name": cluster_name,
-            "quorate": quorate,
-            "config_version": cluster.and_then(|c| pj::uint(c.get("version"))),
-            "node_count": node_count,
-            "nodes_online": online,
-            "nodes_offline": offline,
-            "nodes": nodes,
-        }),
+    Answer {
+        structured: ClusterStatus {
+            standalone,
+            cluster_name,
+            quorate,
+            config_version: cluster.and_then(|c| pj::uint(c.get("version"))),
+            node_count,
+            nodes_online: online,
+            nodes_offline: offline,
+            nodes,
+        },
         summary,
     }
 }
@@ -174,6 +138,8 @@ pub fn shape(entries: &[Value]) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
+    use serde_json::json;
 
     fn call(data: Value) -> Output {
         let mut pve = FakePve::default().with("/cluster/status", data);

@@ -4,27 +4,25 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::{Annotations, Output, Tool};
+use super::list_resources::ratio;
+use super::support::{Consolidation, Timeframe};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{Flag, NodeName};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
-use crate::json as pj;
+use crate::json::{self as pj, Tidy};
 use crate::path::ApiPath;
-use crate::schema;
 
-/// RRD timeframes offered.
-pub const TIMEFRAMES: [&str; 5] = ["hour", "day", "week", "month", "year"];
-/// RRD consolidation functions.
-pub const CFS: [&str; 2] = ["AVERAGE", "MAX"];
 /// Most raw points returned with `raw: true` (the newest ones).
 pub const RAW_MAX: usize = 100;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_node_metrics",
     title: "Get node metrics",
     description: "Get one node's current status: CPU use and IO wait, load average, memory, \
@@ -33,181 +31,149 @@ pub static TOOL: Tool = Tool {
         summarised per series (min, avg, max, last, number of points), e.g. to answer \"was \
         this node overloaded today?\"; raw: true adds the newest points (at most 100). Use \
         pve_list_nodes for an overview of all nodes. Needs Sys.Audit on /nodes/{node}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            (
-                "node",
-                schema::node("Node name, e.g. \"pve1\" (pve_list_nodes lists them)."),
-            ),
-            (
-                "timeframe",
-                schema::enumeration(
-                    &TIMEFRAMES,
-                    "Also summarise the node's RRD history over this period (hour: 1-minute \
-                     points, day: 30-minute, week: 3-hour, ...). Omit for current status only.",
-                ),
-            ),
-            (
-                "cf",
-                schema::enumeration(
-                    &CFS,
-                    "RRD consolidation: AVERAGE (default) or MAX per point; needs timeframe.",
-                ),
-            ),
-            (
-                "raw",
-                json!({"type": "boolean", "default": false,
-                    "description": "Also return the newest RRD points themselves (at most 100); needs timeframe."}),
-            ),
-        ],
-        &["node"],
-    )
+/// The node, and what history to add.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Node name, e.g. "pve1" (pve_list_nodes lists them).
+    node: NodeName,
+    /// Also summarise the node's RRD history over this period (hour: 1-minute points, day:
+    /// 30-minute, week: 3-hour, ...). Omit for current status only.
+    timeframe: Option<Timeframe>,
+    /// RRD consolidation: AVERAGE (default) or MAX per point; needs timeframe.
+    cf: Option<Consolidation>,
+    /// Also return the newest RRD points themselves (at most 100); needs timeframe.
+    #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = false)))]
+    raw: Flag,
 }
 
-fn usage_schema(description: &str, with_available: bool) -> Value {
-    let n = schema::nullable;
-    let mut props = vec![
-        ("total", n("integer", "Total, bytes; null if unknown")),
-        ("used", n("integer", "Used, bytes; null if unknown")),
-        ("free", n("integer", "Free, bytes; null if unknown")),
-        (
-            "used_fraction",
-            n("number", "used / total (0..1); null if unknown"),
-        ),
-    ];
-    if with_available {
-        props.push((
-            "available",
-            n(
-                "integer",
-                "Available to new processes (PVE 9: memory; rootfs: avail), bytes; null if not reported",
-            ),
-        ));
-    }
-    schema::object(description, &props)
+/// One node's live status, and its history when asked for.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct NodeMetrics {
+    /// Node name
+    pub node: String,
+    /// Seconds since boot; null if unknown
+    pub uptime: Option<u64>,
+    /// CPU use as a fraction of all CPUs (0.25 = 25%); null if unknown
+    pub cpu: Option<Tidy>,
+    /// IO wait fraction; null if unknown
+    pub iowait: Option<Tidy>,
+    /// 1, 5 and 15 minute load averages (Proxmox sends strings; converted)
+    pub loadavg: Vec<Tidy>,
+    /// RAM.
+    pub memory: UsageAvailable,
+    /// Swap.
+    pub swap: Usage,
+    /// Root filesystem.
+    pub rootfs: UsageAvailable,
+    /// CPU hardware.
+    pub cpuinfo: CpuInfo,
+    /// Running kernel; null if unknown
+    pub kversion: Option<String>,
+    /// pve-manager/<version>/<repoid>; null if unknown
+    // Verbatim in the schema's description, which is plain text.
+    #[allow(rustdoc::invalid_html_tags)]
+    pub pveversion: Option<String>,
+    /// efi or legacy-bios (PVE 8+); null if not reported
+    pub boot_mode: Option<String>,
+    /// Secure boot on (PVE 8+); null if not reported
+    pub secureboot: Option<bool>,
+    /// History over timeframe; null if no timeframe was given
+    pub rrd: Option<Rrd>,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let series = schema::object(
-        "One RRD series.",
-        &[
-            (
-                "name",
-                schema::string("Data source, e.g. cpu, loadavg, memused, netin"),
-            ),
-            (
-                "points",
-                json!({"type": "integer", "minimum": 1, "description": "Points that had a value"}),
-            ),
-            ("min", schema::typed("number", "Smallest value")),
-            ("avg", schema::typed("number", "Mean of the values")),
-            ("max", schema::typed("number", "Largest value")),
-            ("last", schema::typed("number", "Newest value")),
-        ],
-    );
-    let rrd = json!({
-        "type": ["object", "null"],
-        "description": "History over timeframe; null if no timeframe was given",
-        "properties": {
-            "timeframe": {"type": "string", "description": "The timeframe asked for"},
-            "cf": {"type": "string", "description": "The consolidation function used"},
-            "points": {"type": "integer", "minimum": 0, "description": "Number of RRD points returned by Proxmox"},
-            "from": {"type": ["string", "null"], "description": "Time of the first point, ISO-8601 UTC; null if none"},
-            "to": {"type": ["string", "null"], "description": "Time of the last point, ISO-8601 UTC; null if none"},
-            "series": {"type": "array", "items": series, "description": "Per data source, by name; points without a value for a source are skipped, not counted as 0"},
-            "raw": {
-                "type": ["array", "null"],
-                "items": {"type": "object", "additionalProperties": {"type": "number"}},
-                "description": "The newest points (at most 100) as time + values, when raw was true; else null"
-            },
-            "raw_omitted": {"type": "integer", "minimum": 0, "description": "Older points left out of raw"}
-        },
-        "required": ["timeframe", "cf", "points", "from", "to", "series", "raw", "raw_omitted"],
-        "additionalProperties": false
-    });
-    let cpuinfo = schema::object(
-        "CPU hardware.",
-        &[
-            ("model", n("string", "CPU model; null if unknown")),
-            ("sockets", n("integer", "Sockets; null if unknown")),
-            ("cores", n("integer", "Cores per socket; null if unknown")),
-            ("cpus", n("integer", "Logical CPUs; null if unknown")),
-            ("mhz", n("number", "Clock, MHz; null if unknown")),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            ("node", schema::string("Node name")),
-            (
-                "uptime",
-                n("integer", "Seconds since boot; null if unknown"),
-            ),
-            (
-                "cpu",
-                n(
-                    "number",
-                    "CPU use as a fraction of all CPUs (0.25 = 25%); null if unknown",
-                ),
-            ),
-            ("iowait", n("number", "IO wait fraction; null if unknown")),
-            (
-                "loadavg",
-                json!({"type": "array", "items": {"type": "number"}, "description": "1, 5 and 15 minute load averages (Proxmox sends strings; converted)"}),
-            ),
-            ("memory", usage_schema("RAM.", true)),
-            ("swap", usage_schema("Swap.", false)),
-            ("rootfs", usage_schema("Root filesystem.", true)),
-            ("cpuinfo", cpuinfo),
-            ("kversion", n("string", "Running kernel; null if unknown")),
-            (
-                "pveversion",
-                n("string", "pve-manager/<version>/<repoid>; null if unknown"),
-            ),
-            (
-                "boot_mode",
-                n(
-                    "string",
-                    "efi or legacy-bios (PVE 8+); null if not reported",
-                ),
-            ),
-            (
-                "secureboot",
-                n("boolean", "Secure boot on (PVE 8+); null if not reported"),
-            ),
-            ("rrd", rrd),
-        ],
-    )
+/// Space or memory use.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Usage {
+    /// Total, bytes; null if unknown
+    pub total: Option<u64>,
+    /// Used, bytes; null if unknown
+    pub used: Option<u64>,
+    /// Free, bytes; null if unknown
+    pub free: Option<u64>,
+    /// used / total (0..1); null if unknown
+    pub used_fraction: Option<f64>,
 }
 
-/// Validates an optional boolean argument.
-fn boolean_arg(args: &Args, key: &str) -> Result<bool, ToolError> {
-    match args.raw(key) {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ToolError::field(key, "must be true or false")),
-    }
+/// Space or memory use, with what is available to new users.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct UsageAvailable {
+    /// The use.
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// Available to new processes (PVE 9: memory; rootfs: avail), bytes; null if not reported
+    pub available: Option<u64>,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let node = args.node("node")?.ok_or_else(|| {
-        ToolError::field(
-            "node",
-            "missing required argument; pass a node name, e.g. {\"node\": \"pve1\"} \
-             (pve_list_nodes lists them)",
-        )
-    })?;
-    let timeframe = args.one_of("timeframe", &TIMEFRAMES)?;
-    let cf = args.one_of("cf", &CFS)?;
-    let raw = boolean_arg(args, "raw")?;
+/// CPU hardware.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct CpuInfo {
+    /// CPU model; null if unknown
+    pub model: Option<String>,
+    /// Sockets; null if unknown
+    pub sockets: Option<u64>,
+    /// Cores per socket; null if unknown
+    pub cores: Option<u64>,
+    /// Logical CPUs; null if unknown
+    pub cpus: Option<u64>,
+    /// Clock, MHz; null if unknown
+    pub mhz: Option<Tidy>,
+}
+
+/// A node's RRD history, summarised per data source.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Rrd {
+    /// The timeframe asked for
+    pub timeframe: Timeframe,
+    /// The consolidation function used
+    pub cf: Consolidation,
+    /// Number of RRD points returned by Proxmox
+    pub points: usize,
+    /// Time of the first point, ISO-8601 UTC; null if none
+    pub from: Option<String>,
+    /// Time of the last point, ISO-8601 UTC; null if none
+    pub to: Option<String>,
+    /// Per data source, by name; points without a value for a source are skipped, not counted
+    /// as 0
+    pub series: Vec<RrdSeries>,
+    /// The newest points (at most 100) as time + values, when raw was true; else null
+    pub raw: Option<Vec<BTreeMap<String, Tidy>>>,
+    /// Older points left out of raw
+    pub raw_omitted: usize,
+}
+
+/// One RRD series.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct RrdSeries {
+    /// Data source, e.g. cpu, loadavg, memused, netin
+    pub name: String,
+    /// Points that had a value
+    #[cfg_attr(test, schemars(range(min = 1)))]
+    pub points: usize,
+    /// Smallest value
+    pub min: Tidy,
+    /// Mean of the values
+    pub avg: Tidy,
+    /// Largest value
+    pub max: Tidy,
+    /// Newest value
+    pub last: Tidy,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeMetrics>, ToolError> {
+    let node = input.node.as_str();
+    let (timeframe, cf, raw) = (input.timeframe, input.cf, input.raw.0);
     if timeframe.is_none() && (cf.is_some() || raw) {
         return Err(ToolError::field(
             if cf.is_some() { "cf" } else { "raw" },
@@ -220,134 +186,130 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
             let mut path = ApiPath::new("nodes")
                 .seg(node)
                 .lit("rrddata")
-                .query("timeframe", tf);
+                .query("timeframe", tf.as_str());
             if let Some(cf) = cf {
-                path = path.query("cf", cf);
+                path = path.query("cf", cf.as_str());
             }
             let points = fetch::list(pve, &path)?;
-            Some(summarise(&points, tf, cf.unwrap_or("AVERAGE"), raw))
+            Some(summarise(
+                &points,
+                tf,
+                cf.unwrap_or(Consolidation::Average),
+                raw,
+            ))
         }
         None => None,
     };
     Ok(shape(node, &status, rrd))
 }
 
-fn usage(o: Option<&Value>, available_key: Option<&str>) -> Value {
-    let o = o.and_then(Value::as_object);
+fn usage(o: Option<&Value>) -> Usage {
     let get = |k: &str| o.and_then(|o| pj::uint(o.get(k)));
     let (total, used) = (get("total"), get("used"));
-    let mut v = json!({
-        "total": total,
-        "used": used,
-        "free": get("free"),
-        "used_fraction": match (used, total) {
-            (Some(u), Some(t)) if t > 0 => Some(((u as f64 / t as f64) * 10_000.0).round() / 10_000.0),
-            _ => None,
-        },
-    });
-    if let Some(k) = available_key {
-        v["available"] = json!(get(k));
+    Usage {
+        total,
+        used,
+        free: get("free"),
+        used_fraction: ratio(used, total),
     }
-    v
+}
+
+fn usage_available(o: Option<&Value>, available_key: &str) -> UsageAvailable {
+    UsageAvailable {
+        usage: usage(o),
+        available: o.and_then(|o| pj::uint(o.get(available_key))),
+    }
 }
 
 /// Shapes a `status` answer plus the optional RRD summary.
-pub fn shape(node: &str, d: &Map<String, Value>, rrd: Option<Value>) -> Output {
-    let loadavg: Vec<Value> = d
+pub fn shape(node: &str, d: &Map<String, Value>, rrd: Option<Rrd>) -> Answer<NodeMetrics> {
+    let loadavg: Vec<Tidy> = d
         .get("loadavg")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .filter_map(|v| pj::num(Some(v)))
-                .map(pj::tidy)
+                .map(Tidy)
                 .collect()
         })
         .unwrap_or_default();
     let cpuinfo = d.get("cpuinfo").and_then(Value::as_object);
     let ci = |k: &str| cpuinfo.and_then(|c| c.get(k));
     let boot = d.get("boot-info").and_then(Value::as_object);
-    let memory = usage(d.get("memory"), Some("available"));
-    let structured = json!({
-        "node": node,
-        "uptime": pj::uint(d.get("uptime")),
-        "cpu": pj::fraction(d.get("cpu")).map(pj::tidy),
-        "iowait": pj::fraction(d.get("wait")).map(pj::tidy),
-        "loadavg": loadavg,
-        "memory": memory,
-        "swap": usage(d.get("swap"), None),
-        "rootfs": usage(d.get("rootfs"), Some("avail")),
-        "cpuinfo": {
-            "model": pj::text(ci("model")),
-            "sockets": pj::uint(ci("sockets")),
-            "cores": pj::uint(ci("cores")),
-            "cpus": pj::uint(ci("cpus")),
-            "mhz": pj::num(ci("mhz")).map(pj::tidy),
+    let s = NodeMetrics {
+        node: node.to_owned(),
+        uptime: pj::uint(d.get("uptime")),
+        cpu: pj::fraction(d.get("cpu")).map(Tidy),
+        iowait: pj::fraction(d.get("wait")).map(Tidy),
+        loadavg,
+        memory: usage_available(d.get("memory"), "available"),
+        swap: usage(d.get("swap")),
+        rootfs: usage_available(d.get("rootfs"), "avail"),
+        cpuinfo: CpuInfo {
+            model: pj::text(ci("model")),
+            sockets: pj::uint(ci("sockets")),
+            cores: pj::uint(ci("cores")),
+            cpus: pj::uint(ci("cpus")),
+            mhz: pj::num(ci("mhz")).map(Tidy),
         },
-        "kversion": pj::text(d.get("kversion")),
-        "pveversion": pj::text(d.get("pveversion")),
-        "boot_mode": boot.and_then(|b| pj::text(b.get("mode"))),
-        "secureboot": boot.and_then(|b| b.get("secureboot")).map(|v| pj::flag(Some(v))),
-        "rrd": rrd,
-    });
-    let s = &structured;
+        kversion: pj::text(d.get("kversion")),
+        pveversion: pj::text(d.get("pveversion")),
+        boot_mode: boot.and_then(|b| pj::text(b.get("mode"))),
+        secureboot: boot
+            .and_then(|b| b.get("secureboot"))
+            .map(|v| pj::flag(Some(v))),
+        rrd,
+    };
     let mut parts = Vec::new();
-    if let Some(c) = s["cpu"].as_f64() {
-        let cpus = s["cpuinfo"]["cpus"]
-            .as_u64()
+    if let Some(c) = s.cpu {
+        let cpus = s
+            .cpuinfo
+            .cpus
             .map(|n| format!(" of {n} CPUs"))
             .unwrap_or_default();
-        parts.push(format!("CPU {}{cpus}", format::percent(c)));
+        parts.push(format!("CPU {}{cpus}", format::percent(c.0)));
     }
-    if let Some(l) = s["loadavg"]
-        .as_array()
-        .and_then(|a| a.first())
-        .and_then(Value::as_f64)
-    {
-        parts.push(format!("load {}", format::one_decimal(l)));
+    if let Some(l) = s.loadavg.first() {
+        parts.push(format!("load {}", format::one_decimal(l.0)));
     }
-    if let (Some(u), Some(t)) = (s["memory"]["used"].as_u64(), s["memory"]["total"].as_u64()) {
+    if let (Some(u), Some(t)) = (s.memory.usage.used, s.memory.usage.total) {
         parts.push(format!("mem {} / {}", format::bytes(u), format::bytes(t)));
     }
-    if let (Some(u), Some(t)) = (s["rootfs"]["used"].as_u64(), s["rootfs"]["total"].as_u64()) {
+    if let (Some(u), Some(t)) = (s.rootfs.usage.used, s.rootfs.usage.total) {
         parts.push(format!(
             "rootfs {} / {}",
             format::bytes(u),
             format::bytes(t)
         ));
     }
-    if let Some(up) = s["uptime"].as_u64() {
+    if let Some(up) = s.uptime {
         parts.push(format!("up {}", format::duration(up)));
     }
     let mut summary = format!("Node {node}: {}.", parts.join(", "));
-    if let Some(r) = s["rrd"].as_object() {
-        let find = |name: &str| {
-            r["series"]
-                .as_array()
-                .and_then(|a| a.iter().find(|x| x["name"] == name))
-        };
-        let tf = r["timeframe"].as_str().unwrap_or("");
-        match find("cpu") {
+    if let Some(r) = &s.rrd {
+        let tf = r.timeframe.as_str();
+        match r.series.iter().find(|x| x.name == "cpu") {
             Some(cpu) => summary.push_str(&format!(
                 " Past {tf}: CPU avg {}, max {} ({} points).",
-                format::percent(cpu["avg"].as_f64().unwrap_or(0.0)),
-                format::percent(cpu["max"].as_f64().unwrap_or(0.0)),
-                cpu["points"]
+                format::percent(cpu.avg.0),
+                format::percent(cpu.max.0),
+                cpu.points
             )),
             None => summary.push_str(&format!(
                 " Past {tf}: {} RRD points, no CPU data.",
-                r["points"]
+                r.points
             )),
         }
     }
-    Output {
-        structured,
+    Answer {
+        structured: s,
         summary,
     }
 }
 
 /// Summarises RRD points: per data source min/avg/max/last over the points
 /// that have it (missing keys are skipped, not zero).
-pub fn summarise(points: &[Value], timeframe: &str, cf: &str, raw: bool) -> Value {
+pub fn summarise(points: &[Value], timeframe: Timeframe, cf: Consolidation, raw: bool) -> Rrd {
     let mut points: Vec<&Map<String, Value>> = points.iter().filter_map(Value::as_object).collect();
     points.sort_by_key(|p| pj::uint(p.get("time")).unwrap_or(0));
     let mut acc: BTreeMap<&str, (usize, f64, f64, f64, f64)> = BTreeMap::new();
@@ -367,12 +329,16 @@ pub fn summarise(points: &[Value], timeframe: &str, cf: &str, raw: bool) -> Valu
             e.4 = x;
         }
     }
-    let round = |x: f64| pj::tidy((x * 10_000.0).round() / 10_000.0);
-    let series: Vec<Value> = acc
+    let round = |x: f64| Tidy((x * 10_000.0).round() / 10_000.0);
+    let series: Vec<RrdSeries> = acc
         .iter()
-        .map(|(name, (n, min, sum, max, last))| {
-            json!({"name": name, "points": n, "min": round(*min), "avg": round(sum / *n as f64),
-                "max": round(*max), "last": round(*last)})
+        .map(|(name, (n, min, sum, max, last))| RrdSeries {
+            name: (*name).to_owned(),
+            points: *n,
+            min: round(*min),
+            avg: round(sum / *n as f64),
+            max: round(*max),
+            last: round(*last),
         })
         .collect();
     let time = |p: Option<&&Map<String, Value>>| {
@@ -380,34 +346,33 @@ pub fn summarise(points: &[Value], timeframe: &str, cf: &str, raw: bool) -> Valu
             .map(|t| format::iso_utc(t as i64))
     };
     let skip = points.len().saturating_sub(RAW_MAX);
-    let raw_points: Option<Vec<Value>> = raw.then(|| {
+    let raw_points: Option<Vec<BTreeMap<String, Tidy>>> = raw.then(|| {
         points[skip..]
             .iter()
             .map(|p| {
-                Value::Object(
-                    p.iter()
-                        .filter_map(|(k, v)| pj::num(Some(v)).map(|x| (k.clone(), pj::tidy(x))))
-                        .collect(),
-                )
+                p.iter()
+                    .filter_map(|(k, v)| pj::num(Some(v)).map(|x| (k.clone(), Tidy(x))))
+                    .collect()
             })
             .collect()
     });
-    json!({
-        "timeframe": timeframe,
-        "cf": cf,
-        "points": points.len(),
-        "from": time(points.first()),
-        "to": time(points.last()),
-        "series": series,
-        "raw": raw_points,
-        "raw_omitted": if raw { skip } else { 0 },
-    })
+    Rrd {
+        timeframe,
+        cf,
+        points: points.len(),
+        from: time(points.first()),
+        to: time(points.last()),
+        series,
+        raw: raw_points,
+        raw_omitted: if raw { skip } else { 0 },
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use serde_json::json;
 
     /// The real PVE 7.4 capture (go-proxmox pve7x), flags cut, plus PVE 8
     /// boot-info.

@@ -8,16 +8,17 @@
 //! request, the common case for short tasks); otherwise ask again for
 //! `start = total - tail`. (`limit=0` is no probe: it means "everything".)
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::support;
-use super::{Annotations, Output, Tool};
+use super::support::{self, Upid};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{Int, NodeName, choice};
 use crate::error::ToolError;
 use crate::json as pj;
+use crate::paging::Limit;
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `tail` and `limit`.
 pub const DEFAULT_LINES: u64 = 50;
@@ -29,7 +30,7 @@ const START_MAX: u64 = 10_000_000;
 const LINE_MAX: usize = 2000;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_task_log",
     title: "Read a task's log",
     description: "Read the log of one Proxmox task by its UPID. By default it returns the last \
@@ -38,95 +39,71 @@ pub static TOOL: Tool = Tool {
         from the beginning instead. Use it after pve_get_task_status or pve_list_tasks shows a \
         failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
         Sys.Audit on /nodes/{node} unless the token started the task itself.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            ("upid", support::upid_property()),
-            ("node", support::upid_node_property()),
-            (
-                "tail",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_LINES, "default": DEFAULT_LINES,
-                    "description": "Return the last this many lines (default 50, max 500). Not with start/limit."}),
-            ),
-            (
-                "start",
-                json!({"type": "integer", "minimum": 0, "maximum": START_MAX,
-                    "description": "Read forward from this 0-based line offset instead of the tail (0 = the first line)."}),
-            ),
-            (
-                "limit",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_LINES, "default": DEFAULT_LINES,
-                    "description": "With start: how many lines to read (default 50, max 500)."}),
-            ),
-        ],
-        &["upid"],
-    )
+/// The task, and which lines of its log.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    upid: Upid,
+    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
+    /// node.
+    node: Option<NodeName>,
+    /// Return the last this many lines (default 50, max 500). Not with start/limit.
+    tail: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
+    /// Read forward from this 0-based line offset instead of the tail (0 = the first line).
+    start: Option<Int<0, START_MAX>>,
+    /// With start: how many lines to read (default 50, max 500).
+    limit: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
 }
 
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    let line = schema::object(
-        "One log line.",
-        &[
-            ("n", schema::typed("integer", "1-based line number")),
-            ("text", schema::string("Line text (cut at 2000 characters)")),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            ("upid", schema::string("The task id")),
-            ("node", schema::string("Node the task runs on")),
-            (
-                "mode",
-                schema::enumeration(
-                    &["tail", "range"],
-                    "tail: the end of the log; range: from start forward",
-                ),
-            ),
-            (
-                "lines",
-                json!({"type": "array", "items": line, "description": "The log lines, in order"}),
-            ),
-            (
-                "total_lines",
-                n(
-                    "integer",
-                    "Lines in the whole log; null if Proxmox did not say",
-                ),
-            ),
-            (
-                "first_line",
-                n("integer", "Number of the first line returned; null if none"),
-            ),
-            (
-                "last_line",
-                n("integer", "Number of the last line returned; null if none"),
-            ),
-            (
-                "has_more_before",
-                schema::boolean("true if earlier lines exist"),
-            ),
-            (
-                "has_more_after",
-                n("boolean", "true if later lines exist; null if unknown"),
-            ),
-            (
-                "task_result",
-                n(
-                    "string",
-                    "The final \"TASK OK\" / \"TASK ERROR: ...\" / \"TASK WARNINGS: n\" line if \
-                     this answer includes it; null otherwise (e.g. still running)",
-                ),
-            ),
-        ],
-    )
+/// Part of a task's log.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct TaskLog {
+    /// The task id
+    pub upid: String,
+    /// Node the task runs on
+    pub node: String,
+    /// tail: the end of the log; range: from start forward
+    pub mode: ReadMode,
+    /// The log lines, in order
+    pub lines: Vec<LogLine>,
+    /// Lines in the whole log; null if Proxmox did not say
+    pub total_lines: Option<u64>,
+    /// Number of the first line returned; null if none
+    pub first_line: Option<u64>,
+    /// Number of the last line returned; null if none
+    pub last_line: Option<u64>,
+    /// true if earlier lines exist
+    pub has_more_before: bool,
+    /// true if later lines exist; null if unknown
+    pub has_more_after: Option<bool>,
+    /// The final "TASK OK" / "TASK ERROR: ..." / "TASK WARNINGS: n" line if this answer
+    /// includes it; null otherwise (e.g. still running)
+    pub task_result: Option<String>,
+}
+
+choice! {
+    /// How a log was read.
+    pub enum ReadMode {
+        /// Its last lines.
+        Tail = "tail",
+        /// Forward from a line.
+        Range = "range",
+    }
+}
+
+/// One log line.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct LogLine {
+    /// 1-based line number
+    pub n: u64,
+    /// Line text (cut at 2000 characters)
+    pub text: String,
 }
 
 /// Numbered lines and the envelope's `total`.
@@ -139,10 +116,10 @@ enum Mode {
     Range { start: u64, limit: u64 },
 }
 
-fn mode(args: &Args) -> Result<Mode, ToolError> {
-    let tail = args.integer("tail", 1, MAX_LINES, DEFAULT_LINES)?;
-    let start = args.integer("start", 0, START_MAX, 0)?;
-    let limit = args.integer("limit", 1, MAX_LINES, DEFAULT_LINES)?;
+fn mode(input: &Input) -> Result<Mode, ToolError> {
+    let tail = input.tail.map(|t| t.0);
+    let start = input.start.map(|s| s.0);
+    let limit = input.limit.map(|l| l.0);
     match (tail, start, limit) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(ToolError::field(
             "tail",
@@ -161,9 +138,10 @@ fn mode(args: &Args) -> Result<Mode, ToolError> {
     }
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let (upid, node) = support::upid_and_node(args)?;
-    let mode = mode(args)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
+    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let mode = mode(&input)?;
+    let upid = input.upid;
     let mut fetch = |start: u64, limit: u64| -> Result<Page, ToolError> {
         let path = ApiPath::new("nodes")
             .seg(&node)
@@ -229,7 +207,7 @@ fn shape(
     start: u64,
     got: Vec<(u64, String)>,
     total: Option<u64>,
-) -> Output {
+) -> Answer<TaskLog> {
     let first = got.first().map(|(n, _)| *n);
     let last = got.last().map(|(n, _)| *n);
     let has_more_before = first.map_or(start > 0, |f| f > 1);
@@ -239,18 +217,6 @@ fn shape(
         (Some(false), Some((_, t))) if t.starts_with("TASK ") => Some(t.clone()),
         _ => None,
     };
-    let structured = json!({
-        "upid": upid,
-        "node": node,
-        "mode": match mode { Mode::Tail(_) => "tail", Mode::Range { .. } => "range" },
-        "lines": got.iter().map(|(n, t)| json!({"n": n, "text": t})).collect::<Vec<_>>(),
-        "total_lines": total,
-        "first_line": first,
-        "last_line": last,
-        "has_more_before": has_more_before,
-        "has_more_after": has_more_after,
-        "task_result": task_result,
-    });
     let range = match (first, last) {
         (Some(f), Some(l)) => format!("lines {f}-{l}"),
         _ => "no lines".to_owned(),
@@ -262,8 +228,25 @@ fn shape(
         (None, Some(false)) => summary.push_str(" No TASK status line yet (still running?)."),
         (None, _) => summary.push_str(" More lines follow; page on with start."),
     }
-    Output {
-        structured,
+    Answer {
+        structured: TaskLog {
+            upid: upid.to_owned(),
+            node: node.to_owned(),
+            mode: match mode {
+                Mode::Tail(_) => ReadMode::Tail,
+                Mode::Range { .. } => ReadMode::Range,
+            },
+            lines: got
+                .into_iter()
+                .map(|(n, text)| LogLine { n, text })
+                .collect(),
+            total_lines: total,
+            first_line: first,
+            last_line: last,
+            has_more_before,
+            has_more_after,
+            task_result,
+        },
         summary,
     }
 }
@@ -272,7 +255,9 @@ fn shape(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:";
     const BASE: &str = "/nodes/pve1/tasks/UPID%3Apve1%3A0020C066%3A042DF204%3A69C26EB0%3Avzdump%3A%3Aroot%40pam%3A/log";

@@ -2,19 +2,19 @@
 //! `/nodes/{node}/tasks/{upid}/status`, with the UPID parsed and validated
 //! before the request.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::support::{self, Upid};
-use super::{Annotations, Output, Tool};
+use super::support::{self, Outcome, Upid};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{NodeName, choice};
 use crate::error::ToolError;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_task_status",
     title: "Get task status",
     description: "Get the state of one Proxmox task (a start, stop, backup, migration, \
@@ -23,83 +23,68 @@ pub static TOOL: Tool = Tool {
         one pve_list_tasks showed; node is taken from the UPID. If it failed, read the reason \
         with pve_get_task_log. Needs Sys.Audit on /nodes/{node} unless the token started the \
         task itself.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            ("upid", support::upid_property()),
-            ("node", support::upid_node_property()),
-        ],
-        &["upid"],
-    )
+/// The task to ask about.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    upid: Upid,
+    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
+    /// node.
+    node: Option<NodeName>,
 }
 
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    schema::object(
-        "",
-        &[
-            ("upid", schema::string("The task id")),
-            ("node", schema::string("Node the task runs on")),
-            ("pid", schema::typed("integer", "Worker process id")),
-            (
-                "pstart",
-                schema::typed("integer", "Process start, clock ticks since boot"),
-            ),
-            (
-                "starttime",
-                schema::typed("integer", "Start time, Unix epoch seconds"),
-            ),
-            ("starttime_iso", schema::string("Start time, ISO-8601 UTC")),
-            (
-                "type",
-                schema::string("Task type, e.g. qmstart, vzdump, qmigrate"),
-            ),
-            (
-                "id",
-                n(
-                    "string",
-                    "Object the task is about (often a vmid); null if none",
-                ),
-            ),
-            ("user", schema::string("User that started the task")),
-            (
-                "tokenid",
-                n(
-                    "string",
-                    "API token name if a token started it; null otherwise",
-                ),
-            ),
-            (
-                "status",
-                schema::enumeration(&["running", "stopped"], "Whether the task still runs"),
-            ),
-            (
-                "exitstatus",
-                n(
-                    "string",
-                    "Proxmox's exit status: OK, \"WARNINGS: n\" or the error message; null while running",
-                ),
-            ),
-            (
-                "outcome",
-                schema::enumeration(
-                    &support::OUTCOMES,
-                    "running, ok, warning (finished with warnings) or error",
-                ),
-            ),
-            ("hint", n("string", "What to do next; null if nothing")),
-        ],
-    )
+/// One task's state.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct TaskStatus {
+    /// The task id
+    pub upid: String,
+    /// Node the task runs on
+    pub node: String,
+    /// Worker process id
+    pub pid: u32,
+    /// Process start, clock ticks since boot
+    pub pstart: u64,
+    /// Start time, Unix epoch seconds
+    pub starttime: u64,
+    /// Start time, ISO-8601 UTC
+    pub starttime_iso: String,
+    /// Task type, e.g. qmstart, vzdump, qmigrate
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// Object the task is about (often a vmid); null if none
+    pub id: Option<String>,
+    /// User that started the task
+    pub user: String,
+    /// API token name if a token started it; null otherwise
+    pub tokenid: Option<String>,
+    /// Whether the task still runs
+    pub status: RunState,
+    /// Proxmox's exit status: OK, "WARNINGS: n" or the error message; null while running
+    pub exitstatus: Option<String>,
+    /// running, ok, warning (finished with warnings) or error
+    pub outcome: Outcome,
+    /// What to do next; null if nothing
+    pub hint: Option<String>,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let (upid, node) = support::upid_and_node(args)?;
+choice! {
+    /// Whether a task still runs, as Proxmox says.
+    pub enum RunState {
+        /// Still running.
+        Running = "running",
+        /// Finished, one way or another.
+        Stopped = "stopped",
+    }
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskStatus>, ToolError> {
+    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let upid = input.upid;
     let path = ApiPath::new("nodes")
         .seg(&node)
         .lit("tasks")
@@ -111,7 +96,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
 
 /// Normalises a `tasks/{upid}/status` answer; the UPID's own fields win
 /// over missing ones.
-pub fn shape(upid: &Upid, data: &Value) -> Output {
+pub fn shape(upid: &Upid, data: &Value) -> Answer<TaskStatus> {
     let d = data.as_object();
     let field = |k: &str| d.and_then(|d| d.get(k));
     let running = match pj::text(field("status")).as_deref() {
@@ -125,57 +110,63 @@ pub fn shape(upid: &Upid, data: &Value) -> Output {
         pj::text(field("exitstatus")).map(|s| s.trim().to_owned())
     };
     let outcome = if running {
-        "running"
+        Outcome::Running
     } else {
         // Stopped without an exit status is Proxmox's "unexpected status".
         match exitstatus.as_deref() {
-            None => "error",
+            None => Outcome::Error,
             s => support::outcome(s),
         }
     };
     let hint = match outcome {
-        "running" => Some(
+        Outcome::Running => Some(
             "The task is still running; ask again later, or read its progress with pve_get_task_log."
                 .to_owned(),
         ),
-        "error" => Some("Use pve_get_task_log to see why it failed (the end of the log).".to_owned()),
-        "warning" => Some("Use pve_get_task_log to read the warnings.".to_owned()),
-        _ => None,
+        Outcome::Error => {
+            Some("Use pve_get_task_log to see why it failed (the end of the log).".to_owned())
+        }
+        Outcome::Warning => Some("Use pve_get_task_log to read the warnings.".to_owned()),
+        Outcome::Ok => None,
     };
-    let structured = json!({
-        "upid": upid.raw,
-        "node": upid.node,
-        "pid": upid.pid,
-        "pstart": upid.pstart,
-        "starttime": upid.starttime,
-        "starttime_iso": support::iso_utc(upid.starttime as i64),
-        "type": upid.task_type,
-        "id": upid.id,
-        "user": upid.user,
-        "tokenid": upid.tokenid,
-        "status": if running { "running" } else { "stopped" },
-        "exitstatus": exitstatus,
-        "outcome": outcome,
-        "hint": hint,
-    });
+    let structured = TaskStatus {
+        upid: upid.raw.clone(),
+        node: upid.node.clone(),
+        pid: upid.pid,
+        pstart: upid.pstart,
+        starttime: upid.starttime,
+        starttime_iso: support::iso_utc(upid.starttime as i64),
+        task_type: upid.task_type.clone(),
+        id: upid.id.clone(),
+        user: upid.user.clone(),
+        tokenid: upid.tokenid.clone(),
+        status: if running {
+            RunState::Running
+        } else {
+            RunState::Stopped
+        },
+        exitstatus: exitstatus.clone(),
+        outcome,
+        hint,
+    };
     let what = match &upid.id {
         Some(id) => format!("Task {} ({id}) on {}", upid.task_type, upid.node),
         None => format!("Task {} on {}", upid.task_type, upid.node),
     };
     let started = support::iso_utc(upid.starttime as i64);
     let summary = match outcome {
-        "running" => format!("{what}, started {started}, is still running."),
-        "ok" => format!("{what}, started {started}, finished OK."),
-        "warning" => format!(
+        Outcome::Running => format!("{what}, started {started}, is still running."),
+        Outcome::Ok => format!("{what}, started {started}, finished OK."),
+        Outcome::Warning => format!(
             "{what}, started {started}, finished with {}; see pve_get_task_log.",
             exitstatus.as_deref().unwrap_or("warnings")
         ),
-        _ => format!(
+        Outcome::Error => format!(
             "{what}, started {started}, failed: {}. Use pve_get_task_log to see why.",
             exitstatus.as_deref().unwrap_or("unexpected status")
         ),
     };
-    Output {
+    Answer {
         structured,
         summary,
     }
@@ -185,7 +176,9 @@ pub fn shape(upid: &Upid, data: &Value) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     const UPID: &str = "UPID:node1:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:";
     const PATH: &str = "/nodes/node1/tasks/UPID%3Anode1%3A000FF1FD%3A10F9374C%3A630D702C%3Avzdump%3A110%3Aroot%40pam%3A/status";

@@ -1,72 +1,40 @@
 //! `pve_get_version`: the Proxmox VE version from `GET /version`.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, NoArguments, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
 use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_version",
     title: "Get Proxmox VE version",
     description: "Get the Proxmox VE version of the node that answers the API (pve-manager \
         version, point release, git revision, default console). Use it to check that the \
         server is reachable and the token works, or before relying on a feature that depends \
         on the PVE version. Any valid API token may call it.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(&[], &[])
+/// The version of the node that answered.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Version {
+    /// Full pve-manager version, e.g. 8.4.1; null if not reported
+    pub version: Option<String>,
+    /// Point release x.y, e.g. 8.4; null if not reported
+    pub release: Option<String>,
+    /// Short git revision of the build; null if not reported
+    pub repoid: Option<String>,
+    /// Default console viewer (applet, vv, html5, xtermjs); null if not set
+    pub console: Option<String>,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    schema::object(
-        "",
-        &[
-            (
-                "version",
-                n(
-                    "string",
-                    "Full pve-manager version, e.g. 8.4.1; null if not reported",
-                ),
-            ),
-            (
-                "release",
-                n(
-                    "string",
-                    "Point release x.y, e.g. 8.4; null if not reported",
-                ),
-            ),
-            (
-                "repoid",
-                n(
-                    "string",
-                    "Short git revision of the build; null if not reported",
-                ),
-            ),
-            (
-                "console",
-                n(
-                    "string",
-                    "Default console viewer (applet, vv, html5, xtermjs); null if not set",
-                ),
-            ),
-        ],
-    )
-}
-
-fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
+fn run(pve: &mut dyn Pve, _: NoArguments) -> Result<Answer<Version>, ToolError> {
     let d = fetch::object(pve, &ApiPath::new("version"))?;
     let version = pj::text(d.get("version"));
     let release = pj::text(d.get("release"));
@@ -77,13 +45,13 @@ fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
         (None, Some(r)) => format!("Proxmox VE release {r}."),
         (None, None) => "Proxmox VE answered, but reported no version.".to_owned(),
     };
-    Ok(Output {
-        structured: json!({
-            "version": version,
-            "release": release,
-            "repoid": repoid,
-            "console": pj::text(d.get("console")),
-        }),
+    Ok(Answer {
+        structured: Version {
+            version,
+            release,
+            repoid,
+            console: pj::text(d.get("console")),
+        },
         summary,
     })
 }
@@ -92,6 +60,8 @@ fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
+    use serde_json::{Value, json};
 
     fn call(data: Value) -> Output {
         let mut pve = FakePve::default().with("/version", data);

@@ -10,24 +10,24 @@
 //! listed in `masked_keys`.
 
 use percent_encoding::percent_decode_str;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::{self, VmType};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
-use crate::schema;
+use crate::resolve::{Resolved, Target, guest_input};
 
 /// What masked values read.
 pub const MASK: &str = "**********";
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_config",
     title: "Get VM/container configuration",
     description: "Get one QEMU VM's or LXC container's configuration: every key as Proxmox \
@@ -37,159 +37,119 @@ pub static TOOL: Tool = Tool {
         (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
         live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
         is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(&resolve::target_properties(), &["vmid"])
+guest_input! {
+    /// The guest to ask about.
+    pub struct Input {}
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let disk = schema::object(
-        "One disk or mount point.",
-        &[
-            (
-                "key",
-                schema::string("Config key, e.g. scsi0, rootfs, mp0, efidisk0, unused0"),
-            ),
-            (
-                "storage",
-                n(
-                    "string",
-                    "Storage id; null for none/cdrom-without-media or a host path",
-                ),
-            ),
-            (
-                "volume",
-                n(
-                    "string",
-                    "Volume (storage:name) or path as configured; null if none",
-                ),
-            ),
-            (
-                "size",
-                n("string", "Size as configured, e.g. 32G; null if not set"),
-            ),
-            (
-                "media",
-                n("string", "cdrom for CD/DVD drives; null for disks"),
-            ),
-            (
-                "mountpoint",
-                n("string", "Container mount path (mp keys); null otherwise"),
-            ),
-        ],
-    );
-    let nic = schema::object(
-        "One network interface.",
-        &[
-            ("key", schema::string("Config key, e.g. net0")),
-            (
-                "model",
-                n(
-                    "string",
-                    "NIC model (virtio, e1000, ...) or container type (veth); null if unknown",
-                ),
-            ),
-            ("mac", n("string", "MAC address; null if not set")),
-            ("bridge", n("string", "Bridge, e.g. vmbr0; null if none")),
-            ("vlan", n("integer", "VLAN tag; null if none")),
-            (
-                "firewall",
-                schema::boolean("true if the Proxmox firewall is on for this NIC"),
-            ),
-            (
-                "name",
-                n(
-                    "string",
-                    "Interface name inside a container (eth0); null for VMs",
-                ),
-            ),
-        ],
-    );
-    let highlights = schema::object(
-        "Parsed settings; null where the config leaves them unset (Proxmox defaults apply).",
-        &[
-            (
-                "name",
-                n("string", "VM name or container hostname; null if unset"),
-            ),
-            (
-                "cores",
-                n("integer", "Cores (per socket for VMs); null if unset"),
-            ),
-            (
-                "sockets",
-                n("integer", "CPU sockets (VMs); null if unset or a container"),
-            ),
-            ("memory_mib", n("integer", "Memory, MiB; null if unset")),
-            (
-                "ostype",
-                n("string", "OS type, e.g. l26, win11, debian; null if unset"),
-            ),
-            (
-                "agent",
-                schema::boolean(
-                    "true if the QEMU guest agent is enabled (always false for containers)",
-                ),
-            ),
-            ("onboot", schema::boolean("true if started at host boot")),
-            ("template", schema::boolean("true for a template")),
-            (
-                "lock",
-                n(
-                    "string",
-                    "Config lock (backup, migrate, snapshot, ...); null if none",
-                ),
-            ),
-            ("tags", schema::strings("Tags")),
-            (
-                "disks",
-                json!({"type": "array", "items": disk, "description": "Disks, CD drives and mount points"}),
-            ),
-            (
-                "nics",
-                json!({"type": "array", "items": nic, "description": "Network interfaces"}),
-            ),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            ("vmid", schema::typed("integer", "VM/CT id")),
-            ("node", schema::string("Node the guest is on")),
-            (
-                "vm_type",
-                schema::vm_type("\"qemu\" (VM) or \"lxc\" (container)"),
-            ),
-            (
-                "config",
-                json!({"type": "object", "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
-                    "description": "Every config key with its value as Proxmox gives it; secrets replaced by **********"}),
-            ),
-            (
-                "masked_keys",
-                schema::strings("Config keys whose values were masked"),
-            ),
-            ("highlights", highlights),
-            (
-                "digest",
-                n(
-                    "string",
-                    "SHA-1 of the config file, to detect changes; null if not reported",
-                ),
-            ),
-            ("resolved", resolve::resolved_schema()),
-        ],
-    )
+/// A guest's configuration, masked, with its highlights parsed.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct VmConfig {
+    /// VM/CT id
+    pub vmid: u32,
+    /// Node the guest is on
+    pub node: String,
+    /// "qemu" (VM) or "lxc" (container)
+    pub vm_type: VmType,
+    /// Every config key with its value as Proxmox gives it; secrets replaced by **********
+    pub config: Config,
+    /// Config keys whose values were masked
+    pub masked_keys: Vec<String>,
+    /// Parsed settings; null where the config leaves them unset (Proxmox defaults apply).
+    pub highlights: Highlights,
+    /// SHA-1 of the config file, to detect changes; null if not reported
+    pub digest: Option<String>,
+    /// Which of node and vm_type pve-mcp looked up because the call omitted them.
+    pub resolved: Resolved,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let target = Wanted::from_args(args)?.resolve(pve)?;
+/// Config keys and their scalar values.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct Config(Map<String, Value>);
+
+arg::fixed_schema!(
+    Config,
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+    })
+);
+
+/// Parsed settings; null where the config leaves them unset (Proxmox defaults apply).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Highlights {
+    /// VM name or container hostname; null if unset
+    pub name: Option<String>,
+    /// Cores (per socket for VMs); null if unset
+    pub cores: Option<u64>,
+    /// CPU sockets (VMs); null if unset or a container
+    pub sockets: Option<u64>,
+    /// Memory, MiB; null if unset
+    pub memory_mib: Option<u64>,
+    /// OS type, e.g. l26, win11, debian; null if unset
+    pub ostype: Option<String>,
+    /// true if the QEMU guest agent is enabled (always false for containers)
+    pub agent: bool,
+    /// true if started at host boot
+    pub onboot: bool,
+    /// true for a template
+    pub template: bool,
+    /// Config lock (backup, migrate, snapshot, ...); null if none
+    pub lock: Option<String>,
+    /// Tags
+    pub tags: Vec<String>,
+    /// Disks, CD drives and mount points
+    pub disks: Vec<Disk>,
+    /// Network interfaces
+    pub nics: Vec<Nic>,
+}
+
+/// One disk or mount point.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Disk {
+    /// Config key, e.g. scsi0, rootfs, mp0, efidisk0, unused0
+    pub key: String,
+    /// Storage id; null for none/cdrom-without-media or a host path
+    pub storage: Option<String>,
+    /// Volume (storage:name) or path as configured; null if none
+    pub volume: Option<String>,
+    /// Size as configured, e.g. 32G; null if not set
+    pub size: Option<String>,
+    /// cdrom for CD/DVD drives; null for disks
+    pub media: Option<String>,
+    /// Container mount path (mp keys); null otherwise
+    pub mountpoint: Option<String>,
+}
+
+/// One network interface.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Nic {
+    /// Config key, e.g. net0
+    pub key: String,
+    /// NIC model (virtio, e1000, ...) or container type (veth); null if unknown
+    pub model: Option<String>,
+    /// MAC address; null if not set
+    pub mac: Option<String>,
+    /// Bridge, e.g. vmbr0; null if none
+    pub bridge: Option<String>,
+    /// VLAN tag; null if none
+    pub vlan: Option<u64>,
+    /// true if the Proxmox firewall is on for this NIC
+    pub firewall: bool,
+    /// Interface name inside a container (eth0); null for VMs
+    pub name: Option<String>,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VmConfig>, ToolError> {
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -236,7 +196,7 @@ fn is_indexed(key: &str, prefixes: &[&str]) -> bool {
     })
 }
 
-fn disk(key: &str, value: &str) -> Value {
+fn disk(key: &str, value: &str) -> Disk {
     let pairs = props(value);
     let volume = prop(&pairs, "")
         .or(prop(&pairs, "volume"))
@@ -247,14 +207,15 @@ fn disk(key: &str, value: &str) -> Value {
         .and_then(|v| v.split_once(':'))
         .map(|(s, _)| s.to_owned())
         .filter(|s| !s.is_empty() && !s.starts_with('/'));
-    json!({
-        "key": key,
-        "storage": storage,
-        "volume": volume.filter(|v| v != "none"),
-        "size": prop(&pairs, "size"),
-        "media": prop(&pairs, "media"),
-        "mountpoint": prop(&pairs, "mp"),
-    })
+    let owned = |k: &str| prop(&pairs, k).map(str::to_owned);
+    Disk {
+        key: key.to_owned(),
+        storage,
+        volume: volume.filter(|v| v != "none"),
+        size: owned("size"),
+        media: owned("media"),
+        mountpoint: owned("mp"),
+    }
 }
 
 const QEMU_MODELS: [&str; 10] = [
@@ -270,7 +231,7 @@ const QEMU_MODELS: [&str; 10] = [
     "ne2k_pci",
 ];
 
-fn nic(key: &str, value: &str, vm_type: VmType) -> Value {
+fn nic(key: &str, value: &str, vm_type: VmType) -> Nic {
     let pairs = props(value);
     let (model, mac) = match vm_type {
         VmType::Qemu => match pairs.iter().find(|(k, _)| {
@@ -292,15 +253,17 @@ fn nic(key: &str, value: &str, vm_type: VmType) -> Value {
             prop(&pairs, "hwaddr").map(str::to_owned),
         ),
     };
-    json!({
-        "key": key,
-        "model": model,
-        "mac": mac,
-        "bridge": prop(&pairs, "bridge"),
-        "vlan": prop(&pairs, "tag").and_then(|t| t.parse::<u64>().ok()),
-        "firewall": prop(&pairs, "firewall").is_some_and(|f| f == "1"),
-        "name": if vm_type == VmType::Lxc { prop(&pairs, "name") } else { None },
-    })
+    Nic {
+        key: key.to_owned(),
+        model,
+        mac,
+        bridge: prop(&pairs, "bridge").map(str::to_owned),
+        vlan: prop(&pairs, "tag").and_then(|t| t.parse::<u64>().ok()),
+        firewall: prop(&pairs, "firewall").is_some_and(|f| f == "1"),
+        name: prop(&pairs, "name")
+            .filter(|_| vm_type == VmType::Lxc)
+            .map(str::to_owned),
+    }
 }
 
 /// Natural order for indexed keys: scsi2 before scsi10.
@@ -310,7 +273,7 @@ fn key_order(k: &str) -> (String, u64) {
 }
 
 /// Masks the config and parses its highlights.
-pub fn shape(target: &Target, raw: &Map<String, Value>) -> Output {
+pub fn shape(target: &Target, raw: &Map<String, Value>) -> Answer<VmConfig> {
     let qemu = target.vm_type == VmType::Qemu;
     let mut config = Map::new();
     let mut masked = Vec::new();
@@ -340,7 +303,7 @@ pub fn shape(target: &Target, raw: &Map<String, Value>) -> Output {
     } else {
         &["mp", "unused"]
     };
-    let mut disks: Vec<Value> = Vec::new();
+    let mut disks: Vec<Disk> = Vec::new();
     if !qemu && let Some(r) = s("rootfs") {
         disks.push(disk("rootfs", &r));
     }
@@ -369,55 +332,59 @@ pub fn shape(target: &Target, raw: &Map<String, Value>) -> Output {
                 .or(prop(&pairs, "enabled"))
                 .is_some_and(|v| v == "1")
         });
-    let highlights = json!({
-        "name": if qemu { s("name") } else { s("hostname") },
-        "cores": pj::uint(config.get("cores")),
-        "sockets": if qemu { pj::uint(config.get("sockets")) } else { None },
-        "memory_mib": memory_mib,
-        "ostype": s("ostype"),
-        "agent": agent,
-        "onboot": pj::flag(config.get("onboot")),
-        "template": pj::flag(config.get("template")),
-        "lock": s("lock"),
-        "tags": pj::tags(config.get("tags")),
-        "disks": disks,
-        "nics": nics,
-    });
+    let highlights = Highlights {
+        name: if qemu { s("name") } else { s("hostname") },
+        cores: pj::uint(config.get("cores")),
+        sockets: if qemu {
+            pj::uint(config.get("sockets"))
+        } else {
+            None
+        },
+        memory_mib,
+        ostype: s("ostype"),
+        agent,
+        onboot: pj::flag(config.get("onboot")),
+        template: pj::flag(config.get("template")),
+        lock: s("lock"),
+        tags: pj::tags(config.get("tags")),
+        disks,
+        nics,
+    };
     let summary = summary(target, &highlights, &masked);
-    Output {
-        structured: json!({
-            "vmid": target.vmid,
-            "node": target.node,
-            "vm_type": target.vm_type.as_str(),
-            "digest": s("digest"),
-            "config": config,
-            "masked_keys": masked,
-            "highlights": highlights,
-            "resolved": target.resolved_json(),
-        }),
+    let digest = s("digest");
+    Answer {
+        structured: VmConfig {
+            vmid: target.vmid,
+            node: target.node.clone(),
+            vm_type: target.vm_type,
+            digest,
+            config: Config(config),
+            masked_keys: masked,
+            highlights,
+            resolved: target.resolved(),
+        },
         summary,
     }
 }
 
-fn summary(target: &Target, h: &Value, masked: &[String]) -> String {
+fn summary(target: &Target, h: &Highlights, masked: &[String]) -> String {
     let mut parts = Vec::new();
-    match (h["cores"].as_u64(), h["sockets"].as_u64()) {
+    match (h.cores, h.sockets) {
         (Some(c), Some(s)) if s > 1 => parts.push(format!("{s}x{c} cores")),
         (Some(c), _) => parts.push(format::count(c as usize, "core", "cores")),
         _ => {}
     }
-    if let Some(m) = h["memory_mib"].as_u64() {
+    if let Some(m) = h.memory_mib {
         parts.push(format!("{} memory", format::bytes(m * 1024 * 1024)));
     }
-    let disks = h["disks"].as_array().map_or(0, Vec::len);
-    let nics = h["nics"].as_array().map_or(0, Vec::len);
-    parts.push(format::count(disks, "disk", "disks"));
-    parts.push(format::count(nics, "NIC", "NICs"));
-    if let Some(os) = h["ostype"].as_str() {
+    parts.push(format::count(h.disks.len(), "disk", "disks"));
+    parts.push(format::count(h.nics.len(), "NIC", "NICs"));
+    if let Some(os) = &h.ostype {
         parts.push(format!("ostype {os}"));
     }
-    let name = h["name"]
-        .as_str()
+    let name = h
+        .name
+        .as_ref()
         .map(|n| format!(" ({n})"))
         .unwrap_or_default();
     let mut out = format!(
@@ -426,7 +393,7 @@ fn summary(target: &Target, h: &Value, masked: &[String]) -> String {
         target.node,
         parts.join(", ")
     );
-    if let Some(l) = h["lock"].as_str() {
+    if let Some(l) = &h.lock {
         out.push_str(&format!(" Locked ({l})."));
     }
     if !masked.is_empty() {
@@ -440,6 +407,8 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
+    use crate::tools::Output;
+    use serde_json::json;
 
     /// The PVE 8.2/QEMU 9.0 payload from the reference, plus cloud-init
     /// keys, tags, a second disk and a VLAN NIC.
@@ -569,7 +538,7 @@ mod tests {
             node_resolved: false,
             vm_type_resolved: false,
         };
-        let out = shape(&t, &raw);
+        let out = shape(&t, &raw).into_output().unwrap();
         crate::tools::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(out.structured["config"]["cipassword"], MASK);
         assert_eq!(out.structured["config"]["hookscript_token"], MASK);

@@ -4,19 +4,19 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::{VmType, choice};
 use crate::error::ToolError;
 use crate::json as pj;
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
-use crate::schema;
+use crate::resolve::{Resolved, Target, guest_input};
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_ips",
     title: "Get VM/container IP addresses",
     description: "Get the network interfaces and IP addresses of one guest as the guest itself \
@@ -26,79 +26,82 @@ pub static TOOL: Tool = Tool {
         and link-local ones). The guest must be running. Only vmid is required. Needs \
         VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
         for containers.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(&resolve::target_properties(), &["vmid"])
+guest_input! {
+    /// The guest to ask about.
+    pub struct Input {}
 }
 
-fn output_schema() -> Value {
-    let iface = schema::object(
-        "One interface.",
-        &[
-            (
-                "name",
-                schema::string("Interface name inside the guest, e.g. eth0"),
-            ),
-            (
-                "mac",
-                schema::nullable("string", "MAC address; null if unknown"),
-            ),
-            (
-                "ipv4",
-                schema::strings("IPv4 addresses in CIDR form, e.g. 192.168.1.10/24"),
-            ),
-            ("ipv6", schema::strings("IPv6 addresses in CIDR form")),
-        ],
-    );
-    let excluded = schema::object(
-        "An address left out of addresses.",
-        &[
-            ("address", schema::string("The address")),
-            (
-                "reason",
-                schema::enumeration(&["loopback", "link-local"], "Why it was left out"),
-            ),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            ("vmid", schema::typed("integer", "VM/CT id")),
-            ("node", schema::string("Node the guest is on")),
-            ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
-            (
-                "source",
-                schema::enumeration(
-                    &["guest-agent", "container"],
-                    "guest-agent: the QEMU guest agent; container: the container's interfaces",
-                ),
-            ),
-            (
-                "interfaces",
-                json!({"type": "array", "items": iface, "description": "Interfaces as the guest reports them"}),
-            ),
-            (
-                "addresses",
-                schema::strings(
-                    "Usable IP addresses (no prefix), IPv4 first; loopback and link-local left out",
-                ),
-            ),
-            (
-                "excluded",
-                json!({"type": "array", "items": excluded, "description": "Addresses left out of addresses, and why"}),
-            ),
-            ("resolved", resolve::resolved_schema()),
-        ],
-    )
+/// A guest's IP addresses.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct VmIps {
+    /// VM/CT id
+    pub vmid: u32,
+    /// Node the guest is on
+    pub node: String,
+    /// "qemu" or "lxc"
+    pub vm_type: VmType,
+    /// guest-agent: the QEMU guest agent; container: the container's interfaces
+    pub source: IpSource,
+    /// Interfaces as the guest reports them
+    pub interfaces: Vec<Interface>,
+    /// Usable IP addresses (no prefix), IPv4 first; loopback and link-local left out
+    pub addresses: Vec<String>,
+    /// Addresses left out of addresses, and why
+    pub excluded: Vec<Excluded>,
+    /// Which of node and vm_type pve-mcp looked up because the call omitted them.
+    pub resolved: Resolved,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let target = Wanted::from_args(args)?.resolve(pve)?;
+choice! {
+    /// Who reported a guest's interfaces.
+    pub enum IpSource {
+        /// The QEMU guest agent inside a VM.
+        GuestAgent = "guest-agent",
+        /// Proxmox, for a container.
+        Container = "container",
+    }
+}
+
+/// One interface.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Interface {
+    /// Interface name inside the guest, e.g. eth0
+    pub name: String,
+    /// MAC address; null if unknown
+    pub mac: Option<String>,
+    /// IPv4 addresses in CIDR form, e.g. 192.168.1.10/24
+    pub ipv4: Vec<String>,
+    /// IPv6 addresses in CIDR form
+    pub ipv6: Vec<String>,
+}
+
+/// An address left out of addresses.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Excluded {
+    /// The address
+    pub address: String,
+    /// Why it was left out
+    pub reason: Exclusion,
+}
+
+choice! {
+    /// Why an address is not worth reaching a guest at.
+    pub enum Exclusion {
+        /// 127.0.0.0/8 or ::1.
+        Loopback = "loopback",
+        /// 169.254.0.0/16 or fe80::/10.
+        LinkLocal = "link-local",
+    }
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VmIps>, ToolError> {
+    let target = input.wanted().resolve(pve)?;
     let base = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -143,22 +146,22 @@ fn explain(target: &Target, e: ToolError) -> ToolError {
 }
 
 /// Why an address is not in the flat list, if it is excluded.
-fn excluded_reason(ip: &str) -> Option<&'static str> {
+fn excluded_reason(ip: &str) -> Option<Exclusion> {
     let bare = ip.split(['/', '%']).next().unwrap_or(ip);
     if let Ok(v4) = bare.parse::<Ipv4Addr>() {
         return if v4.is_loopback() {
-            Some("loopback")
+            Some(Exclusion::Loopback)
         } else if v4.is_link_local() {
-            Some("link-local")
+            Some(Exclusion::LinkLocal)
         } else {
             None
         };
     }
     if let Ok(v6) = bare.parse::<Ipv6Addr>() {
         return if v6.is_loopback() {
-            Some("loopback")
+            Some(Exclusion::Loopback)
         } else if v6.segments()[0] & 0xffc0 == 0xfe80 {
-            Some("link-local")
+            Some(Exclusion::LinkLocal)
         } else {
             None
         };
@@ -166,14 +169,7 @@ fn excluded_reason(ip: &str) -> Option<&'static str> {
     None
 }
 
-struct Iface {
-    name: String,
-    mac: Option<String>,
-    ipv4: Vec<String>,
-    ipv6: Vec<String>,
-}
-
-fn push_addr(iface: &mut Iface, addr: &str, prefix: Option<u64>) {
+fn push_addr(iface: &mut Interface, addr: &str, prefix: Option<u64>) {
     let addr = addr.trim();
     if addr.is_empty() {
         return;
@@ -192,7 +188,7 @@ fn push_addr(iface: &mut Iface, addr: &str, prefix: Option<u64>) {
     }
 }
 
-fn interfaces(data: &Value) -> Vec<Iface> {
+fn interfaces(data: &Value) -> Vec<Interface> {
     // The agent wraps its answer in {"result": [...]}; containers give a list.
     let list = data
         .get("result")
@@ -205,7 +201,7 @@ fn interfaces(data: &Value) -> Vec<Iface> {
         .filter_map(|i| {
             let name = pj::text(i.get("name"))?;
             let mac = pj::text(i.get("hardware-address")).or_else(|| pj::text(i.get("hwaddr")));
-            let mut iface = Iface {
+            let mut iface = Interface {
                 name,
                 mac,
                 ipv4: Vec::new(),
@@ -232,7 +228,7 @@ fn interfaces(data: &Value) -> Vec<Iface> {
 }
 
 /// Normalises the interface list.
-pub fn shape(target: &Target, data: &Value) -> Output {
+pub fn shape(target: &Target, data: &Value) -> Answer<VmIps> {
     let ifaces = interfaces(data);
     let mut v4 = Vec::new();
     let mut v6 = Vec::new();
@@ -242,7 +238,10 @@ pub fn shape(target: &Target, data: &Value) -> Output {
             for cidr in list {
                 let bare = cidr.split('/').next().unwrap_or(cidr).to_owned();
                 match excluded_reason(cidr) {
-                    Some(reason) => excluded.push(json!({"address": bare, "reason": reason})),
+                    Some(reason) => excluded.push(Excluded {
+                        address: bare,
+                        reason,
+                    }),
                     None if !out.contains(&bare) => out.push(bare),
                     None => {}
                 }
@@ -250,18 +249,6 @@ pub fn shape(target: &Target, data: &Value) -> Output {
         }
     }
     let addresses: Vec<String> = v4.into_iter().chain(v6).collect();
-    let structured = json!({
-        "vmid": target.vmid,
-        "node": target.node,
-        "vm_type": target.vm_type.as_str(),
-        "source": match target.vm_type { VmType::Qemu => "guest-agent", VmType::Lxc => "container" },
-        "interfaces": ifaces.iter().map(|i| json!({
-            "name": i.name, "mac": i.mac, "ipv4": i.ipv4, "ipv6": i.ipv6,
-        })).collect::<Vec<_>>(),
-        "addresses": addresses,
-        "excluded": excluded,
-        "resolved": target.resolved_json(),
-    });
     let summary = if addresses.is_empty() {
         format!(
             "{} on {} reports {} but no usable IP address ({} loopback/link-local left out).",
@@ -284,8 +271,20 @@ pub fn shape(target: &Target, data: &Value) -> Output {
             shown.join(", ")
         )
     };
-    Output {
-        structured,
+    Answer {
+        structured: VmIps {
+            vmid: target.vmid,
+            node: target.node.clone(),
+            vm_type: target.vm_type,
+            source: match target.vm_type {
+                VmType::Qemu => IpSource::GuestAgent,
+                VmType::Lxc => IpSource::Container,
+            },
+            interfaces: ifaces,
+            addresses,
+            excluded,
+            resolved: target.resolved(),
+        },
         summary,
     }
 }
@@ -294,7 +293,9 @@ pub fn shape(target: &Target, data: &Value) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     const AGENT: &str = "/nodes/pve1/qemu/101/agent/network-get-interfaces";
 

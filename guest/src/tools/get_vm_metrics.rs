@@ -3,28 +3,24 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use super::support;
-use super::{Annotations, Output, Tool};
+use super::support::{self, Consolidation, Timeframe};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{Flag, VmType};
 use crate::error::ToolError;
 use crate::format;
-use crate::json as pj;
+use crate::json::{self as pj, Tidy};
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
-use crate::schema;
+use crate::resolve::{Resolved, Target, guest_input};
 
-/// Timeframes Proxmox keeps.
-pub const TIMEFRAMES: [&str; 5] = ["hour", "day", "week", "month", "year"];
-/// Consolidation functions.
-pub const CFS: [&str; 2] = ["AVERAGE", "MAX"];
 /// Most raw points returned.
 pub const RAW_MAX: usize = 100;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_metrics",
     title: "Get VM/container metrics history",
     description: "Get the CPU, memory, disk and network history of one QEMU VM or LXC container \
@@ -34,145 +30,95 @@ pub static TOOL: Tool = Tool {
         busy / out of memory / saturating its network lately\"; for the state right now use \
         pve_get_vm_status. raw: true also returns the data points (at most 100, evenly \
         downsampled). Only vmid is required. Needs VM.Audit on /vms/{vmid}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = resolve::target_properties();
-    props.extend([
-        (
-            "timeframe",
-            json!({"type": "string", "enum": TIMEFRAMES, "default": "hour",
-                "description": "Period to cover, ending now (default hour: about one point per minute; day: per 30 min; week: per 3 h; ...)."}),
-        ),
-        (
-            "cf",
-            json!({"type": "string", "enum": CFS, "default": "AVERAGE",
-                "description": "How Proxmox consolidates each interval: AVERAGE (default) or MAX (peaks)."}),
-        ),
-        (
-            "raw",
-            json!({"type": "boolean", "default": false,
-                "description": "Also return the data points (at most 100, evenly downsampled). Default false."}),
-        ),
-    ]);
-    schema::input(&props, &["vmid"])
+guest_input! {
+    /// The guest, and which history of it.
+    pub struct Input {
+        /// Period to cover, ending now (default hour: about one point per minute; day: per 30
+        /// min; week: per 3 h; ...).
+        #[cfg_attr(test, schemars(extend("default" = "hour")))]
+        pub timeframe: Option<Timeframe>,
+        /// How Proxmox consolidates each interval: AVERAGE (default) or MAX (peaks).
+        #[cfg_attr(test, schemars(extend("default" = "AVERAGE")))]
+        pub cf: Option<Consolidation>,
+        /// Also return the data points (at most 100, evenly downsampled). Default false.
+        #[serde(default)]
+        #[cfg_attr(test, schemars(extend("default" = false)))]
+        pub raw: Flag,
+    }
 }
 
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    let series = schema::object(
-        "Statistics of one data source over the points that have it.",
-        &[
-            (
-                "name",
-                schema::string(
-                    "Data source: cpu, mem, mem_fraction, maxmem, maxcpu, disk, maxdisk, netin, \
-                     netout, diskread, diskwrite, or others Proxmox adds (memhost, pressure*)",
-                ),
-            ),
-            (
-                "unit",
-                schema::string("percent (cpu), fraction, bytes, bytes/s, cpus or raw"),
-            ),
-            ("min", schema::typed("number", "Smallest value")),
-            ("avg", schema::typed("number", "Mean value")),
-            ("max", schema::typed("number", "Largest value")),
-            (
-                "last",
-                schema::typed("number", "Value of the newest point that has it"),
-            ),
-            (
-                "points",
-                schema::typed("integer", "Points that have this data source"),
-            ),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            ("vmid", schema::typed("integer", "VM/CT id")),
-            ("node", schema::string("Node the guest is on")),
-            ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
-            (
-                "timeframe",
-                schema::enumeration(&TIMEFRAMES, "The timeframe"),
-            ),
-            (
-                "cf",
-                schema::enumeration(&CFS, "The consolidation function"),
-            ),
-            (
-                "points",
-                schema::typed("integer", "Data points Proxmox returned"),
-            ),
-            (
-                "first_time",
-                n(
-                    "integer",
-                    "Time of the oldest point, epoch seconds; null if none",
-                ),
-            ),
-            (
-                "first_time_iso",
-                n(
-                    "string",
-                    "Time of the oldest point, ISO-8601 UTC; null if none",
-                ),
-            ),
-            (
-                "last_time",
-                n(
-                    "integer",
-                    "Time of the newest point, epoch seconds; null if none",
-                ),
-            ),
-            (
-                "last_time_iso",
-                n(
-                    "string",
-                    "Time of the newest point, ISO-8601 UTC; null if none",
-                ),
-            ),
-            (
-                "series",
-                json!({"type": "array", "items": series,
-                    "description": "One entry per data source present; sources absent from every point (e.g. cpu of a stopped VM) are left out, not zero"}),
-            ),
-            (
-                "raw_points",
-                json!({"type": ["array", "null"],
-                    "items": {"type": "object", "additionalProperties": {"type": "number"}},
-                    "description": "With raw: the points ({time, <source>: value}, as Proxmox sends them), oldest first; null without raw"}),
-            ),
-            (
-                "raw_downsampled",
-                n(
-                    "boolean",
-                    "With raw: true if points were dropped evenly to keep at most 100; null without raw",
-                ),
-            ),
-            ("resolved", resolve::resolved_schema()),
-        ],
-    )
+/// A guest's RRD history, summarised per data source.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct VmMetrics {
+    /// VM/CT id
+    pub vmid: u32,
+    /// Node the guest is on
+    pub node: String,
+    /// "qemu" or "lxc"
+    pub vm_type: VmType,
+    /// The timeframe
+    pub timeframe: Timeframe,
+    /// The consolidation function
+    pub cf: Consolidation,
+    /// Data points Proxmox returned
+    pub points: usize,
+    /// Time of the oldest point, epoch seconds; null if none
+    pub first_time: Option<u64>,
+    /// Time of the oldest point, ISO-8601 UTC; null if none
+    pub first_time_iso: Option<String>,
+    /// Time of the newest point, epoch seconds; null if none
+    pub last_time: Option<u64>,
+    /// Time of the newest point, ISO-8601 UTC; null if none
+    pub last_time_iso: Option<String>,
+    /// One entry per data source present; sources absent from every point (e.g. cpu of a
+    /// stopped VM) are left out, not zero
+    pub series: Vec<Series>,
+    /// With raw: the points ({time, <source>: value}, as Proxmox sends them), oldest first;
+    /// null without raw
+    pub raw_points: Option<Vec<BTreeMap<String, Tidy>>>,
+    /// With raw: true if points were dropped evenly to keep at most 100; null without raw
+    pub raw_downsampled: Option<bool>,
+    /// Which of node and vm_type pve-mcp looked up because the call omitted them.
+    pub resolved: Resolved,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let wanted = Wanted::from_args(args)?;
-    let timeframe = args.one_of("timeframe", &TIMEFRAMES)?.unwrap_or("hour");
-    let cf = args.one_of("cf", &CFS)?.unwrap_or("AVERAGE");
-    let raw = support::bool_arg(args, "raw")?.unwrap_or(false);
-    let target = wanted.resolve(pve)?;
+/// Statistics of one data source over the points that have it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Series {
+    /// Data source: cpu, mem, mem_fraction, maxmem, maxcpu, disk, maxdisk, netin, netout,
+    /// diskread, diskwrite, or others Proxmox adds (memhost, pressure*)
+    pub name: String,
+    /// percent (cpu), fraction, bytes, bytes/s, cpus or raw
+    pub unit: &'static str,
+    /// Smallest value
+    pub min: Tidy,
+    /// Mean value
+    pub avg: Tidy,
+    /// Largest value
+    pub max: Tidy,
+    /// Value of the newest point that has it
+    pub last: Tidy,
+    /// Points that have this data source
+    pub points: u64,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VmMetrics>, ToolError> {
+    let timeframe = input.timeframe.unwrap_or(Timeframe::Hour);
+    let cf = input.cf.unwrap_or(Consolidation::Average);
+    let raw = input.raw.0;
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
         .id(target.vmid)
         .lit("rrddata")
-        .query("timeframe", timeframe)
-        .query("cf", cf);
+        .query("timeframe", timeframe.as_str())
+        .query("cf", cf.as_str());
     let data = pve.get(&path)?;
     Ok(shape(&target, timeframe, cf, raw, &data))
 }
@@ -211,17 +157,23 @@ impl Stats {
     }
 }
 
-fn round(v: f64) -> Value {
+fn round(v: f64) -> Tidy {
     let r = if v.abs() >= 100.0 {
         v.round()
     } else {
         (v * 10_000.0).round() / 10_000.0
     };
-    pj::tidy(r)
+    Tidy(r)
 }
 
 /// Summarises an rrddata answer.
-pub fn shape(target: &Target, timeframe: &str, cf: &str, raw: bool, data: &Value) -> Output {
+pub fn shape(
+    target: &Target,
+    timeframe: Timeframe,
+    cf: Consolidation,
+    raw: bool,
+    data: &Value,
+) -> Answer<VmMetrics> {
     let mut points: Vec<&Map<String, Value>> = data
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_object).collect())
@@ -268,19 +220,19 @@ pub fn shape(target: &Target, timeframe: &str, cf: &str, raw: bool, data: &Value
             n.as_str(),
         )
     });
-    let series: Vec<Value> = names
+    let series: Vec<Series> = names
         .iter()
         .map(|name| {
             let s = &stats[name.as_str()];
-            json!({
-                "name": name,
-                "unit": unit(name),
-                "min": round(s.min),
-                "avg": round(s.sum / s.n as f64),
-                "max": round(s.max),
-                "last": round(s.last),
-                "points": s.n,
-            })
+            Series {
+                name: (*name).clone(),
+                unit: unit(name),
+                min: round(s.min),
+                avg: round(s.sum / s.n as f64),
+                max: round(s.max),
+                last: round(s.last),
+                points: s.n,
+            }
         })
         .collect();
     let time = |p: Option<&&Map<String, Value>>| p.and_then(|p| pj::uint(p.get("time")));
@@ -294,39 +246,43 @@ pub fn shape(target: &Target, timeframe: &str, cf: &str, raw: bool, data: &Value
         } else {
             points.clone()
         };
-        let cleaned: Vec<Value> = picked
+        let cleaned: Vec<BTreeMap<String, Tidy>> = picked
             .iter()
             .map(|p| {
-                Value::Object(
-                    p.iter()
-                        .filter_map(|(k, v)| pj::num(Some(v)).map(|x| (k.clone(), pj::tidy(x))))
-                        .collect(),
-                )
+                p.iter()
+                    .filter_map(|(k, v)| pj::num(Some(v)).map(|x| (k.clone(), Tidy(x))))
+                    .collect()
             })
             .collect();
         (Some(cleaned), Some(points.len() > RAW_MAX))
     } else {
         (None, None)
     };
-    let structured = json!({
-        "vmid": target.vmid,
-        "node": target.node,
-        "vm_type": target.vm_type.as_str(),
-        "timeframe": timeframe,
-        "cf": cf,
-        "points": points.len(),
-        "first_time": first,
-        "first_time_iso": first.map(|t| support::iso_utc(t as i64)),
-        "last_time": last,
-        "last_time_iso": last.map(|t| support::iso_utc(t as i64)),
-        "series": series,
-        "raw_points": raw_points,
-        "raw_downsampled": downsampled,
-        "resolved": target.resolved_json(),
-    });
-    let summary = summary(target, timeframe, cf, points.len(), &stats, downsampled);
-    Output {
-        structured,
+    let summary = summary(
+        target,
+        timeframe.as_str(),
+        cf.as_str(),
+        points.len(),
+        &stats,
+        downsampled,
+    );
+    Answer {
+        structured: VmMetrics {
+            vmid: target.vmid,
+            node: target.node.clone(),
+            vm_type: target.vm_type,
+            timeframe,
+            cf,
+            points: points.len(),
+            first_time: first,
+            first_time_iso: first.map(|t| support::iso_utc(t as i64)),
+            last_time: last,
+            last_time_iso: last.map(|t| support::iso_utc(t as i64)),
+            series,
+            raw_points,
+            raw_downsampled: downsampled,
+            resolved: target.resolved(),
+        },
         summary,
     }
 }
@@ -386,7 +342,9 @@ fn summary(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     fn running(n: u64) -> Value {
         Value::Array(

@@ -1,18 +1,18 @@
 //! `pve_list_backups`: backup archives on one storage, from
 //! `GET /nodes/{node}/storage/{storage}/content?content=backup[&vmid=]`.
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{self, NodeName, Vmid};
 use crate::error::{ToolError, quoted};
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 50;
@@ -24,7 +24,7 @@ pub const STORAGE_MAX: usize = 100;
 pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]$";
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_backups",
     title: "List backups on a storage",
     description: "List the backup archives (vzdump, PBS snapshots) on one storage of one node, \
@@ -34,112 +34,104 @@ pub static TOOL: Tool = Tool {
         pve_list_storage with content backup lists the storages that hold backups. Paged with \
         limit (default 50, max 500) and offset. Needs Datastore.Audit or \
         Datastore.AllocateSpace on /storage/{storage}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "node",
-            schema::node("Node to ask, e.g. \"pve1\"; for shared storage any node that has it."),
-        ),
-        (
-            "storage",
-            json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN,
-                "description": "Storage id, e.g. \"local\" or \"pbs\" (pve_list_storage with content \"backup\" lists them)."}),
-        ),
-        ("vmid", schema::vmid()),
-    ];
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "backups",
-    ));
-    schema::input(&props, &["node", "storage"])
+/// Where to list backups, and which.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Node to ask, e.g. "pve1"; for shared storage any node that has it.
+    node: NodeName,
+    /// Storage id, e.g. "local" or "pbs" (pve_list_storage with content "backup" lists them).
+    storage: StorageId,
+    /// Only backups of this VM/CT id, e.g. 101.
+    vmid: Option<Vmid>,
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    #[serde(default)]
+    offset: Offset,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let b = schema::object(
-        "One backup.",
-        &[
-            (
-                "volid",
-                schema::string(
-                    "Volume id, e.g. local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst",
-                ),
-            ),
-            (
-                "vmid",
-                n("integer", "Guest the backup is of; null if unknown"),
-            ),
-            ("subtype", n("string", "qemu or lxc; null if not reported")),
-            (
-                "format",
-                n(
-                    "string",
-                    "Archive format (vma.zst, tar.zst, pbs-vm, pbs-ct, ...); null if unknown",
-                ),
-            ),
-            ("size", n("integer", "Size, bytes; null if unknown")),
-            (
-                "size_human",
-                n(
-                    "string",
-                    "Size in binary units, e.g. 1.2 GiB; null if unknown",
-                ),
-            ),
-            (
-                "ctime",
-                n(
-                    "integer",
-                    "Creation time, seconds since the epoch; null if unknown",
-                ),
-            ),
-            (
-                "created",
-                n("string", "Creation time, ISO-8601 UTC; null if unknown"),
-            ),
-            ("notes", n("string", "Notes (first line); null if none")),
-            (
-                "protected",
-                schema::boolean("true if protected from pruning and deletion"),
-            ),
-            (
-                "encrypted",
-                schema::boolean("true if the backup is encrypted"),
-            ),
-            (
-                "verification",
-                n(
-                    "string",
-                    "Last verification result (ok, failed, ...; PBS only); null if never verified",
-                ),
-            ),
-        ],
-    );
-    let mut props = vec![
-        ("node", schema::string("Node asked")),
-        ("storage", schema::string("Storage listed")),
-        ("vmid", n("integer", "The vmid filter; null if none")),
-        (
-            "backups",
-            json!({"type": "array", "items": b, "description": "Backups, newest first, one page of them"}),
-        ),
-        (
-            "total_size",
-            json!({"type": "integer", "minimum": 0, "description": "Sum of sizes of all matching backups, bytes"}),
-        ),
-        (
-            "total_size_human",
-            schema::string("total_size in binary units"),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// A Proxmox storage id (format `pve-storage-id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageId(String);
+
+impl StorageId {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        if v.is_null() {
+            return Err(
+                "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}"
+                    .into(),
+            );
+        }
+        let s = arg::string(v, STORAGE_MAX)?;
+        if !is_storage_id(s) {
+            return Err(format!(
+                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), \
+                 e.g. \"local\"",
+                quoted(s, 64)
+            ));
+        }
+        Ok(StorageId(s.to_owned()))
+    }
+}
+arg::deserialize_from_json!(StorageId);
+arg::fixed_schema!(
+    StorageId,
+    serde_json::json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
+);
+
+/// One page of backups on one storage.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct BackupList {
+    /// Node asked
+    pub node: String,
+    /// Storage listed
+    pub storage: String,
+    /// The vmid filter; null if none
+    pub vmid: Option<u32>,
+    /// Backups, newest first, one page of them
+    pub backups: Vec<Backup>,
+    /// Sum of sizes of all matching backups, bytes
+    pub total_size: u64,
+    /// total_size in binary units
+    pub total_size_human: String,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
+}
+
+/// One backup.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Backup {
+    /// Volume id, e.g. local:backup/vzdump-qemu-100-2024_03_06-19_28_10.vma.zst
+    pub volid: String,
+    /// Guest the backup is of; null if unknown
+    pub vmid: Option<u64>,
+    /// qemu or lxc; null if not reported
+    pub subtype: Option<String>,
+    /// Archive format (vma.zst, tar.zst, pbs-vm, pbs-ct, ...); null if unknown
+    pub format: Option<String>,
+    /// Size, bytes; null if unknown
+    pub size: Option<u64>,
+    /// Size in binary units, e.g. 1.2 GiB; null if unknown
+    pub size_human: Option<String>,
+    /// Creation time, seconds since the epoch; null if unknown
+    pub ctime: Option<u64>,
+    /// Creation time, ISO-8601 UTC; null if unknown
+    pub created: Option<String>,
+    /// Notes (first line); null if none
+    pub notes: Option<String>,
+    /// true if protected from pruning and deletion
+    pub protected: bool,
+    /// true if the backup is encrypted
+    pub encrypted: bool,
+    /// Last verification result (ok, failed, ...; PBS only); null if never verified
+    pub verification: Option<String>,
 }
 
 /// Whether `s` is a valid Proxmox storage id.
@@ -153,33 +145,11 @@ pub fn is_storage_id(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let node = args.node("node")?.ok_or_else(|| {
-        ToolError::field(
-            "node",
-            "missing required argument; pass a node name, e.g. {\"node\": \"pve1\"}",
-        )
-    })?;
-    let storage = args.string("storage", STORAGE_MAX)?.ok_or_else(|| {
-        ToolError::field(
-            "storage",
-            "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}",
-        )
-    })?;
-    if !is_storage_id(storage) {
-        return Err(ToolError::field(
-            "storage",
-            format!(
-                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), e.g. \"local\"",
-                quoted(storage, 64)
-            ),
-        ));
-    }
-    let vmid = match args.raw("vmid") {
-        Some(_) => Some(args.vmid()?),
-        None => None,
-    };
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<BackupList>, ToolError> {
+    let node = input.node.as_str();
+    let storage = input.storage.0.as_str();
+    let vmid = input.vmid.map(|v| v.0);
+    let page = Page::new(input.limit, input.offset);
     let mut path = ApiPath::new("nodes")
         .seg(node)
         .lit("storage")
@@ -193,7 +163,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
     Ok(shape(&entries, node, storage, vmid, page))
 }
 
-fn record(e: &Map<String, Value>) -> Option<Value> {
+fn record(e: &Map<String, Value>) -> Option<Backup> {
     let volid = pj::text(e.get("volid"))?;
     let size = pj::uint(e.get("size"));
     let ctime = pj::uint(e.get("ctime"));
@@ -204,20 +174,20 @@ fn record(e: &Map<String, Value>) -> Option<Value> {
     let notes = pj::text(e.get("notes"))
         .and_then(|n| n.lines().next().map(str::to_owned))
         .filter(|n| !n.is_empty());
-    Some(json!({
-        "volid": volid,
-        "vmid": pj::uint(e.get("vmid")),
-        "subtype": pj::text(e.get("subtype")),
-        "format": pj::text(e.get("format")),
-        "size": size,
-        "size_human": size.map(format::bytes),
-        "ctime": ctime,
-        "created": ctime.map(|t| format::iso_utc(t as i64)),
-        "notes": notes,
-        "protected": pj::flag(e.get("protected")),
-        "encrypted": pj::text(e.get("encrypted")).is_some_and(|s| s != "0"),
-        "verification": verification,
-    }))
+    Some(Backup {
+        volid,
+        vmid: pj::uint(e.get("vmid")),
+        subtype: pj::text(e.get("subtype")),
+        format: pj::text(e.get("format")),
+        size,
+        size_human: size.map(format::bytes),
+        ctime,
+        created: ctime.map(|t| format::iso_utc(t as i64)),
+        notes,
+        protected: pj::flag(e.get("protected")),
+        encrypted: pj::text(e.get("encrypted")).is_some_and(|s| s != "0"),
+        verification,
+    })
 }
 
 /// Sorts newest first, totals and pages.
@@ -227,8 +197,8 @@ pub fn shape(
     storage: &str,
     vmid: Option<u32>,
     page: Page,
-) -> Output {
-    let mut recs: Vec<Value> = entries
+) -> Answer<BackupList> {
+    let mut recs: Vec<Backup> = entries
         .iter()
         .filter_map(Value::as_object)
         // The content filter is Proxmox's; keep only backups in case a
@@ -239,21 +209,16 @@ pub fn shape(
                 .is_none_or(|c| c == "backup")
         })
         .filter_map(record)
-        .filter(|r| vmid.is_none_or(|v| r["vmid"].as_u64() == Some(u64::from(v))))
+        .filter(|r| vmid.is_none_or(|v| r.vmid == Some(u64::from(v))))
         .collect();
-    recs.sort_by(|a, b| {
-        b["ctime"]
-            .as_u64()
-            .cmp(&a["ctime"].as_u64())
-            .then_with(|| a["volid"].as_str().cmp(&b["volid"].as_str()))
-    });
-    let total_size: u64 = recs.iter().filter_map(|r| r["size"].as_u64()).sum();
+    recs.sort_by(|a, b| b.ctime.cmp(&a.ctime).then_with(|| a.volid.cmp(&b.volid)));
+    let total_size: u64 = recs.iter().filter_map(|r| r.size).sum();
     let newest = recs.first().map(|r| {
         format!(
             " Newest: {}{}.",
-            r["volid"].as_str().unwrap_or(""),
-            r["created"]
-                .as_str()
+            r.volid,
+            r.created
+                .as_ref()
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default()
         )
@@ -271,13 +236,16 @@ pub fn shape(
             newest.unwrap_or_default()
         )
     };
-    let mut structured = json!({
-        "node": node, "storage": storage, "vmid": vmid, "backups": recs,
-        "total_size": total_size, "total_size_human": format::bytes(total_size),
-    });
-    info.insert_into(&mut structured);
-    Output {
-        structured,
+    Answer {
+        structured: BackupList {
+            node: node.to_owned(),
+            storage: storage.to_owned(),
+            vmid,
+            backups: recs,
+            total_size,
+            total_size_human: format::bytes(total_size),
+            page: info,
+        },
         summary,
     }
 }
@@ -286,6 +254,7 @@ pub fn shape(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use serde_json::json;
 
     fn fixture() -> Value {
         json!([

@@ -1,78 +1,59 @@
 //! `pve_list_clusters`: the Proxmox clusters this server is configured
 //! for, from the call context; makes no Proxmox request.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, NoArguments, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
-use crate::schema;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_clusters",
     title: "List configured Proxmox clusters",
     description: "List the Proxmox VE clusters this server is configured to reach: each one's \
         name and base URL, and which one is the default. Use it when you need to ask a cluster \
         other than the default: pass its name as the cluster argument of any other tool. \
         Makes no Proxmox request and never shows credentials.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(&[], &[])
+/// The clusters this server may ask.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Clusters {
+    /// Configured clusters, default first
+    pub clusters: Vec<ClusterEntry>,
+    /// Name of the default cluster; null if none is configured
+    pub default: Option<String>,
+    /// Number of configured clusters
+    pub count: usize,
 }
 
-fn output_schema() -> Value {
-    let entry = schema::object(
-        "One configured cluster.",
-        &[
-            (
-                "name",
-                schema::string("Name to pass as the cluster argument"),
-            ),
-            (
-                "base_url",
-                schema::string("Proxmox API base URL, e.g. https://pve1.example:8006"),
-            ),
-            (
-                "default",
-                schema::boolean("true for the cluster used when cluster is omitted"),
-            ),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            (
-                "clusters",
-                json!({"type": "array", "items": entry, "description": "Configured clusters, default first"}),
-            ),
-            (
-                "default",
-                schema::nullable(
-                    "string",
-                    "Name of the default cluster; null if none is configured",
-                ),
-            ),
-            (
-                "count",
-                json!({"type": "integer", "minimum": 0, "description": "Number of configured clusters"}),
-            ),
-        ],
-    )
+/// One configured cluster.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct ClusterEntry {
+    /// Name to pass as the cluster argument
+    pub name: String,
+    /// Proxmox API base URL, e.g. https://pve1.example:8006
+    // Verbatim in the schema's description, which is plain text.
+    #[allow(rustdoc::bare_urls)]
+    pub base_url: String,
+    /// true for the cluster used when cluster is omitted
+    pub default: bool,
 }
 
-fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
+fn run(pve: &mut dyn Pve, _: NoArguments) -> Result<Answer<Clusters>, ToolError> {
     let endpoints = pve.endpoints();
-    let clusters: Vec<Value> = endpoints
+    let clusters: Vec<ClusterEntry> = endpoints
         .iter()
         .enumerate()
-        .map(|(i, e)| json!({"name": e.name, "base_url": e.base_url, "default": i == 0}))
+        .map(|(i, e)| ClusterEntry {
+            name: e.name.clone(),
+            base_url: e.base_url.clone(),
+            default: i == 0,
+        })
         .collect();
     let default = endpoints.first().map(|e| e.name.clone());
     let summary = match endpoints {
@@ -91,8 +72,12 @@ fn run(pve: &mut dyn Pve, _args: &Args) -> Result<Output, ToolError> {
             many[0].name
         ),
     };
-    Ok(Output {
-        structured: json!({"clusters": clusters, "default": default, "count": endpoints.len()}),
+    Ok(Answer {
+        structured: Clusters {
+            clusters,
+            default,
+            count: endpoints.len(),
+        },
         summary,
     })
 }
@@ -102,6 +87,7 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::cluster::Endpoint;
+    use serde_json::{Value, json};
 
     #[test]
     fn lists_names_and_urls_without_requests() {

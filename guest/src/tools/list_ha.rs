@@ -3,17 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::support;
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Counts, Page, PageArgs, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -21,7 +20,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_ha",
     title: "List HA status and resources",
     description: "Show the Proxmox high-availability (HA) manager's state: quorum, the current \
@@ -31,184 +30,116 @@ pub static TOOL: Tool = Tool {
         shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
         health after a node failure. Resources are sorted by sid and paged with limit \
         (default 100, max 1000) and offset. Needs Sys.Audit on /.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "HA resources"),
-        &[],
-    )
+/// The HA manager's view, with one page of resources.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct HaStatus {
+    /// Cluster quorum as the HA manager sees it.
+    pub quorum: Quorum,
+    /// The current HA master (CRM).
+    pub master: Master,
+    /// Each node's LRM, by node
+    pub lrm: Vec<Lrm>,
+    /// HA resources by sid
+    pub resources: Vec<HaResource>,
+    /// All resources (not just this page) by state
+    pub counts: Vec<StateCount>,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    let lrm = schema::object(
-        "One node's local resource manager.",
-        &[
-            ("node", schema::string("Node")),
-            (
-                "state",
-                n(
-                    "string",
-                    "LRM state parsed from status: active, idle, wait_for_agent_lock, ...; null if not given",
-                ),
-            ),
-            (
-                "status",
-                schema::string(
-                    "Proxmox's status text, e.g. \"pve1 (active, Tue Mar 24 11:00:00 2026)\"",
-                ),
-            ),
-            (
-                "timestamp",
-                n(
-                    "integer",
-                    "Last status update, epoch seconds; null if unknown",
-                ),
-            ),
-            (
-                "timestamp_iso",
-                n(
-                    "string",
-                    "Last status update, ISO-8601 UTC; null if unknown",
-                ),
-            ),
-        ],
-    );
-    let resource = schema::object(
-        "One HA resource.",
-        &[
-            (
-                "sid",
-                schema::string("HA service id, e.g. vm:100 or ct:200"),
-            ),
-            ("type", n("string", "vm or ct; null if unknown")),
-            (
-                "vmid",
-                n("integer", "The guest's vmid; null if the sid has none"),
-            ),
-            (
-                "state",
-                n(
-                    "string",
-                    "Requested state (started, stopped, ignored, disabled); null if unknown",
-                ),
-            ),
-            (
-                "crm_state",
-                n(
-                    "string",
-                    "State the CRM sees (started, stopped, fence, error, migrate, ...); null if not reported",
-                ),
-            ),
-            (
-                "actual_state",
-                n(
-                    "string",
-                    "Verbose service state from the HA status; null if not reported",
-                ),
-            ),
-            (
-                "status",
-                n(
-                    "string",
-                    "Proxmox's status text for the service; null if not reported",
-                ),
-            ),
-            (
-                "node",
-                n("string", "Node the resource is on; null if unknown"),
-            ),
-            ("group", n("string", "HA group; null if none")),
-            (
-                "max_restart",
-                n(
-                    "integer",
-                    "Restart attempts on the same node; null if default",
-                ),
-            ),
-            (
-                "max_relocate",
-                n("integer", "Relocation attempts; null if default"),
-            ),
-            ("comment", n("string", "Comment; null if none")),
-        ],
-    );
-    let count = schema::object(
-        "Resources in one state.",
-        &[
-            (
-                "state",
-                schema::string("CRM state, else requested state, else \"unknown\""),
-            ),
-            ("count", schema::typed("integer", "Number of resources")),
-        ],
-    );
-    let mut props = vec![
-        (
-            "quorum",
-            schema::object(
-                "Cluster quorum as the HA manager sees it.",
-                &[
-                    ("ok", schema::boolean("true if the HA quorum status is OK")),
-                    (
-                        "quorate",
-                        n(
-                            "boolean",
-                            "Whether the cluster is quorate; null if not reported",
-                        ),
-                    ),
-                    (
-                        "status",
-                        n(
-                            "string",
-                            "Proxmox's quorum status text; null if not reported",
-                        ),
-                    ),
-                ],
-            ),
-        ),
-        (
-            "master",
-            schema::object(
-                "The current HA master (CRM).",
-                &[
-                    ("node", n("string", "Master node; null if there is none")),
-                    ("status", n("string", "Proxmox's status text; null if none")),
-                    (
-                        "timestamp",
-                        n("integer", "Last update, epoch seconds; null if unknown"),
-                    ),
-                    (
-                        "timestamp_iso",
-                        n("string", "Last update, ISO-8601 UTC; null if unknown"),
-                    ),
-                ],
-            ),
-        ),
-        (
-            "lrm",
-            json!({"type": "array", "items": lrm, "description": "Each node's LRM, by node"}),
-        ),
-        (
-            "resources",
-            json!({"type": "array", "items": resource, "description": "HA resources by sid"}),
-        ),
-        (
-            "counts",
-            json!({"type": "array", "items": count, "description": "All resources (not just this page) by state"}),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// Cluster quorum as the HA manager sees it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Quorum {
+    /// true if the HA quorum status is OK
+    pub ok: bool,
+    /// Whether the cluster is quorate; null if not reported
+    pub quorate: Option<bool>,
+    /// Proxmox's quorum status text; null if not reported
+    pub status: Option<String>,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+/// The current HA master (CRM).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Master {
+    /// Master node; null if there is none
+    pub node: Option<String>,
+    /// Proxmox's status text; null if none
+    pub status: Option<String>,
+    /// Last update, epoch seconds; null if unknown
+    pub timestamp: Option<u64>,
+    /// Last update, ISO-8601 UTC; null if unknown
+    pub timestamp_iso: Option<String>,
+}
+
+/// One node's local resource manager.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Lrm {
+    /// Node
+    pub node: String,
+    /// LRM state parsed from status: active, idle, wait_for_agent_lock, ...; null if not given
+    pub state: Option<String>,
+    /// Proxmox's status text, e.g. "pve1 (active, Tue Mar 24 11:00:00 2026)"
+    pub status: String,
+    /// Last status update, epoch seconds; null if unknown
+    pub timestamp: Option<u64>,
+    /// Last status update, ISO-8601 UTC; null if unknown
+    pub timestamp_iso: Option<String>,
+}
+
+/// One HA resource.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct HaResource {
+    /// HA service id, e.g. vm:100 or ct:200
+    pub sid: String,
+    /// vm or ct; null if unknown
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The guest's vmid; null if the sid has none
+    pub vmid: Option<u64>,
+    /// Requested state (started, stopped, ignored, disabled); null if unknown
+    pub state: Option<String>,
+    /// State the CRM sees (started, stopped, fence, error, migrate, ...); null if not reported
+    pub crm_state: Option<String>,
+    /// Verbose service state from the HA status; null if not reported
+    pub actual_state: Option<String>,
+    /// Proxmox's status text for the service; null if not reported
+    pub status: Option<String>,
+    /// Node the resource is on; null if unknown
+    pub node: Option<String>,
+    /// HA group; null if none
+    pub group: Option<String>,
+    /// Restart attempts on the same node; null if default
+    pub max_restart: Option<u64>,
+    /// Relocation attempts; null if default
+    pub max_relocate: Option<u64>,
+    /// Comment; null if none
+    pub comment: Option<String>,
+}
+
+/// Resources in one state.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct StateCount {
+    /// CRM state, else requested state, else "unknown"
+    pub state: String,
+    /// Number of resources
+    pub count: usize,
+}
+
+fn run(
+    pve: &mut dyn Pve,
+    input: PageArgs<DEFAULT_LIMIT, MAX_LIMIT>,
+) -> Result<Answer<HaStatus>, ToolError> {
+    let page = input.page();
     let status = pve.get(
         &ApiPath::new("cluster")
             .lit("ha")
@@ -234,7 +165,7 @@ fn iso(t: Option<u64>) -> Option<String> {
 }
 
 /// Merges the HA status and the resource configuration.
-pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
+pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> {
     let entries: Vec<&Map<String, Value>> = status
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_object).collect())
@@ -253,7 +184,7 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
         .map(|v| pj::flag(Some(v)));
     let master = entries.iter().find(|e| kind(e) == "master");
     let master_ts = master.and_then(|m| pj::uint(m.get("timestamp")));
-    let mut lrm: Vec<Value> = entries
+    let mut lrm: Vec<Lrm> = entries
         .iter()
         .filter(|e| kind(e) == "lrm")
         .map(|e| {
@@ -262,16 +193,16 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
             let node = pj::text(e.get("node")).or_else(|| {
                 pj::text(e.get("id")).and_then(|id| id.strip_prefix("lrm:").map(str::to_owned))
             });
-            json!({
-                "node": node.unwrap_or_default(),
-                "state": paren_state(&status),
-                "status": status,
-                "timestamp": ts,
-                "timestamp_iso": iso(ts),
-            })
+            Lrm {
+                node: node.unwrap_or_default(),
+                state: paren_state(&status),
+                status,
+                timestamp: ts,
+                timestamp_iso: iso(ts),
+            }
         })
         .collect();
-    lrm.sort_by(|a, b| a["node"].as_str().cmp(&b["node"].as_str()));
+    lrm.sort_by(|a, b| a.node.cmp(&b.node));
 
     // sid → (config, status entry)
     let mut merged: BTreeMap<String, (Option<&Entry>, Option<&Entry>)> = BTreeMap::new();
@@ -293,7 +224,7 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
             merged.entry(sid).or_default().1 = Some(e);
         }
     }
-    let all: Vec<Value> = merged
+    let all: Vec<HaResource> = merged
         .iter()
         .map(|(sid, (cfg, st))| {
             let get = |k: &str| {
@@ -303,56 +234,63 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
             let from_sid = sid.split_once(':');
             let ty = pj::text(cfg.and_then(|c| c.get("type")))
                 .or_else(|| from_sid.map(|(t, _)| t.to_owned()));
-            json!({
-                "sid": sid,
-                "type": ty,
-                "vmid": from_sid.and_then(|(_, id)| id.parse::<u64>().ok()),
-                "state": pj::text(cfg.and_then(|c| c.get("state")))
+            HaResource {
+                sid: sid.clone(),
+                kind: ty,
+                vmid: from_sid.and_then(|(_, id)| id.parse::<u64>().ok()),
+                state: pj::text(cfg.and_then(|c| c.get("state")))
                     .or_else(|| pj::text(st.and_then(|s| s.get("request_state")))),
-                "crm_state": pj::text(st.and_then(|s| s.get("crm_state"))),
-                "actual_state": pj::text(st.and_then(|s| s.get("state"))),
-                "status": pj::text(st.and_then(|s| s.get("status"))),
-                "node": pj::text(st.and_then(|s| s.get("node"))),
-                "group": pj::text(get("group")),
-                "max_restart": pj::uint(get("max_restart")),
-                "max_relocate": pj::uint(get("max_relocate")),
-                "comment": pj::text(cfg.and_then(|c| c.get("comment"))),
-            })
+                crm_state: pj::text(st.and_then(|s| s.get("crm_state"))),
+                actual_state: pj::text(st.and_then(|s| s.get("state"))),
+                status: pj::text(st.and_then(|s| s.get("status"))),
+                node: pj::text(st.and_then(|s| s.get("node"))),
+                group: pj::text(get("group")),
+                max_restart: pj::uint(get("max_restart")),
+                max_relocate: pj::uint(get("max_relocate")),
+                comment: pj::text(cfg.and_then(|c| c.get("comment"))),
+            }
         })
         .collect();
-    let mut by_state: BTreeMap<String, usize> = BTreeMap::new();
-    for r in &all {
-        let s = r["crm_state"]
-            .as_str()
-            .or(r["state"].as_str())
-            .unwrap_or("unknown");
-        *by_state.entry(s.to_owned()).or_default() += 1;
-    }
-    let counts: Vec<Value> = by_state
+    let by_state = Counts::of(&all, |r| {
+        r.crm_state
+            .as_deref()
+            .or(r.state.as_deref())
+            .unwrap_or("unknown")
+    });
+    let counts: Vec<StateCount> = by_state
+        .0
         .iter()
-        .map(|(s, c)| json!({"state": s, "count": c}))
+        .map(|(s, c)| StateCount {
+            state: s.clone(),
+            count: *c,
+        })
         .collect();
     let (page_items, info) = paging::paginate(all, page);
     let ok = quorum_status.as_deref() == Some("OK");
     let master_node = master.and_then(|m| pj::text(m.get("node")));
-    let mut structured = json!({
-        "quorum": {"ok": ok, "quorate": quorate, "status": quorum_status},
-        "master": {
-            "node": master_node,
-            "status": master.and_then(|m| pj::text(m.get("status"))),
-            "timestamp": master_ts,
-            "timestamp_iso": iso(master_ts),
+    let structured = HaStatus {
+        quorum: Quorum {
+            ok,
+            quorate,
+            status: quorum_status,
         },
-        "lrm": lrm,
-        "resources": page_items,
-        "counts": counts,
-    });
-    info.insert_into(&mut structured);
+        master: Master {
+            node: master_node.clone(),
+            status: master.and_then(|m| pj::text(m.get("status"))),
+            timestamp: master_ts,
+            timestamp_iso: iso(master_ts),
+        },
+        lrm,
+        resources: page_items,
+        counts,
+        page: info,
+    };
 
     let mut summary = if info.total == 0 && master_node.is_none() {
         "HA is not in use: no HA resources configured and no HA master.".to_owned()
     } else {
         let states = by_state
+            .0
             .iter()
             .map(|(s, c)| format!("{c} {s}"))
             .collect::<Vec<_>>()
@@ -372,7 +310,7 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
     if info.returned < info.total {
         summary.push_str(&format!(" {}.", info.describe()));
     }
-    Output {
+    Answer {
         structured,
         summary,
     }
@@ -382,7 +320,9 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     const STATUS: &str = "/cluster/ha/status/current";
     const RESOURCES: &str = "/cluster/ha/resources";

@@ -1,19 +1,16 @@
 //! `pve_list_nodes`: the cluster's nodes with their load from `GET /nodes`.
 
-use std::collections::BTreeMap;
+use serde::Serialize;
+use serde_json::Value;
 
-use serde_json::{Value, json};
-
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
-use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::json::{self as pj, Tidy};
+use crate::paging::{self, Counts, Page, PageArgs, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -21,7 +18,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_nodes",
     title: "List nodes",
     description: "List the Proxmox VE nodes with status (online, offline, unknown), CPU, \
@@ -29,118 +26,85 @@ pub static TOOL: Tool = Tool {
         find node names for other tools or to spot overloaded or offline nodes; for one \
         node's details (load average, kernel, versions, history) use pve_get_node_metrics. \
         Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "nodes"),
-        &[],
-    )
+/// One page of nodes.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct NodeList {
+    /// Nodes by name, one page of them
+    pub nodes: Vec<NodeEntry>,
+    /// Number of nodes per status, over all nodes (not only this page)
+    pub count_by_status: Counts,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let node = schema::object(
-        "One node.",
-        &[
-            ("node", schema::string("Node name")),
-            ("status", schema::string("online, offline or unknown")),
-            (
-                "cpu",
-                n(
-                    "number",
-                    "CPU use as a fraction of maxcpu (0.25 = 25%); null if unknown",
-                ),
-            ),
-            ("maxcpu", n("integer", "Number of CPUs; null if unknown")),
-            ("mem", n("integer", "Memory in use, bytes; null if unknown")),
-            (
-                "maxmem",
-                n("integer", "Memory size, bytes; null if unknown"),
-            ),
-            (
-                "disk",
-                n("integer", "Root disk used, bytes; null if unknown"),
-            ),
-            (
-                "maxdisk",
-                n("integer", "Root disk size, bytes; null if unknown"),
-            ),
-            (
-                "uptime",
-                n("integer", "Seconds since boot; null if unknown"),
-            ),
-            (
-                "level",
-                n("string", "Subscription level (c, b, s, p); null if none"),
-            ),
-            (
-                "ssl_fingerprint",
-                n(
-                    "string",
-                    "SHA-256 fingerprint of the node certificate; null if not reported",
-                ),
-            ),
-        ],
-    );
-    let mut props = vec![
-        (
-            "nodes",
-            json!({"type": "array", "items": node, "description": "Nodes by name, one page of them"}),
-        ),
-        (
-            "count_by_status",
-            json!({
-                "type": "object",
-                "additionalProperties": {"type": "integer", "minimum": 1},
-                "description": "Number of nodes per status, over all nodes (not only this page)"
-            }),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// One node.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct NodeEntry {
+    /// Node name
+    pub node: String,
+    /// online, offline or unknown
+    pub status: String,
+    /// CPU use as a fraction of maxcpu (0.25 = 25%); null if unknown
+    pub cpu: Option<Tidy>,
+    /// Number of CPUs; null if unknown
+    pub maxcpu: Option<u64>,
+    /// Memory in use, bytes; null if unknown
+    pub mem: Option<u64>,
+    /// Memory size, bytes; null if unknown
+    pub maxmem: Option<u64>,
+    /// Root disk used, bytes; null if unknown
+    pub disk: Option<u64>,
+    /// Root disk size, bytes; null if unknown
+    pub maxdisk: Option<u64>,
+    /// Seconds since boot; null if unknown
+    pub uptime: Option<u64>,
+    /// Subscription level (c, b, s, p); null if none
+    pub level: Option<String>,
+    /// SHA-256 fingerprint of the node certificate; null if not reported
+    pub ssl_fingerprint: Option<String>,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(
+    pve: &mut dyn Pve,
+    input: PageArgs<DEFAULT_LIMIT, MAX_LIMIT>,
+) -> Result<Answer<NodeList>, ToolError> {
+    let page = input.page();
     let entries = fetch::list(pve, &ApiPath::new("nodes"))?;
     Ok(shape(&entries, page))
 }
 
 /// Shapes a `/nodes` answer.
-pub fn shape(entries: &[Value], page: Page) -> Output {
-    let mut nodes: Vec<Value> = entries
+pub fn shape(entries: &[Value], page: Page) -> Answer<NodeList> {
+    let mut nodes: Vec<NodeEntry> = entries
         .iter()
         .filter_map(Value::as_object)
         .filter_map(|e| {
-            Some(json!({
-                "node": pj::text(e.get("node"))?,
-                "status": pj::text(e.get("status")).unwrap_or_else(|| "unknown".to_owned()),
-                "cpu": pj::fraction(e.get("cpu")).map(pj::tidy),
-                "maxcpu": pj::uint(e.get("maxcpu")),
-                "mem": pj::uint(e.get("mem")),
-                "maxmem": pj::uint(e.get("maxmem")),
-                "disk": pj::uint(e.get("disk")),
-                "maxdisk": pj::uint(e.get("maxdisk")),
-                "uptime": pj::uint(e.get("uptime")),
-                "level": pj::text(e.get("level")),
-                "ssl_fingerprint": pj::text(e.get("ssl_fingerprint")),
-            }))
+            Some(NodeEntry {
+                node: pj::text(e.get("node"))?,
+                status: pj::text(e.get("status")).unwrap_or_else(|| "unknown".to_owned()),
+                cpu: pj::fraction(e.get("cpu")).map(Tidy),
+                maxcpu: pj::uint(e.get("maxcpu")),
+                mem: pj::uint(e.get("mem")),
+                maxmem: pj::uint(e.get("maxmem")),
+                disk: pj::uint(e.get("disk")),
+                maxdisk: pj::uint(e.get("maxdisk")),
+                uptime: pj::uint(e.get("uptime")),
+                level: pj::text(e.get("level")),
+                ssl_fingerprint: pj::text(e.get("ssl_fingerprint")),
+            })
         })
         .collect();
-    nodes.sort_by(|a, b| a["node"].as_str().cmp(&b["node"].as_str()));
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for n in &nodes {
-        *counts
-            .entry(n["status"].as_str().unwrap_or("unknown").to_owned())
-            .or_default() += 1;
-    }
+    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    let counts = Counts::of(&nodes, |n| &n.status);
     let (nodes, info) = paging::paginate(nodes, page);
     let breakdown = counts
+        .0
         .iter()
         .map(|(s, n)| format!("{n} {s}"))
         .collect::<Vec<_>>()
@@ -154,10 +118,12 @@ pub fn shape(entries: &[Value], page: Page) -> Output {
             info.describe()
         )
     };
-    let mut structured = json!({"nodes": nodes, "count_by_status": counts});
-    info.insert_into(&mut structured);
-    Output {
-        structured,
+    Answer {
+        structured: NodeList {
+            nodes,
+            count_by_status: counts,
+            page: info,
+        },
         summary,
     }
 }
@@ -166,6 +132,8 @@ pub fn shape(entries: &[Value], page: Page) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
+    use serde_json::json;
 
     fn fixture() -> Value {
         json!([

@@ -2,30 +2,39 @@
 //! storage, pools, SDN) from one `GET /cluster/resources[?type=]`, as
 //! compact records per kind.
 
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use serde_json::{Map, Value, json};
-
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{NodeName, Text, choice};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
-use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::json::{self as pj, Tidy};
+use crate::paging::{self, Counts, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 200;
 /// Largest `limit`.
 pub const MAX_LIMIT: u64 = 2000;
-/// The `type` filter Proxmox accepts.
-pub const RESOURCE_TYPES: [&str; 4] = ["vm", "storage", "node", "sdn"];
+choice! {
+    /// The `type` filter Proxmox accepts.
+    pub enum ResourceType {
+        /// VMs and containers.
+        Vm = "vm",
+        /// Storages.
+        Storage = "storage",
+        /// Nodes.
+        Node = "node",
+        /// SDN zones.
+        Sdn = "sdn",
+    }
+}
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_resources",
     title: "List cluster resources",
     description: "List everything the cluster reports in one call: guests (VMs and \
@@ -34,246 +43,330 @@ pub static TOOL: Tool = Tool {
         it for an inventory or to see storage fill levels across nodes; resource_type (vm, \
         storage, node, sdn) narrows it, node and status filter further. For guests alone \
         pve_list_vms has richer filters. Paged with limit (default 200, max 2000) and offset.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "resource_type",
-            schema::enumeration(
-                &RESOURCE_TYPES,
-                "Only this kind: vm (VMs and containers), storage, node or sdn. Omit for all, \
-                 including pools.",
-            ),
-        ),
-        (
-            "node",
-            schema::node("Only resources on this node, e.g. \"pve1\" (case-insensitive)."),
-        ),
-        (
-            "status",
-            json!({"type": "string", "minLength": 1, "maxLength": 32,
-                "description": "Only resources with this status, e.g. running, stopped, online, offline, available (case-insensitive)."}),
-        ),
-    ];
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "resources",
-    ));
-    schema::input(&props, &[])
+/// Which resources to list.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Only this kind: vm (VMs and containers), storage, node or sdn. Omit for all, including
+    /// pools.
+    resource_type: Option<ResourceType>,
+    /// Only resources on this node, e.g. "pve1" (case-insensitive).
+    node: Option<NodeName>,
+    /// Only resources with this status, e.g. running, stopped, online, offline, available
+    /// (case-insensitive).
+    status: Option<Text<32>>,
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    #[serde(default)]
+    offset: Offset,
 }
 
-fn rec(kind: &str, description: &str, fields: &[(&str, Value)]) -> Value {
-    let mut props = vec![
-        ("kind", json!({"const": kind, "description": "Record kind"})),
-        (
-            "id",
-            schema::string("Proxmox resource id, e.g. qemu/100, node/pve1, storage/pve1/local"),
-        ),
-        (
-            "type",
-            schema::string("Proxmox type: qemu, lxc, node, storage, pool, sdn, ..."),
-        ),
-    ];
-    props.extend_from_slice(fields);
-    schema::object(description, &props)
+/// Matching resources, one page of them.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct ResourceList {
+    /// Matching resources: pools, guests by vmid, nodes, storage, sdn, others; one page of them
+    pub resources: Vec<Resource>,
+    /// Number of matching resources per Proxmox type (qemu, lxc, node, storage, pool, sdn, ...),
+    /// over all pages
+    pub count_by_type: Counts,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let node_f = || ("node", n("string", "Node; null if none"));
-    let status_f = || ("status", n("string", "Status; null if not reported"));
-    let guest = rec(
-        "guest",
-        "A VM (qemu) or container (lxc).",
-        &[
-            ("vmid", schema::typed("integer", "VM/CT id")),
-            ("name", n("string", "Guest name; null if none")),
-            node_f(),
-            status_f(),
-            ("template", schema::boolean("true for a template")),
-            (
-                "cpu",
-                n("number", "CPU use as a fraction of maxcpu; null if unknown"),
-            ),
-            ("maxcpu", n("number", "CPUs allotted; null if unknown")),
-            ("mem", n("integer", "Memory used, bytes; null if unknown")),
-            (
-                "maxmem",
-                n("integer", "Memory allotted, bytes; null if unknown"),
-            ),
-            (
-                "maxdisk",
-                n("integer", "Root disk size, bytes; null if unknown"),
-            ),
-            (
-                "uptime",
-                n("integer", "Seconds since start; null if unknown"),
-            ),
-            ("pool", n("string", "Pool; null if none")),
-            ("tags", schema::strings("Tags")),
-            ("lock", n("string", "Config lock; null if none")),
-            ("hastate", n("string", "HA state; null if not HA-managed")),
-        ],
-    );
-    let node = rec(
-        "node",
-        "A node.",
-        &[
-            node_f(),
-            status_f(),
-            ("cpu", n("number", "CPU use fraction; null if unknown")),
-            ("maxcpu", n("number", "CPUs; null if unknown")),
-            ("mem", n("integer", "Memory used, bytes; null if unknown")),
-            (
-                "maxmem",
-                n("integer", "Memory size, bytes; null if unknown"),
-            ),
-            (
-                "disk",
-                n("integer", "Root disk used, bytes; null if unknown"),
-            ),
-            (
-                "maxdisk",
-                n("integer", "Root disk size, bytes; null if unknown"),
-            ),
-            (
-                "uptime",
-                n("integer", "Seconds since boot; null if unknown"),
-            ),
-        ],
-    );
-    let storage = rec(
-        "storage",
-        "A storage as seen from one node.",
-        &[
-            ("storage", schema::string("Storage id")),
-            node_f(),
-            status_f(),
-            (
-                "plugintype",
-                n(
-                    "string",
-                    "Storage type (dir, lvmthin, zfspool, nfs, rbd, pbs, ...); null if unknown",
-                ),
-            ),
-            ("shared", schema::boolean("true if shared between nodes")),
-            (
-                "content",
-                schema::strings(
-                    "Content types it holds (images, rootdir, backup, iso, vztmpl, snippets)",
-                ),
-            ),
-            ("disk", n("integer", "Used, bytes; null if unknown")),
-            ("maxdisk", n("integer", "Size, bytes; null if unknown")),
-            (
-                "used_fraction",
-                n("number", "disk / maxdisk; null if unknown"),
-            ),
-        ],
-    );
-    let pool = rec(
-        "pool",
-        "A resource pool.",
-        &[("pool", schema::string("Pool id"))],
-    );
-    let sdn = rec(
-        "sdn",
-        "An SDN zone as seen from one node.",
-        &[
-            ("sdn", n("string", "SDN zone; null if not reported")),
-            node_f(),
-            status_f(),
-        ],
-    );
-    let other = rec(
-        "other",
-        "Any other resource type a newer Proxmox reports.",
-        &[node_f(), status_f()],
-    );
-    let mut props = vec![
-        (
-            "resources",
-            json!({"type": "array", "items": {"oneOf": [guest, node, storage, pool, sdn, other]},
-                "description": "Matching resources: pools, guests by vmid, nodes, storage, sdn, others; one page of them"}),
-        ),
-        (
-            "count_by_type",
-            json!({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
-                "description": "Number of matching resources per Proxmox type (qemu, lxc, node, storage, pool, sdn, ...), over all pages"}),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// One resource, with the fields of its kind.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Resource {
+    /// A VM (qemu) or container (lxc).
+    Guest(Record<GuestFields>),
+    /// A node.
+    Node(Record<NodeFields>),
+    /// A storage as seen from one node.
+    Storage(Record<StorageFields>),
+    /// A resource pool.
+    Pool(Record<PoolFields>),
+    /// An SDN zone as seen from one node.
+    Sdn(Record<SdnFields>),
+    /// Any other resource type a newer Proxmox reports.
+    Other(Record<Placed>),
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let resource_type = args.one_of("resource_type", &RESOURCE_TYPES)?;
-    let node = args.node("node")?;
-    let status = args.string("status", 32)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+/// What every resource has, and the fields of its kind.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Record<T> {
+    /// Proxmox resource id, e.g. qemu/100, node/pve1, storage/pve1/local
+    pub id: String,
+    /// Proxmox type: qemu, lxc, node, storage, pool, sdn, ...
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    /// The kind's own fields.
+    #[serde(flatten)]
+    pub fields: T,
+}
+
+/// Where a resource is and how it is.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Placed {
+    /// Node; null if none
+    pub node: Option<String>,
+    /// Status; null if not reported
+    pub status: Option<String>,
+}
+
+/// A guest's fields.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct GuestFields {
+    /// VM/CT id
+    pub vmid: u64,
+    /// Guest name; null if none
+    pub name: Option<String>,
+    /// Node and status.
+    #[serde(flatten)]
+    pub placed: Placed,
+    /// true for a template
+    pub template: bool,
+    /// CPU use as a fraction of maxcpu; null if unknown
+    pub cpu: Option<Tidy>,
+    /// CPUs allotted; null if unknown
+    pub maxcpu: Option<Tidy>,
+    /// Memory used, bytes; null if unknown
+    pub mem: Option<u64>,
+    /// Memory allotted, bytes; null if unknown
+    pub maxmem: Option<u64>,
+    /// Root disk size, bytes; null if unknown
+    pub maxdisk: Option<u64>,
+    /// Seconds since start; null if unknown
+    pub uptime: Option<u64>,
+    /// Pool; null if none
+    pub pool: Option<String>,
+    /// Tags
+    pub tags: Vec<String>,
+    /// Config lock; null if none
+    pub lock: Option<String>,
+    /// HA state; null if not HA-managed
+    pub hastate: Option<String>,
+}
+
+/// A node's fields.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct NodeFields {
+    /// Node and status.
+    #[serde(flatten)]
+    pub placed: Placed,
+    /// CPU use fraction; null if unknown
+    pub cpu: Option<Tidy>,
+    /// CPUs; null if unknown
+    pub maxcpu: Option<Tidy>,
+    /// Memory used, bytes; null if unknown
+    pub mem: Option<u64>,
+    /// Memory size, bytes; null if unknown
+    pub maxmem: Option<u64>,
+    /// Root disk used, bytes; null if unknown
+    pub disk: Option<u64>,
+    /// Root disk size, bytes; null if unknown
+    pub maxdisk: Option<u64>,
+    /// Seconds since boot; null if unknown
+    pub uptime: Option<u64>,
+}
+
+/// A storage's fields.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct StorageFields {
+    /// Storage id
+    pub storage: String,
+    /// Node and status.
+    #[serde(flatten)]
+    pub placed: Placed,
+    /// Storage type (dir, lvmthin, zfspool, nfs, rbd, pbs, ...); null if unknown
+    pub plugintype: Option<String>,
+    /// true if shared between nodes
+    pub shared: bool,
+    /// Content types it holds (images, rootdir, backup, iso, vztmpl, snippets)
+    pub content: Vec<String>,
+    /// Used, bytes; null if unknown
+    pub disk: Option<u64>,
+    /// Size, bytes; null if unknown
+    pub maxdisk: Option<u64>,
+    /// disk / maxdisk; null if unknown
+    pub used_fraction: Option<f64>,
+}
+
+/// A pool's fields.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct PoolFields {
+    /// Pool id
+    pub pool: String,
+}
+
+/// An SDN zone's fields.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct SdnFields {
+    /// SDN zone; null if not reported
+    pub sdn: Option<String>,
+    /// Node and status.
+    #[serde(flatten)]
+    pub placed: Placed,
+}
+
+impl<T> Record<T> {
+    fn new(id: &str, resource_type: &str, fields: T) -> Self {
+        Record {
+            id: id.to_owned(),
+            resource_type: resource_type.to_owned(),
+            fields,
+        }
+    }
+}
+
+impl Resource {
+    /// Where it is and how it is; a pool is nowhere.
+    fn placed(&self) -> Option<&Placed> {
+        match self {
+            Resource::Guest(r) => Some(&r.fields.placed),
+            Resource::Node(r) => Some(&r.fields.placed),
+            Resource::Storage(r) => Some(&r.fields.placed),
+            Resource::Sdn(r) => Some(&r.fields.placed),
+            Resource::Other(r) => Some(&r.fields),
+            Resource::Pool(_) => None,
+        }
+    }
+
+    /// Its id and Proxmox type.
+    fn id_and_type(&self) -> (&str, &str) {
+        match self {
+            Resource::Guest(r) => (&r.id, &r.resource_type),
+            Resource::Node(r) => (&r.id, &r.resource_type),
+            Resource::Storage(r) => (&r.id, &r.resource_type),
+            Resource::Pool(r) => (&r.id, &r.resource_type),
+            Resource::Sdn(r) => (&r.id, &r.resource_type),
+            Resource::Other(r) => (&r.id, &r.resource_type),
+        }
+    }
+
+    /// Pools first, then guests by vmid, nodes, storage, sdn and the rest.
+    fn order(&self) -> (u8, u64, &str) {
+        let (id, _) = self.id_and_type();
+        match self {
+            Resource::Pool(_) => (0, 0, id),
+            Resource::Guest(r) => (1, r.fields.vmid, id),
+            Resource::Node(_) => (2, 0, id),
+            Resource::Storage(_) => (3, 0, id),
+            Resource::Sdn(_) => (4, 0, id),
+            Resource::Other(_) => (5, 0, id),
+        }
+    }
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ResourceList>, ToolError> {
+    let node = input.node.as_ref().map(NodeName::as_str);
+    let status = input.status.as_ref().map(Text::as_str);
+    let page = Page::new(input.limit, input.offset);
     let mut path = ApiPath::new("cluster").lit("resources");
-    if let Some(t) = resource_type {
-        path = path.query("type", t);
+    if let Some(t) = input.resource_type {
+        path = path.query("type", t.as_str());
     }
     let entries = fetch::list(pve, &path)?;
     Ok(shape(&entries, node, status, page))
 }
 
-fn rank(kind: &str) -> u8 {
-    match kind {
-        "pool" => 0,
-        "guest" => 1,
-        "node" => 2,
-        "storage" => 3,
-        "sdn" => 4,
-        _ => 5,
-    }
-}
-
 /// One compact record.
-pub fn record(e: &Map<String, Value>) -> Option<Value> {
-    let ty = pj::text(e.get("type"))?;
+pub fn record(e: &Map<String, Value>) -> Option<Resource> {
+    let resource_type = pj::text(e.get("type"))?;
     let id = pj::text(e.get("id")).unwrap_or_default();
     let t = |k: &str| pj::text(e.get(k));
     let u = |k: &str| pj::uint(e.get(k));
-    Some(match ty.as_str() {
+    let placed = || Placed {
+        node: t("node"),
+        status: t("status"),
+    };
+    let ty = resource_type.as_str();
+    Some(match resource_type.as_str() {
         "qemu" | "lxc" => {
             let vmid = pj::uint(e.get("vmid"))
                 .or_else(|| id.rsplit_once('/').and_then(|(_, v)| v.parse().ok()))?;
-            json!({"kind": "guest", "id": id, "type": ty, "vmid": vmid, "name": t("name"),
-                "node": t("node"), "status": t("status"), "template": pj::flag(e.get("template")),
-                "cpu": pj::fraction(e.get("cpu")).map(pj::tidy), "maxcpu": pj::num(e.get("maxcpu")).map(pj::tidy),
-                "mem": u("mem"), "maxmem": u("maxmem"), "maxdisk": u("maxdisk"), "uptime": u("uptime"),
-                "pool": t("pool"), "tags": pj::tags(e.get("tags")), "lock": t("lock"), "hastate": t("hastate")})
+            Resource::Guest(Record::new(
+                &id,
+                ty,
+                GuestFields {
+                    vmid,
+                    name: t("name"),
+                    placed: placed(),
+                    template: pj::flag(e.get("template")),
+                    cpu: pj::fraction(e.get("cpu")).map(Tidy),
+                    maxcpu: pj::num(e.get("maxcpu")).map(Tidy),
+                    mem: u("mem"),
+                    maxmem: u("maxmem"),
+                    maxdisk: u("maxdisk"),
+                    uptime: u("uptime"),
+                    pool: t("pool"),
+                    tags: pj::tags(e.get("tags")),
+                    lock: t("lock"),
+                    hastate: t("hastate"),
+                },
+            ))
         }
-        "node" => {
-            json!({"kind": "node", "id": id, "type": ty, "node": t("node"), "status": t("status"),
-            "cpu": pj::fraction(e.get("cpu")).map(pj::tidy), "maxcpu": pj::num(e.get("maxcpu")).map(pj::tidy),
-            "mem": u("mem"), "maxmem": u("maxmem"), "disk": u("disk"), "maxdisk": u("maxdisk"),
-            "uptime": u("uptime")})
-        }
+        "node" => Resource::Node(Record::new(
+            &id,
+            ty,
+            NodeFields {
+                placed: placed(),
+                cpu: pj::fraction(e.get("cpu")).map(Tidy),
+                maxcpu: pj::num(e.get("maxcpu")).map(Tidy),
+                mem: u("mem"),
+                maxmem: u("maxmem"),
+                disk: u("disk"),
+                maxdisk: u("maxdisk"),
+                uptime: u("uptime"),
+            },
+        )),
         "storage" => {
             let (disk, maxdisk) = (u("disk"), u("maxdisk"));
-            json!({"kind": "storage", "id": id, "type": ty,
-                "storage": t("storage").unwrap_or_else(|| id.rsplit('/').next().unwrap_or_default().to_owned()),
-                "node": t("node"), "status": t("status"), "plugintype": t("plugintype"),
-                "shared": pj::flag(e.get("shared")), "content": split_list(e.get("content")),
-                "disk": disk, "maxdisk": maxdisk, "used_fraction": ratio(disk, maxdisk)})
+            Resource::Storage(Record::new(
+                &id,
+                ty,
+                StorageFields {
+                    storage: t("storage")
+                        .unwrap_or_else(|| id.rsplit('/').next().unwrap_or_default().to_owned()),
+                    placed: placed(),
+                    plugintype: t("plugintype"),
+                    shared: pj::flag(e.get("shared")),
+                    content: split_list(e.get("content")),
+                    disk,
+                    maxdisk,
+                    used_fraction: ratio(disk, maxdisk),
+                },
+            ))
         }
-        "pool" => json!({"kind": "pool", "id": id, "type": ty,
-            "pool": t("pool").unwrap_or_else(|| id.trim_start_matches("/pool/").to_owned())}),
-        "sdn" => {
-            json!({"kind": "sdn", "id": id, "type": ty, "sdn": t("sdn"), "node": t("node"), "status": t("status")})
-        }
-        _ => {
-            json!({"kind": "other", "id": id, "type": ty, "node": t("node"), "status": t("status")})
-        }
+        "pool" => Resource::Pool(Record::new(
+            &id,
+            ty,
+            PoolFields {
+                pool: t("pool").unwrap_or_else(|| id.trim_start_matches("/pool/").to_owned()),
+            },
+        )),
+        "sdn" => Resource::Sdn(Record::new(
+            &id,
+            ty,
+            SdnFields {
+                sdn: t("sdn"),
+                placed: placed(),
+            },
+        )),
+        _ => Resource::Other(Record::new(&id, ty, placed())),
     })
 }
 
@@ -299,42 +392,24 @@ pub fn split_list(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Filters, orders, counts and pages the records.
-pub fn shape(entries: &[Value], node: Option<&str>, status: Option<&str>, page: Page) -> Output {
-    let mut recs: Vec<Value> = entries
+pub fn shape(
+    entries: &[Value],
+    node: Option<&str>,
+    status: Option<&str>,
+    page: Page,
+) -> Answer<ResourceList> {
+    let is = |field: Option<&String>, wanted: &str| {
+        field.is_some_and(|f| f.eq_ignore_ascii_case(wanted))
+    };
+    let mut recs: Vec<Resource> = entries
         .iter()
         .filter_map(Value::as_object)
         .filter_map(record)
-        .filter(|r| {
-            node.is_none_or(|n| {
-                r["node"]
-                    .as_str()
-                    .is_some_and(|rn| rn.eq_ignore_ascii_case(n))
-            })
-        })
-        .filter(|r| {
-            status.is_none_or(|s| {
-                r["status"]
-                    .as_str()
-                    .is_some_and(|rs| rs.eq_ignore_ascii_case(s))
-            })
-        })
+        .filter(|r| node.is_none_or(|n| is(r.placed().and_then(|p| p.node.as_ref()), n)))
+        .filter(|r| status.is_none_or(|s| is(r.placed().and_then(|p| p.status.as_ref()), s)))
         .collect();
-    recs.sort_by(|a, b| {
-        let key = |r: &Value| {
-            (
-                rank(r["kind"].as_str().unwrap_or("")),
-                r["vmid"].as_u64().unwrap_or(0),
-                r["id"].as_str().unwrap_or("").to_owned(),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for r in &recs {
-        *counts
-            .entry(r["type"].as_str().unwrap_or("").to_owned())
-            .or_default() += 1;
-    }
+    recs.sort_by(|a, b| a.order().cmp(&b.order()));
+    let counts = Counts::of(&recs, |r| r.id_and_type().1);
     let (recs, info) = paging::paginate(recs, page);
     let mut filters = Vec::new();
     if let Some(n) = node {
@@ -352,6 +427,7 @@ pub fn shape(entries: &[Value], node: Option<&str>, status: Option<&str>, page: 
         format!("No resources{matching} (the API token sees only what it may audit).")
     } else {
         let breakdown = counts
+            .0
             .iter()
             .map(|(t, n)| format!("{n} {t}"))
             .collect::<Vec<_>>()
@@ -362,10 +438,12 @@ pub fn shape(entries: &[Value], node: Option<&str>, status: Option<&str>, page: 
             info.describe()
         )
     };
-    let mut structured = json!({"resources": recs, "count_by_type": counts});
-    info.insert_into(&mut structured);
-    Output {
-        structured,
+    Answer {
+        structured: ResourceList {
+            resources: recs,
+            count_by_type: counts,
+            page: info,
+        },
         summary,
     }
 }
@@ -374,6 +452,8 @@ pub fn shape(entries: &[Value], node: Option<&str>, status: Option<&str>, page: 
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
+    use serde_json::json;
 
     fn all() -> Value {
         json!([

@@ -4,18 +4,18 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::support;
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
-use crate::schema;
+use crate::resolve::{Resolved, Target, guest_input};
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -23,7 +23,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_snapshots",
     title: "List snapshots",
     description: "List the snapshots of one QEMU VM or LXC container as a tree: each with \
@@ -33,107 +33,74 @@ pub static TOOL: Tool = Tool {
         how old a guest's snapshots are. Only vmid is required: node and vm_type are looked up \
         when omitted. Snapshots are ordered by creation time, paged with limit (default 100, \
         max 500) and offset. Needs VM.Audit on /vms/{vmid}.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = resolve::target_properties();
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "snapshots",
-    ));
-    schema::input(&props, &["vmid"])
+guest_input! {
+    /// The guest, and the page of its snapshots.
+    pub struct Input {
+        #[serde(default)]
+        limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+        #[serde(default)]
+        offset: Offset,
+    }
 }
 
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    let snap = schema::object(
-        "One snapshot.",
-        &[
-            ("name", schema::string("Snapshot name")),
-            ("description", n("string", "Description; null if empty")),
-            (
-                "snaptime",
-                n(
-                    "integer",
-                    "Creation time, Unix epoch seconds; null if unknown",
-                ),
-            ),
-            (
-                "snaptime_iso",
-                n("string", "Creation time, ISO-8601 UTC; null if unknown"),
-            ),
-            (
-                "vmstate",
-                n(
-                    "boolean",
-                    "true if it includes RAM (VM state); null for containers",
-                ),
-            ),
-            ("parent", n("string", "Parent snapshot; null for a root")),
-            (
-                "depth",
-                schema::typed("integer", "0 for a root, parent's depth + 1 otherwise"),
-            ),
-            (
-                "children",
-                schema::strings("Names of snapshots taken from this one"),
-            ),
-            (
-                "snapstate",
-                n(
-                    "string",
-                    "Set while a snapshot operation is in progress or failed (prepare, delete); null normally",
-                ),
-            ),
-            (
-                "on_current_path",
-                schema::boolean("true if the current state descends from it"),
-            ),
-        ],
-    );
-    let mut props = vec![
-        ("vmid", schema::typed("integer", "VM/CT id")),
-        ("node", schema::string("Node the guest is on")),
-        ("vm_type", schema::vm_type("\"qemu\" or \"lxc\"")),
-        (
-            "snapshots",
-            json!({"type": "array", "items": snap, "description": "Snapshots by creation time, oldest first ('current' is not one)"}),
-        ),
-        (
-            "current_path",
-            schema::strings(
-                "Snapshot names from the oldest ancestor to the one the current state sits on; empty if none",
-            ),
-        ),
-        (
-            "current_parent",
-            n(
-                "string",
-                "The snapshot the current state is based on; null if none",
-            ),
-        ),
-        (
-            "running",
-            n(
-                "boolean",
-                "Whether the guest runs now, as the snapshot list reports; null if not given",
-            ),
-        ),
-        ("resolved", resolve::resolved_schema()),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// A guest's snapshot tree, one page of its snapshots.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct SnapshotList {
+    /// VM/CT id
+    pub vmid: u32,
+    /// Node the guest is on
+    pub node: String,
+    /// "qemu" or "lxc"
+    pub vm_type: VmType,
+    /// Snapshots by creation time, oldest first ('current' is not one)
+    pub snapshots: Vec<Snapshot>,
+    /// Snapshot names from the oldest ancestor to the one the current state sits on; empty if
+    /// none
+    pub current_path: Vec<String>,
+    /// The snapshot the current state is based on; null if none
+    pub current_parent: Option<String>,
+    /// Whether the guest runs now, as the snapshot list reports; null if not given
+    pub running: Option<bool>,
+    /// Which of node and vm_type pve-mcp looked up because the call omitted them.
+    pub resolved: Resolved,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let wanted = Wanted::from_args(args)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let target = wanted.resolve(pve)?;
+/// One snapshot.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Snapshot {
+    /// Snapshot name
+    pub name: String,
+    /// Description; null if empty
+    pub description: Option<String>,
+    /// Creation time, Unix epoch seconds; null if unknown
+    pub snaptime: Option<u64>,
+    /// Creation time, ISO-8601 UTC; null if unknown
+    pub snaptime_iso: Option<String>,
+    /// true if it includes RAM (VM state); null for containers
+    pub vmstate: Option<bool>,
+    /// Parent snapshot; null for a root
+    pub parent: Option<String>,
+    /// 0 for a root, parent's depth + 1 otherwise
+    pub depth: usize,
+    /// Names of snapshots taken from this one
+    pub children: Vec<String>,
+    /// Set while a snapshot operation is in progress or failed (prepare, delete); null normally
+    pub snapstate: Option<String>,
+    /// true if the current state descends from it
+    pub on_current_path: bool,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<SnapshotList>, ToolError> {
+    let page = Page::new(input.limit, input.offset);
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -153,7 +120,7 @@ struct Snap {
 }
 
 /// Builds the tree from a snapshot list.
-pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
+pub fn shape(target: &Target, data: &Value, page: Page) -> Answer<SnapshotList> {
     let items = data.as_array().cloned().unwrap_or_default();
     let mut current: Option<&Value> = None;
     let mut snaps: BTreeMap<String, Snap> = BTreeMap::new();
@@ -211,43 +178,33 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
             .then_with(|| a.name.cmp(&b.name))
     });
     let qemu = target.vm_type == VmType::Qemu;
-    let all: Vec<Value> = ordered
+    let all: Vec<Snapshot> = ordered
         .iter()
         .map(|s| {
-            let children: Vec<&str> = ordered
+            let children: Vec<String> = ordered
                 .iter()
                 .filter(|c| parent_of(&c.name) == Some(s.name.as_str()))
-                .map(|c| c.name.as_str())
+                .map(|c| c.name.clone())
                 .collect();
-            json!({
-                "name": s.name,
-                "description": s.description,
-                "snaptime": s.snaptime,
-                "snaptime_iso": s.snaptime.map(|t| support::iso_utc(t as i64)),
-                "vmstate": if qemu { Some(s.vmstate) } else { None },
-                "parent": parent_of(&s.name),
-                "depth": ancestry(Some(&s.name)).len().saturating_sub(1),
-                "children": children,
-                "snapstate": s.snapstate,
-                "on_current_path": on_path.contains(s.name.as_str()),
-            })
+            Snapshot {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                snaptime: s.snaptime,
+                snaptime_iso: s.snaptime.map(|t| support::iso_utc(t as i64)),
+                vmstate: qemu.then_some(s.vmstate),
+                parent: parent_of(&s.name).map(str::to_owned),
+                depth: ancestry(Some(&s.name)).len().saturating_sub(1),
+                children,
+                snapstate: s.snapstate.clone(),
+                on_current_path: on_path.contains(s.name.as_str()),
+            }
         })
         .collect();
     let running = current
         .and_then(|c| c.get("running"))
         .map(|r| pj::flag(Some(r)));
     let (page_items, info) = paging::paginate(all, page);
-    let mut structured = json!({
-        "vmid": target.vmid,
-        "node": target.node,
-        "vm_type": target.vm_type.as_str(),
-        "snapshots": page_items,
-        "current_path": current_path,
-        "current_parent": current_parent.filter(|p| snaps.contains_key(p)),
-        "running": running,
-        "resolved": target.resolved_json(),
-    });
-    info.insert_into(&mut structured);
+    let current_parent = current_parent.filter(|p| snaps.contains_key(p));
 
     let mut summary = format!(
         "{} on {} has {}",
@@ -255,7 +212,7 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
         target.node,
         crate::format::count(info.total, "snapshot", "snapshots")
     );
-    match structured["current_parent"].as_str() {
+    match &current_parent {
         Some(p) => summary.push_str(&format!("; the current state is based on {p}")),
         None if info.total > 0 => summary.push_str("; the current state is based on none of them"),
         None => {}
@@ -275,8 +232,18 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
     if info.returned < info.total {
         summary.push_str(&format!(" {}.", info.describe()));
     }
-    Output {
-        structured,
+    Answer {
+        structured: SnapshotList {
+            vmid: target.vmid,
+            node: target.node.clone(),
+            vm_type: target.vm_type,
+            snapshots: page_items,
+            current_path,
+            current_parent,
+            running,
+            resolved: target.resolved(),
+            page: info,
+        },
         summary,
     }
 }
@@ -285,7 +252,9 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Output {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     fn qemu_snaps() -> Value {
         // Hash order, `current` last, as Proxmox sends it.

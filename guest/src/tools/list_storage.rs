@@ -2,29 +2,44 @@
 //! (`GET /nodes/{node}/storage`) or their cluster-wide configuration
 //! (`GET /storage`, no usage).
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::list_resources::{ratio, split_list};
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg::{NodeName, choice};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
-use crate::json as pj;
-use crate::paging::{self, Page};
+use crate::json::{self as pj, Tidy};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
 /// Largest `limit`.
 pub const MAX_LIMIT: u64 = 1000;
-/// Content types a storage can hold.
-pub const CONTENTS: [&str; 6] = ["images", "rootdir", "backup", "iso", "vztmpl", "snippets"];
+choice! {
+    /// Content types a storage can hold.
+    pub enum Content {
+        /// VM disk images.
+        Images = "images",
+        /// Container root directories.
+        Rootdir = "rootdir",
+        /// Backups (vzdump archives).
+        Backup = "backup",
+        /// ISO images.
+        Iso = "iso",
+        /// Container templates.
+        Vztmpl = "vztmpl",
+        /// Snippets (hook scripts, cloud-init files).
+        Snippets = "snippets",
+    }
+}
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_storage",
     title: "List storage",
     description: "List storages: id, type, content types, shared, enabled, and with node also \
@@ -33,126 +48,73 @@ pub static TOOL: Tool = Tool {
         (without node only the cluster-wide configuration is listed, usage fields are null). \
         content filters by what a storage holds, e.g. backup. Sorted by id; limit (default \
         100, max 1000) and offset page. Lists only storages the token may audit.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "node",
-            schema::node(
-                "Node whose view (with usage) to list, e.g. \"pve1\". Omit for the cluster-wide configuration without usage.",
-            ),
-        ),
-        (
-            "content",
-            schema::enumeration(&CONTENTS, "Only storages that hold this content type."),
-        ),
-    ];
-    props.extend(paging::input_properties(
-        DEFAULT_LIMIT,
-        MAX_LIMIT,
-        "storages",
-    ));
-    schema::input(&props, &[])
+/// Which storages to list.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Node whose view (with usage) to list, e.g. "pve1". Omit for the cluster-wide
+    /// configuration without usage.
+    node: Option<NodeName>,
+    /// Only storages that hold this content type.
+    content: Option<Content>,
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    #[serde(default)]
+    offset: Offset,
 }
 
-fn output_schema() -> Value {
-    let n = schema::nullable;
-    let st = schema::object(
-        "One storage.",
-        &[
-            ("storage", schema::string("Storage id")),
-            (
-                "type",
-                n(
-                    "string",
-                    "Storage type (dir, lvmthin, zfspool, nfs, cifs, rbd, cephfs, pbs, ...); null if unknown",
-                ),
-            ),
-            (
-                "content",
-                schema::strings(
-                    "Content types it holds (images, rootdir, backup, iso, vztmpl, snippets, import)",
-                ),
-            ),
-            (
-                "shared",
-                n(
-                    "boolean",
-                    "true if shared between nodes; null if the configuration does not say",
-                ),
-            ),
-            (
-                "enabled",
-                n("boolean", "false if disabled; null if unknown"),
-            ),
-            (
-                "active",
-                n(
-                    "boolean",
-                    "true if usable on the node right now; null without node",
-                ),
-            ),
-            (
-                "total",
-                n("integer", "Size, bytes; null without node or if unknown"),
-            ),
-            (
-                "used",
-                n("integer", "Used, bytes; null without node or if unknown"),
-            ),
-            (
-                "avail",
-                n(
-                    "integer",
-                    "Available, bytes; null without node or if unknown",
-                ),
-            ),
-            (
-                "used_fraction",
-                n(
-                    "number",
-                    "used / total (0..1); null without node or if unknown",
-                ),
-            ),
-            (
-                "nodes",
-                json!({"type": ["array", "null"], "items": {"type": "string"},
-                "description": "Nodes the storage is restricted to (configuration view only); null if all or unknown"}),
-            ),
-        ],
-    );
-    let mut props = vec![
-        (
-            "node",
-            n(
-                "string",
-                "The node asked about; null for the configuration view",
-            ),
-        ),
-        (
-            "usage_included",
-            schema::boolean(
-                "true if usage figures come from the node; false for the configuration view",
-            ),
-        ),
-        (
-            "storages",
-            json!({"type": "array", "items": st, "description": "Matching storages by id, one page of them"}),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+/// One page of storages.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct StorageList {
+    /// The node asked about; null for the configuration view
+    pub node: Option<String>,
+    /// true if usage figures come from the node; false for the configuration view
+    pub usage_included: bool,
+    /// Matching storages by id, one page of them
+    pub storages: Vec<StorageEntry>,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let node = args.node("node")?;
-    let content = args.one_of("content", &CONTENTS)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+/// One storage.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct StorageEntry {
+    /// Storage id
+    pub storage: String,
+    /// Storage type (dir, lvmthin, zfspool, nfs, cifs, rbd, cephfs, pbs, ...); null if unknown
+    #[serde(rename = "type")]
+    pub storage_type: Option<String>,
+    /// Content types it holds (images, rootdir, backup, iso, vztmpl, snippets, import)
+    pub content: Vec<String>,
+    /// true if shared between nodes; null if the configuration does not say
+    pub shared: Option<bool>,
+    /// false if disabled; null if unknown
+    pub enabled: Option<bool>,
+    /// true if usable on the node right now; null without node
+    pub active: Option<bool>,
+    /// Size, bytes; null without node or if unknown
+    pub total: Option<u64>,
+    /// Used, bytes; null without node or if unknown
+    pub used: Option<u64>,
+    /// Available, bytes; null without node or if unknown
+    pub avail: Option<u64>,
+    /// used / total (0..1); null without node or if unknown
+    pub used_fraction: Option<Tidy>,
+    /// Nodes the storage is restricted to (configuration view only); null if all or unknown
+    pub nodes: Option<Vec<String>>,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<StorageList>, ToolError> {
+    let node = input.node.as_ref().map(NodeName::as_str);
+    let content = input.content.map(Content::as_str);
+    let page = Page::new(input.limit, input.offset);
     let path = match node {
         Some(n) => ApiPath::new("nodes").seg(n).lit("storage"),
         None => ApiPath::new("storage"),
@@ -161,7 +123,7 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
     Ok(shape(&entries, node, content, page))
 }
 
-fn record(e: &Map<String, Value>, with_usage: bool) -> Option<Value> {
+fn record(e: &Map<String, Value>, with_usage: bool) -> Option<StorageEntry> {
     let storage = pj::text(e.get("storage"))?;
     let (total, used) = (pj::uint(e.get("total")), pj::uint(e.get("used")));
     let enabled = if with_usage {
@@ -172,37 +134,46 @@ fn record(e: &Map<String, Value>, with_usage: bool) -> Option<Value> {
     let nodes = (!with_usage)
         .then(|| split_list(e.get("nodes")))
         .filter(|n| !n.is_empty());
-    Some(json!({
-        "storage": storage,
-        "type": pj::text(e.get("type")),
-        "content": split_list(e.get("content")),
-        "shared": if with_usage { Some(pj::flag(e.get("shared"))) } else { e.get("shared").map(|v| pj::flag(Some(v))) },
-        "enabled": enabled,
-        "active": if with_usage { e.get("active").map(|v| pj::flag(Some(v))) } else { None },
-        "total": total,
-        "used": used,
-        "avail": pj::uint(e.get("avail")),
-        "used_fraction": pj::fraction(e.get("used_fraction")).or(ratio(used, total)).map(pj::tidy),
-        "nodes": nodes,
-    }))
+    Some(StorageEntry {
+        storage,
+        storage_type: pj::text(e.get("type")),
+        content: split_list(e.get("content")),
+        shared: if with_usage {
+            Some(pj::flag(e.get("shared")))
+        } else {
+            e.get("shared").map(|v| pj::flag(Some(v)))
+        },
+        enabled,
+        active: if with_usage {
+            e.get("active").map(|v| pj::flag(Some(v)))
+        } else {
+            None
+        },
+        total,
+        used,
+        avail: pj::uint(e.get("avail")),
+        used_fraction: pj::fraction(e.get("used_fraction"))
+            .or(ratio(used, total))
+            .map(Tidy),
+        nodes,
+    })
 }
 
 /// Filters, sorts and pages the storages.
-pub fn shape(entries: &[Value], node: Option<&str>, content: Option<&str>, page: Page) -> Output {
+pub fn shape(
+    entries: &[Value],
+    node: Option<&str>,
+    content: Option<&str>,
+    page: Page,
+) -> Answer<StorageList> {
     let with_usage = node.is_some();
-    let mut recs: Vec<Value> = entries
+    let mut recs: Vec<StorageEntry> = entries
         .iter()
         .filter_map(Value::as_object)
         .filter_map(|e| record(e, with_usage))
-        .filter(|r| {
-            content.is_none_or(|c| {
-                r["content"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|x| x == c))
-            })
-        })
+        .filter(|r| content.is_none_or(|c| r.content.iter().any(|x| x == c)))
         .collect();
-    recs.sort_by(|a, b| a["storage"].as_str().cmp(&b["storage"].as_str()));
+    recs.sort_by(|a, b| a.storage.cmp(&b.storage));
     let (recs, info) = paging::paginate(recs, page);
     let what = match content {
         Some(c) => format!(" holding {c}"),
@@ -212,7 +183,7 @@ pub fn shape(entries: &[Value], node: Option<&str>, content: Option<&str>, page:
         Some(n) => {
             let fullest = recs
                 .iter()
-                .filter_map(|r| Some((r["used_fraction"].as_f64()?, r["storage"].as_str()?)))
+                .filter_map(|r| Some((r.used_fraction?.0, r.storage.as_str())))
                 .max_by(|a, b| a.0.total_cmp(&b.0));
             let mut s = format!(
                 "{}{what} on node {n}; {}.",
@@ -233,10 +204,13 @@ pub fn shape(entries: &[Value], node: Option<&str>, content: Option<&str>, page:
     if info.total == 0 {
         summary.push_str(" The token lists only storages it may audit (Datastore.Audit).");
     }
-    let mut structured = json!({"node": node, "usage_included": with_usage, "storages": recs});
-    info.insert_into(&mut structured);
-    Output {
-        structured,
+    Answer {
+        structured: StorageList {
+            node: node.map(str::to_owned),
+            usage_included: with_usage,
+            storages: recs,
+            page: info,
+        },
         summary,
     }
 }
@@ -245,6 +219,8 @@ pub fn shape(entries: &[Value], node: Option<&str>, content: Option<&str>, page:
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
+    use serde_json::json;
 
     fn node_storage() -> Value {
         json!([

@@ -6,17 +6,17 @@
 //! filters and pages itself, and we pass it only parameters it declares:
 //! `start`, `limit`, `since`, `typefilter`, `vmid`, `errors`, `source`.
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::support;
-use super::{Annotations, Output, Tool};
+use super::support::{self, Outcome, Time};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VMID_MAX, VMID_MIN};
+use crate::arg::{self, Flag, NodeName, Vmid, choice};
 use crate::error::ToolError;
 use crate::json as pj;
-use crate::paging::{self, Page, PageInfo};
+use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 50;
@@ -26,7 +26,7 @@ pub const MAX_LIMIT: u64 = 500;
 const TYPE_MAX: usize = 64;
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_tasks",
     title: "List tasks",
     description: "List recent Proxmox tasks (starts, stops, backups, migrations, snapshots, \
@@ -37,143 +37,133 @@ pub static TOOL: Tool = Tool {
         recent-task list; with node it reads that node's full task archive. Paged with limit \
         (default 50, max 500) and offset. Tasks of others are only listed with Sys.Audit on \
         the node. Follow up with pve_get_task_status or pve_get_task_log.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    let mut props = vec![
-        (
-            "node",
-            schema::node(
-                "Only tasks of this node, read from its full task archive. Omit for the \
-                 cluster-wide list of recent tasks.",
-            ),
-        ),
-        (
-            "vmid",
-            schema::integer(VMID_MIN, VMID_MAX, "Only tasks about this VM/CT id."),
-        ),
-        (
-            "type",
-            json!({"type": "string", "minLength": 1, "maxLength": TYPE_MAX, "pattern": "^[A-Za-z0-9_.-]+$",
-                "description": "Only tasks of this type, e.g. \"vzdump\", \"qmstart\", \"qmigrate\", \"vzstart\"."}),
-        ),
-        (
-            "errors",
-            schema::boolean(
-                "true: only finished tasks that did not end OK (errors and warnings), as Proxmox's own filter; each task's status says which.",
-            ),
-        ),
-        (
-            "since",
-            json!({"type": ["integer", "string"],
-                "description": "Only tasks started at or after this time: Unix epoch seconds or ISO-8601 (\"2026-03-24\", \"2026-03-24T10:00:00Z\")."}),
-        ),
-        (
-            "running",
-            schema::boolean(
-                "true: only tasks still running; false: only finished ones. Omit for both.",
-            ),
-        ),
-    ];
-    props.extend(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "tasks"));
-    schema::input(&props, &[])
+/// Which tasks to list; filters combine with AND.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Only tasks of this node, read from its full task archive. Omit for the cluster-wide list
+    /// of recent tasks.
+    node: Option<NodeName>,
+    /// Only tasks about this VM/CT id.
+    vmid: Option<Vmid>,
+    /// Only tasks of this type, e.g. "vzdump", "qmstart", "qmigrate", "vzstart".
+    #[serde(rename = "type")]
+    task_type: Option<TaskType>,
+    /// true: only finished tasks that did not end OK (errors and warnings), as Proxmox's own
+    /// filter; each task's status says which.
+    #[serde(default)]
+    errors: Flag,
+    /// Only tasks started at or after this time: Unix epoch seconds or ISO-8601 ("2026-03-24",
+    /// "2026-03-24T10:00:00Z").
+    since: Option<Time>,
+    /// true: only tasks still running; false: only finished ones. Omit for both.
+    running: Option<Flag>,
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    #[serde(default)]
+    offset: Offset,
 }
 
-/// The schema of one task entry; shared with other task tools.
-pub fn task_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    schema::object(
-        "One task.",
-        &[
-            (
-                "upid",
-                schema::string("Task id; pass it to pve_get_task_status / pve_get_task_log"),
-            ),
-            ("node", schema::string("Node the task ran on")),
-            ("type", schema::string("Task type, e.g. vzdump, qmstart")),
-            (
-                "id",
-                n(
-                    "string",
-                    "Object the task is about (often a vmid); null if none",
-                ),
-            ),
-            ("user", n("string", "User that started it; null if unknown")),
-            (
-                "tokenid",
-                n(
-                    "string",
-                    "API token name if a token started it; null otherwise",
-                ),
-            ),
-            (
-                "starttime",
-                n("integer", "Start, Unix epoch seconds; null if unknown"),
-            ),
-            (
-                "starttime_iso",
-                n("string", "Start, ISO-8601 UTC; null if unknown"),
-            ),
-            (
-                "endtime",
-                n("integer", "End, Unix epoch seconds; null while running"),
-            ),
-            (
-                "endtime_iso",
-                n("string", "End, ISO-8601 UTC; null while running"),
-            ),
-            (
-                "duration",
-                n("integer", "Seconds from start to end; null while running"),
-            ),
-            (
-                "status",
-                schema::enumeration(&support::OUTCOMES, "running, ok, warning or error"),
-            ),
-            (
-                "exitstatus",
-                n(
-                    "string",
-                    "Proxmox's raw status text (OK, \"WARNINGS: n\", the error); null while running",
-                ),
-            ),
-        ],
-    )
+/// A Proxmox task type such as `vzdump`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskType(String);
+
+impl TaskType {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let t = arg::string(v, TYPE_MAX)?;
+        if !t
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        {
+            return Err(
+                "must be a task type such as \"vzdump\" or \"qmstart\" (letters, digits, \
+                 '_', '.', '-')"
+                    .into(),
+            );
+        }
+        Ok(TaskType(t.to_owned()))
+    }
+}
+arg::deserialize_from_json!(TaskType);
+arg::fixed_schema!(
+    TaskType,
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": TYPE_MAX, "pattern": "^[A-Za-z0-9_.-]+$"})
+);
+
+/// Matching tasks, one page of them.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct TaskList {
+    /// The tasks, newest first
+    pub tasks: Vec<Task>,
+    /// cluster: /cluster/tasks (recent tasks, filtered by pve-mcp); node: the node's task archive
+    pub source: Source,
+    /// Tasks in this answer by status.
+    pub counts: OutcomeCounts,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
 }
 
-fn output_schema() -> Value {
-    let count = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
-    let mut props = vec![
-        (
-            "tasks",
-            json!({"type": "array", "items": task_schema(), "description": "The tasks, newest first"}),
-        ),
-        (
-            "source",
-            schema::enumeration(
-                &["cluster", "node"],
-                "cluster: /cluster/tasks (recent tasks, filtered by pve-mcp); node: the node's task archive",
-            ),
-        ),
-        (
-            "counts",
-            schema::object(
-                "Tasks in this answer by status.",
-                &[
-                    ("running", count("Still running")),
-                    ("ok", count("Finished OK")),
-                    ("warning", count("Finished with warnings")),
-                    ("error", count("Failed")),
-                ],
-            ),
-        ),
-    ];
-    props.extend(paging::output_properties());
-    schema::object("", &props)
+choice! {
+    /// Where a task list comes from.
+    pub enum Source {
+        /// `/cluster/tasks`: recent tasks of every node, filtered by pve-mcp.
+        Cluster = "cluster",
+        /// `/nodes/{node}/tasks`: the node's task archive, filtered by Proxmox.
+        Node = "node",
+    }
+}
+
+/// Tasks in this answer by status.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct OutcomeCounts {
+    /// Still running
+    pub running: usize,
+    /// Finished OK
+    pub ok: usize,
+    /// Finished with warnings
+    pub warning: usize,
+    /// Failed
+    pub error: usize,
+}
+
+/// One task.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Task {
+    /// Task id; pass it to pve_get_task_status / pve_get_task_log
+    pub upid: String,
+    /// Node the task ran on
+    pub node: String,
+    /// Task type, e.g. vzdump, qmstart
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// Object the task is about (often a vmid); null if none
+    pub id: Option<String>,
+    /// User that started it; null if unknown
+    pub user: Option<String>,
+    /// API token name if a token started it; null otherwise
+    pub tokenid: Option<String>,
+    /// Start, Unix epoch seconds; null if unknown
+    pub starttime: Option<u64>,
+    /// Start, ISO-8601 UTC; null if unknown
+    pub starttime_iso: Option<String>,
+    /// End, Unix epoch seconds; null while running
+    pub endtime: Option<u64>,
+    /// End, ISO-8601 UTC; null while running
+    pub endtime_iso: Option<String>,
+    /// Seconds from start to end; null while running
+    pub duration: Option<u64>,
+    /// running, ok, warning or error
+    pub status: Outcome,
+    /// Proxmox's raw status text (OK, "WARNINGS: n", the error); null while running
+    pub exitstatus: Option<String>,
 }
 
 /// The validated filters.
@@ -187,25 +177,14 @@ struct Filters {
     running: Option<bool>,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let task_type = args.string("type", TYPE_MAX)?;
-    if let Some(t) = task_type
-        && !t
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-    {
-        return Err(ToolError::field(
-            "type",
-            "must be a task type such as \"vzdump\" or \"qmstart\" (letters, digits, '_', '.', '-')",
-        ));
-    }
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskList>, ToolError> {
     let f = Filters {
-        node: args.node("node")?.map(str::to_owned),
-        vmid: args.integer("vmid", VMID_MIN, VMID_MAX, 101)?,
-        task_type: task_type.map(str::to_owned),
-        errors: support::bool_arg(args, "errors")?.unwrap_or(false),
-        since: support::time_arg(args, "since")?,
-        running: support::bool_arg(args, "running")?,
+        node: input.node.map(|n| n.0),
+        vmid: input.vmid.map(|v| u64::from(v.0)),
+        task_type: input.task_type.map(|t| t.0),
+        errors: input.errors.0,
+        since: input.since.map(|t| t.0),
+        running: input.running.map(|r| r.0),
     };
     if f.errors && f.running == Some(true) {
         return Err(ToolError::InvalidArguments(
@@ -214,18 +193,18 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
                 .into(),
         ));
     }
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let page = Page::new(input.limit, input.offset);
     match &f.node {
         None => {
             let data = pve.get(&ApiPath::new("cluster").lit("tasks"))?;
-            let mut tasks: Vec<Value> = data
+            let mut tasks: Vec<Task> = data
                 .as_array()
                 .map(|a| a.iter().filter_map(task).collect())
                 .unwrap_or_default();
             tasks.retain(|t| keep(t, &f));
-            tasks.sort_by_key(|t| std::cmp::Reverse(t["starttime"].as_u64().unwrap_or(0)));
+            tasks.sort_by_key(|t| std::cmp::Reverse(t.starttime.unwrap_or(0)));
             let (tasks, info) = paging::paginate(tasks, page);
-            Ok(shape(tasks, info, "cluster", &f))
+            Ok(shape(tasks, info, Source::Cluster, &f))
         }
         Some(node) => {
             let mut path = ApiPath::new("nodes")
@@ -255,12 +234,12 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
             };
             path = path.query("source", source);
             let (data, total) = pve.get_with_total(&path)?;
-            let mut tasks: Vec<Value> = data
+            let mut tasks: Vec<Task> = data
                 .as_array()
                 .map(|a| a.iter().filter_map(task).collect())
                 .unwrap_or_default();
             tasks.truncate(page.limit as usize);
-            tasks.sort_by_key(|t| std::cmp::Reverse(t["starttime"].as_u64().unwrap_or(0)));
+            tasks.sort_by_key(|t| std::cmp::Reverse(t.starttime.unwrap_or(0)));
             let returned = tasks.len();
             let total = total
                 .map(|t| t as usize)
@@ -275,13 +254,13 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
                 limit: page.limit,
                 next_offset: (end < total).then_some(end as u64),
             };
-            Ok(shape(tasks, info, "node", &f))
+            Ok(shape(tasks, info, Source::Node, &f))
         }
     }
 }
 
 /// Normalises one task entry (from either endpoint); `None` without a UPID.
-pub fn task(v: &Value) -> Option<Value> {
+pub fn task(v: &Value) -> Option<Task> {
     let upid = pj::text(v.get("upid"))?;
     let parsed = support::parse_upid(&upid).ok();
     let raw_user = pj::text(v.get("user")).or_else(|| {
@@ -298,11 +277,11 @@ pub fn task(v: &Value) -> Option<Value> {
     let endtime = pj::uint(v.get("endtime"));
     let raw_status = pj::text(v.get("status")).map(|s| s.trim().to_owned());
     let status = match (&raw_status, endtime) {
-        (None, None) => "running",
-        (None, Some(_)) => "error",
+        (None, None) => Outcome::Running,
+        (None, Some(_)) => Outcome::Error,
         (Some(s), _) => support::outcome(Some(s)),
     };
-    let exitstatus = raw_status.filter(|_| status != "running");
+    let exitstatus = raw_status.filter(|_| status != Outcome::Running);
     let node = pj::text(v.get("node")).or(parsed.as_ref().map(|p| p.node.clone()))?;
     let task_type = pj::text(v.get("type"))
         .or(parsed.as_ref().map(|p| p.task_type.clone()))
@@ -312,55 +291,52 @@ pub fn task(v: &Value) -> Option<Value> {
         None => parsed.as_ref().and_then(|p| p.id.clone()),
     };
     let iso = |t: Option<u64>| t.map(|t| support::iso_utc(t as i64));
-    Some(json!({
-        "upid": upid,
-        "node": node,
-        "type": task_type,
-        "id": id,
-        "user": user,
-        "tokenid": tokenid,
-        "starttime": starttime,
-        "starttime_iso": iso(starttime),
-        "endtime": endtime,
-        "endtime_iso": iso(endtime),
-        "duration": match (starttime, endtime) {
+    Some(Task {
+        upid,
+        node,
+        task_type,
+        id,
+        user,
+        tokenid,
+        starttime,
+        starttime_iso: iso(starttime),
+        endtime,
+        endtime_iso: iso(endtime),
+        duration: match (starttime, endtime) {
             (Some(s), Some(e)) if e >= s => Some(e - s),
             _ => None,
         },
-        "status": status,
-        "exitstatus": exitstatus,
-    }))
+        status,
+        exitstatus,
+    })
 }
 
 /// The client-side filters for `/cluster/tasks`.
-fn keep(t: &Value, f: &Filters) -> bool {
-    let status = t["status"].as_str().unwrap_or("");
+fn keep(t: &Task, f: &Filters) -> bool {
+    let status = t.status;
     f.vmid
-        .is_none_or(|v| t["id"].as_str() == Some(v.to_string().as_str()))
-        && f.task_type.as_deref().is_none_or(|ty| t["type"] == ty)
-        && (!f.errors || status == "error" || status == "warning")
+        .is_none_or(|v| t.id.as_deref() == Some(v.to_string().as_str()))
+        && f.task_type.as_deref().is_none_or(|ty| t.task_type == ty)
+        && (!f.errors || status == Outcome::Error || status == Outcome::Warning)
         && f.since
-            .is_none_or(|s| t["starttime"].as_i64().is_some_and(|st| st >= s))
-        && f.running.is_none_or(|r| r == (status == "running"))
+            .is_none_or(|s| t.starttime.is_some_and(|st| st as i64 >= s))
+        && f.running.is_none_or(|r| r == (status == Outcome::Running))
 }
 
-fn shape(tasks: Vec<Value>, info: PageInfo, source: &str, f: &Filters) -> Output {
-    let mut counts = Map::new();
-    for o in support::OUTCOMES {
-        let n = tasks.iter().filter(|t| t["status"] == o).count();
-        counts.insert(o.to_owned(), n.into());
+fn shape(tasks: Vec<Task>, info: PageInfo, source: Source, f: &Filters) -> Answer<TaskList> {
+    let mut counts = OutcomeCounts::default();
+    for t in &tasks {
+        *match t.status {
+            Outcome::Running => &mut counts.running,
+            Outcome::Ok => &mut counts.ok,
+            Outcome::Warning => &mut counts.warning,
+            Outcome::Error => &mut counts.error,
+        } += 1;
     }
-    let mut structured = json!({
-        "tasks": tasks,
-        "source": source,
-        "counts": counts,
-    });
-    info.insert_into(&mut structured);
     let scope = match &f.node {
         Some(n) => format!("on node {n}"),
         None => "in the cluster's recent-task list".to_owned(),
     };
-    let c = |k: &str| counts[k].as_u64().unwrap_or(0);
     let mut summary = format!(
         "{} matching {scope}; {}.",
         crate::format::count(info.total, "task", "tasks"),
@@ -379,14 +355,16 @@ fn shape(tasks: Vec<Value>, info: PageInfo, source: &str, f: &Filters) -> Output
     if info.returned > 0 {
         summary.push_str(&format!(
             " Shown: {} running, {} ok, {} warning, {} error.",
-            c("running"),
-            c("ok"),
-            c("warning"),
-            c("error")
+            counts.running, counts.ok, counts.warning, counts.error
         ));
     }
-    Output {
-        structured,
+    Answer {
+        structured: TaskList {
+            tasks,
+            source,
+            counts,
+            page: info,
+        },
         summary,
     }
 }
@@ -395,7 +373,9 @@ fn shape(tasks: Vec<Value>, info: PageInfo, source: &str, f: &Filters) -> Output
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
+    use crate::tools::Output;
     use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
 
     fn cluster_tasks() -> Value {
         json!([

@@ -1,42 +1,32 @@
 //! `pve_list_vms`: every VM and container in the cluster, filtered and
 //! capped, from one `/cluster/resources?type=vm` request.
 
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use serde_json::{Value, json};
-
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::{self, NodeName, Text, VmType, choice};
 use crate::error::ToolError;
+use crate::error::quoted;
 use crate::format;
-use crate::json;
-use crate::paging::{self, Page, PageInfo};
+use crate::json::Tidy;
+use crate::paging::{self, Counts, Limit, Offset, Page, PageInfo};
 use crate::resources::{self, Guest};
-use crate::schema;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 100;
 /// Largest `limit`.
 pub const MAX_LIMIT: u64 = 1000;
-/// Statuses `/cluster/resources` reports for guests.
-pub const STATUSES: [&str; 6] = [
-    "running",
-    "stopped",
-    "paused",
-    "suspended",
-    "prelaunch",
-    "unknown",
-];
 /// Longest `name` filter.
 const NAME_MAX: usize = 128;
 /// Longest `tag` filter.
 const TAG_MAX: usize = 64;
 /// JSON Schema pattern of a Proxmox tag (`pve-tag`, case-insensitive).
-const TAG_PATTERN: &str = "^[A-Za-z0-9_][A-Za-z0-9_+.-]*$";
+pub const TAG_PATTERN: &str = "^[A-Za-z0-9_][A-Za-z0-9_+.-]*$";
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_list_vms",
     title: "List VMs and containers",
     description: "List QEMU VMs and LXC containers across the whole Proxmox VE cluster, with \
@@ -47,206 +37,176 @@ pub static TOOL: Tool = Tool {
         and offset (follow next_offset); \
         total and count_by_status cover every match. Only guests the API token may audit \
         (VM.Audit) are listed. For one guest's full live status use pve_get_vm_status.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(
-        &[
-            (
-                "node",
-                schema::node("Only guests on this node, e.g. \"pve1\" (case-insensitive)."),
-            ),
-            (
-                "vm_type",
-                schema::vm_type("Only QEMU VMs (\"qemu\") or only LXC containers (\"lxc\")."),
-            ),
-            (
-                "status",
-                schema::enumeration(
-                    &STATUSES,
-                    "Only guests in this state. A paused VM is \"paused\"; \"unknown\" usually \
-                     means its node is offline.",
-                ),
-            ),
-            (
-                "name",
-                json!({
-                    "type": "string", "minLength": 1, "maxLength": NAME_MAX,
-                    "description": "Only guests whose name contains this text (case-insensitive)."
-                }),
-            ),
-            (
-                "tag",
-                json!({
-                    "type": "string", "minLength": 1, "maxLength": TAG_MAX, "pattern": TAG_PATTERN,
-                    "description": "Only guests carrying this tag (exact match, case-insensitive)."
-                }),
-            ),
-        ]
-        .into_iter()
-        .chain(paging::input_properties(DEFAULT_LIMIT, MAX_LIMIT, "guests"))
-        .collect::<Vec<_>>(),
-        &[],
-    )
-}
-
-fn output_schema() -> Value {
-    let vm = schema::object(
-        "One guest.",
-        &[
-            ("vmid", schema::typed("integer", "VM/CT id")),
-            (
-                "name",
-                schema::nullable("string", "Guest name; null if it has none"),
-            ),
-            (
-                "type",
-                schema::vm_type("\"qemu\" (VM) or \"lxc\" (container)"),
-            ),
-            ("node", schema::string("Node the guest is on")),
-            (
-                "status",
-                schema::string(
-                    "running, stopped, paused, suspended, prelaunch or unknown (node offline, \
-                     no data)",
-                ),
-            ),
-            ("template", schema::boolean("true for a template")),
-            (
-                "cpu",
-                schema::nullable(
-                    "number",
-                    "CPU use as a fraction of maxcpu (0.25 = 25%); null if unknown",
-                ),
-            ),
-            (
-                "maxcpu",
-                schema::nullable("number", "CPUs allotted; null if unknown"),
-            ),
-            (
-                "mem",
-                schema::nullable("integer", "Memory in use, bytes; null if unknown"),
-            ),
-            (
-                "maxmem",
-                schema::nullable("integer", "Memory allotted, bytes; null if unknown"),
-            ),
-            (
-                "uptime",
-                schema::nullable("integer", "Seconds since start; null if unknown"),
-            ),
-            ("tags", schema::strings("Tags")),
-            (
-                "lock",
-                schema::nullable(
-                    "string",
-                    "Config lock (backup, migrate, snapshot, ...); null if none",
-                ),
-            ),
-            (
-                "hastate",
-                schema::nullable(
-                    "string",
-                    "HA state if HA-managed (started, stopped, ...); null if not",
-                ),
-            ),
-        ],
-    );
-    schema::object(
-        "",
-        &[
-            (
-                "vms",
-                json!({"type": "array", "items": vm, "description": "Matching guests by vmid, at most limit of them"}),
-            ),
-            (
-                "count_by_status",
-                json!({
-                    "type": "object",
-                    "additionalProperties": {"type": "integer", "minimum": 1},
-                    "description": "Number of matching guests per status, over all matches (not only those returned)"
-                }),
-            ),
-        ]
-        .into_iter()
-        .chain(paging::output_properties())
-        .collect::<Vec<_>>(),
-    )
-}
-
-/// The validated filters.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// The filters and page; filters combine with AND.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Filters {
-    node: Option<String>,
+    /// Only guests on this node, e.g. "pve1" (case-insensitive).
+    node: Option<NodeName>,
+    /// Only QEMU VMs ("qemu") or only LXC containers ("lxc").
     vm_type: Option<VmType>,
-    status: Option<String>,
-    name: Option<String>,
-    tag: Option<String>,
+    /// Only guests in this state. A paused VM is "paused"; "unknown" usually means its node
+    /// is offline.
+    status: Option<Status>,
+    /// Only guests whose name contains this text (case-insensitive).
+    name: Option<Text<NAME_MAX>>,
+    /// Only guests carrying this tag (exact match, case-insensitive).
+    tag: Option<Tag>,
+    #[serde(default)]
+    limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,
+    #[serde(default)]
+    offset: Offset,
+}
+
+choice! {
+    /// The statuses `/cluster/resources` reports for guests.
+    pub enum Status {
+        /// Running.
+        Running = "running",
+        /// Stopped.
+        Stopped = "stopped",
+        /// A paused VM.
+        Paused = "paused",
+        /// A VM suspended to disk.
+        Suspended = "suspended",
+        /// A VM started with its CPUs not yet running.
+        Prelaunch = "prelaunch",
+        /// No data, usually because its node is offline.
+        Unknown = "unknown",
+    }
+}
+
+/// A Proxmox tag (format `pve-tag`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag(String);
+
+impl Tag {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let t = arg::string(v, TAG_MAX)?;
+        if !is_tag(t) {
+            return Err(format!(
+                "{} is not a valid tag (letters, digits and _ + . -, not starting with + . -), \
+                 e.g. \"prod\"",
+                quoted(t, 64)
+            ));
+        }
+        Ok(Tag(t.to_owned()))
+    }
+}
+arg::deserialize_from_json!(Tag);
+arg::fixed_schema!(
+    Tag,
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": TAG_MAX, "pattern": TAG_PATTERN})
+);
+
+/// The guests that match, one page of them.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct VmList {
+    /// Matching guests by vmid, at most limit of them
+    pub vms: Vec<VmEntry>,
+    /// Number of matching guests per status, over all matches (not only those returned)
+    pub count_by_status: Counts,
+    /// Where this page is in the list.
+    #[serde(flatten)]
+    pub page: PageInfo,
+}
+
+/// One guest.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct VmEntry {
+    /// VM/CT id
+    pub vmid: u64,
+    /// Guest name; null if it has none
+    pub name: Option<String>,
+    /// "qemu" (VM) or "lxc" (container)
+    #[serde(rename = "type")]
+    pub vm_type: VmType,
+    /// Node the guest is on
+    pub node: String,
+    /// running, stopped, paused, suspended, prelaunch or unknown (node offline, no data)
+    pub status: String,
+    /// true for a template
+    pub template: bool,
+    /// CPU use as a fraction of maxcpu (0.25 = 25%); null if unknown
+    pub cpu: Option<Tidy>,
+    /// CPUs allotted; null if unknown
+    pub maxcpu: Option<Tidy>,
+    /// Memory in use, bytes; null if unknown
+    pub mem: Option<u64>,
+    /// Memory allotted, bytes; null if unknown
+    pub maxmem: Option<u64>,
+    /// Seconds since start; null if unknown
+    pub uptime: Option<u64>,
+    /// Tags
+    pub tags: Vec<String>,
+    /// Config lock (backup, migrate, snapshot, ...); null if none
+    pub lock: Option<String>,
+    /// HA state if HA-managed (started, stopped, ...); null if not
+    pub hastate: Option<String>,
+}
+
+impl From<Guest> for VmEntry {
+    fn from(g: Guest) -> Self {
+        VmEntry {
+            vmid: g.vmid,
+            name: g.name,
+            vm_type: g.vm_type,
+            node: g.node,
+            status: g.status,
+            template: g.template,
+            cpu: g.cpu.map(Tidy),
+            maxcpu: g.maxcpu.map(Tidy),
+            mem: g.mem,
+            maxmem: g.maxmem,
+            uptime: g.uptime,
+            tags: g.tags,
+            lock: g.lock,
+            hastate: g.hastate,
+        }
+    }
 }
 
 impl Filters {
-    /// Reads and validates the filters; no request is made.
-    pub fn from_args(args: &Args) -> Result<Self, ToolError> {
-        let tag = args.string("tag", TAG_MAX)?;
-        if let Some(t) = tag
-            && !is_tag(t)
-        {
-            return Err(ToolError::field(
-                "tag",
-                format!(
-                    "{} is not a valid tag (letters, digits and _ + . -, not starting with + . \
-                     -), e.g. \"prod\"",
-                    crate::error::quoted(t, 64)
-                ),
-            ));
-        }
-        Ok(Filters {
-            node: args.node("node")?.map(str::to_owned),
-            vm_type: args.vm_type()?,
-            status: args.one_of("status", &STATUSES)?.map(str::to_owned),
-            name: args.string("name", NAME_MAX)?.map(str::to_owned),
-            tag: tag.map(str::to_owned),
-        })
-    }
-
     fn matches(&self, g: &Guest) -> bool {
         self.node
             .as_ref()
-            .is_none_or(|n| n.eq_ignore_ascii_case(&g.node))
+            .is_none_or(|n| n.as_str().eq_ignore_ascii_case(&g.node))
             && self.vm_type.is_none_or(|t| t == g.vm_type)
-            && self.status.as_ref().is_none_or(|s| *s == g.status)
+            && self.status.is_none_or(|s| s.as_str() == g.status)
             && self.name.as_ref().is_none_or(|n| {
                 g.name
                     .as_ref()
-                    .is_some_and(|gn| gn.to_lowercase().contains(&n.to_lowercase()))
+                    .is_some_and(|gn| gn.to_lowercase().contains(&n.as_str().to_lowercase()))
             })
             && self
                 .tag
                 .as_ref()
-                .is_none_or(|t| g.tags.iter().any(|gt| gt.eq_ignore_ascii_case(t)))
+                .is_none_or(|t| g.tags.iter().any(|gt| gt.eq_ignore_ascii_case(&t.0)))
     }
 
     /// `node=pve1, status=running` for the summary; empty without filters.
     fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(n) = &self.node {
-            parts.push(format!("node={n}"));
+            parts.push(format!("node={}", n.as_str()));
         }
         if let Some(t) = self.vm_type {
             parts.push(format!("vm_type={}", t.as_str()));
         }
-        if let Some(s) = &self.status {
-            parts.push(format!("status={s}"));
+        if let Some(s) = self.status {
+            parts.push(format!("status={}", s.as_str()));
         }
         if let Some(n) = &self.name {
-            parts.push(format!("name~{}", crate::error::quoted(n, 40)));
+            parts.push(format!("name~{}", quoted(n.as_str(), 40)));
         }
         if let Some(t) = &self.tag {
-            parts.push(format!("tag={t}"));
+            parts.push(format!("tag={}", t.0));
         }
         parts.join(", ")
     }
@@ -261,53 +221,32 @@ fn is_tag(t: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"_+.-".contains(c))
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let filters = Filters::from_args(args)?;
-    let page = Page::from_args(args, DEFAULT_LIMIT, MAX_LIMIT)?;
+fn run(pve: &mut dyn Pve, filters: Filters) -> Result<Answer<VmList>, ToolError> {
     let guests = resources::fetch_guests(pve)?;
+    let page = Page::new(filters.limit, filters.offset);
     Ok(shape(guests, &filters, page))
 }
 
 /// Filters, sorts, counts and pages the guests.
-pub fn shape(guests: Vec<Guest>, filters: &Filters, page: Page) -> Output {
+pub fn shape(guests: Vec<Guest>, filters: &Filters, page: Page) -> Answer<VmList> {
     let mut matched: Vec<Guest> = guests.into_iter().filter(|g| filters.matches(g)).collect();
     // Proxmox sorts by vmid as a string (1000 before 101); agents expect
     // numeric order. Node breaks ties so the order is total.
     matched.sort_by(|a, b| a.vmid.cmp(&b.vmid).then_with(|| a.node.cmp(&b.node)));
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for g in &matched {
-        *counts.entry(g.status.clone()).or_default() += 1;
-    }
+    let counts = Counts::of(&matched, |g| &g.status);
     let (shown, info) = paging::paginate(matched, page);
-    let vms: Vec<Value> = shown.iter().map(guest_json).collect();
-    let mut structured = json!({"vms": vms, "count_by_status": counts});
-    info.insert_into(&mut structured);
-    Output {
-        structured,
-        summary: summary(filters, &counts, &info),
+    let summary = summary(filters, &counts, &info);
+    Answer {
+        structured: VmList {
+            vms: shown.into_iter().map(VmEntry::from).collect(),
+            count_by_status: counts,
+            page: info,
+        },
+        summary,
     }
 }
 
-fn guest_json(g: &Guest) -> Value {
-    json!({
-        "vmid": g.vmid,
-        "name": g.name,
-        "type": g.vm_type.as_str(),
-        "node": g.node,
-        "status": g.status,
-        "template": g.template,
-        "cpu": g.cpu.map(json::tidy),
-        "maxcpu": g.maxcpu.map(json::tidy),
-        "mem": g.mem,
-        "maxmem": g.maxmem,
-        "uptime": g.uptime,
-        "tags": g.tags,
-        "lock": g.lock,
-        "hastate": g.hastate,
-    })
-}
-
-fn summary(filters: &Filters, counts: &BTreeMap<String, usize>, info: &PageInfo) -> String {
+fn summary(filters: &Filters, counts: &Counts, info: &PageInfo) -> String {
     let total = info.total;
     let filtered = filters.describe();
     if total == 0 {
@@ -320,7 +259,7 @@ fn summary(filters: &Filters, counts: &BTreeMap<String, usize>, info: &PageInfo)
         };
     }
     // Largest groups first, ties by name, for a stable sentence.
-    let mut by_count: Vec<(&String, &usize)> = counts.iter().collect();
+    let mut by_count: Vec<(&String, &usize)> = counts.0.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
     let breakdown = by_count
         .iter()
@@ -364,6 +303,8 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
+    use crate::tools::Output;
+    use serde_json::json;
 
     fn call(args: &str) -> Result<Output, ToolError> {
         let mut pve = FakePve::default().with("/cluster/resources?type=vm", cluster_vms());
@@ -501,7 +442,9 @@ mod tests {
                 limit: 1000,
                 offset: 0,
             },
-        );
+        )
+        .into_output()
+        .unwrap();
         validate(&out);
         assert_eq!(out.structured["returned"], 1000);
         assert_eq!(out.structured["omitted"], 4000);
@@ -570,7 +513,7 @@ mod tests {
     /// The input schema and the Rust validation accept the same values.
     #[test]
     fn input_schema_agrees_with_validation() {
-        let schema = input_schema();
+        let schema = (TOOL.derived)().input;
         let validator = jsonschema::draft202012::new(&schema).unwrap();
         for args in [
             json!({}),

@@ -1,44 +1,64 @@
 //! The tool registry: every tool's descriptor and its entry point.
 //!
 //! Adding a read tool:
-//! 1. Write `tools/<name>.rs` with a `pub static TOOL: Tool`: name, title,
-//!    a description that says when to use it, `input_schema` and
-//!    `output_schema` built with [`crate::schema`], and a `run` that
-//!    validates every argument through [`Args`] first, then calls
-//!    [`Pve::get`] with an [`crate::path::ApiPath`] and shapes the `data`
-//!    with the tolerant readers in [`crate::json`]. A tool about one guest
-//!    takes [`crate::resolve::target_properties`] and calls
-//!    `Wanted::from_args(args)?.resolve(pve)?`.
+//! 1. Write `tools/<name>.rs` with
+//!    - an input struct: `#[derive(Deserialize)]`,
+//!      `#[cfg_attr(test, derive(schemars::JsonSchema))]`,
+//!      `#[serde(deny_unknown_fields)]`, a doc comment on every field (it
+//!      becomes the schema's description) and field types that validate
+//!      themselves: [`crate::arg`] (`Vmid`, `NodeName`, `VmType`, `Text`,
+//!      `Int`, `Flag`), [`crate::paging`] (`Limit`, `Offset`),
+//!      `support` (`Upid`, `Time`, `Timeframe`, ...), or a new one with
+//!      `arg::deserialize_from_json!` / `arg::choice!` and its schema in
+//!      `arg::fixed_schema!`. `Option<T>` is optional; a
+//!      `#[serde(default)]` field's type must read `null` as its default.
+//!      Use [`NoArguments`] for none. A tool about one guest declares its
+//!      input with `resolve::guest_input!` (`vmid`, `node`,
+//!      `vm_type`) and calls `input.wanted().resolve(pve)?`;
+//!    - an output struct: `#[derive(Serialize)]` and
+//!      `#[cfg_attr(test, derive(schemars::JsonSchema))]`, a doc comment on
+//!      every field, `Option<T>` for what may be unknown (written as
+//!      `null`; every output field is required), [`crate::json::Tidy`] for
+//!      numbers Proxmox gives as floats;
+//!    - `fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Out>, ToolError>`
+//!      that calls [`Pve::get`] with an [`crate::path::ApiPath`] and shapes
+//!      the `data` with the tolerant readers in [`crate::json`];
+//!    - `pub static TOOL: Tool = read_tool! { name, title, description, run }`,
+//!      with a description that says when to use it.
 //! 2. Add `pub mod <name>;` and `&<name>::TOOL` to [`TOOLS`] below.
+//! 3. Run `UPDATE_SCHEMAS=1 cargo test -p pve-mcp-guest`: it writes the
+//!    schemas derived from the two structs to `guest/schemas/`, which the
+//!    component includes (see `schemas.rs`); commit them.
 //!
 //! The registry's tests then check the new tool's name, schemas and
 //! argument handling; its own file tests its shaping against fixtures and
 //! validates the output against its output schema.
 //!
-//! Arguments are checked against the input schema's property names here,
-//! before the tool runs, so each tool only validates values.
+//! Arguments are read before the tool runs and before any request
+//! ([`crate::input`]): unknown keys are refused with the valid ones
+//! listed, then each field's type checks its value.
 //!
 //! `cluster`: every tool takes an optional `cluster` argument (which
-//! configured Proxmox cluster to ask). The registry adds it to each input
-//! schema ([`Tool::full_input_schema`]), takes it out of the arguments
-//! ([`Tool::parse`]) and `lib.rs` picks the endpoint; it also adds
-//! `"cluster": <name>` to every structured output ([`with_cluster`],
-//! [`Tool::full_output_schema`]). A tool never declares, reads or emits
-//! `cluster` itself (a test enforces it).
+//! configured Proxmox cluster to ask). The checked-in schemas declare it,
+//! the registry takes it out of the arguments ([`Tool::parse`]) and
+//! `lib.rs` picks the endpoint; it also adds `"cluster": <name>` to every
+//! structured output ([`with_cluster`]). A tool never declares, reads or
+//! emits `cluster` itself (a test enforces it).
 //!
-//! Lists: a tool returning a list takes `limit`/`offset` and reports
-//! `total`/`returned`/`omitted`/`offset`/`limit`/`next_offset` via
-//! [`crate::paging`] (`Page::from_args`, `paginate`, `input_properties`,
-//! `output_properties`, `PageInfo::insert_into`, `PageInfo::describe`).
+//! Lists: a tool returning a list takes `limit: Limit<DEFAULT, MAX>` and
+//! `offset: Offset`, flattens a [`crate::paging::PageInfo`] into its
+//! output and uses `paging::paginate` and `PageInfo::describe`.
 //! Epoch → ISO-8601 and byte sizes are in [`crate::format`].
 
-use serde_json::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use crate::api::Pve;
-use crate::args::Args;
+use crate::arg;
 use crate::cluster;
 use crate::error::ToolError;
-use crate::schema;
+use crate::input;
 
 pub mod list_vms;
 pub mod vm_status;
@@ -111,7 +131,7 @@ impl Annotations {
     };
 }
 
-/// A tool's successful result.
+/// A tool's successful result, as the component returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Output {
     /// The structured result; matches the tool's output schema.
@@ -120,7 +140,29 @@ pub struct Output {
     pub summary: String,
 }
 
-/// One tool: its descriptor and its entry point.
+/// A tool's typed result: the output struct its schema is derived from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer<T> {
+    /// The structured result.
+    pub structured: T,
+    /// One or two sentences for clients that show only text.
+    pub summary: String,
+}
+
+impl<T: Serialize> Answer<T> {
+    /// The answer as JSON.
+    pub fn into_output(self) -> Result<Output, ToolError> {
+        let structured = serde_json::to_value(&self.structured)
+            .map_err(|e| ToolError::Internal(format!("could not write the output: {e}")))?;
+        Ok(Output {
+            structured,
+            summary: self.summary,
+        })
+    }
+}
+
+/// One tool: its descriptor and its entry point. Declare one with
+/// `read_tool!`.
 pub struct Tool {
     /// Unique name, `[A-Za-z0-9_.-]{1,64}`.
     pub name: &'static str,
@@ -128,55 +170,114 @@ pub struct Tool {
     pub title: &'static str,
     /// What it does and when an agent should use it.
     pub description: &'static str,
-    /// Builds the JSON Schema of the arguments object.
-    pub input_schema: fn() -> Value,
-    /// Builds the JSON Schema of [`Output::structured`].
-    pub output_schema: fn() -> Value,
+    /// JSON Schema of the arguments object as `list-tools` reports it: the
+    /// tool's own plus `cluster`; checked in as `schemas/<name>.input.json`.
+    pub input_schema: &'static str,
+    /// JSON Schema of [`Output::structured`] as `list-tools` reports it,
+    /// `cluster` included; checked in as `schemas/<name>.output.json`.
+    pub output_schema: &'static str,
     /// Behaviour hints.
     pub annotations: Annotations,
-    /// Runs the tool on arguments already checked for unknown keys.
-    pub run: fn(&mut dyn Pve, &Args) -> Result<Output, ToolError>,
+    /// The tool's own argument names (its input struct's fields).
+    pub arguments: fn() -> &'static [&'static str],
+    /// Reads the arguments into the tool's input and runs it; the
+    /// arguments are already checked for unknown keys and `cluster` is out.
+    pub run: RunJson,
+    /// The schemas derived from the tool's types, which the checked-in ones
+    /// must equal.
+    #[cfg(test)]
+    pub derived: fn() -> crate::schemas::Derived,
 }
+
+/// A tool's entry point as the registry calls it: arguments as JSON in,
+/// output as JSON out.
+pub type RunJson = fn(&mut dyn Pve, Map<String, Value>) -> Result<Output, ToolError>;
+
+/// A tool's `run` function: typed input in, typed answer out.
+pub type Run<I, O> = fn(&mut dyn Pve, I) -> Result<Answer<O>, ToolError>;
+
+/// Declares a read-only [`Tool`] from its name, title, description and a
+/// [`Run`] function; its schemas are the checked-in files derived from the
+/// `run` function's input and output types.
+macro_rules! read_tool {
+    (
+        name: $name:literal,
+        title: $title:expr,
+        description: $description:expr,
+        run: $run:path $(,)?
+    ) => {
+        $crate::tools::Tool {
+            name: $name,
+            title: $title,
+            description: $description,
+            input_schema: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/schemas/",
+                $name,
+                ".input.json"
+            )),
+            output_schema: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/schemas/",
+                $name,
+                ".output.json"
+            )),
+            annotations: $crate::tools::Annotations::READ_ONLY,
+            arguments: || $crate::tools::arguments_of($run),
+            run: |pve, args| $crate::tools::run_typed(pve, args, $run),
+            #[cfg(test)]
+            derived: || $crate::schemas::derive_for($run),
+        }
+    };
+}
+pub(crate) use read_tool;
+
+/// The argument names of a [`Run`] function's input.
+pub fn arguments_of<I: DeserializeOwned, O>(_: Run<I, O>) -> &'static [&'static str] {
+    input::fields::<I>()
+}
+
+/// Reads `args` into `run`'s input, runs it and writes its answer as JSON.
+pub fn run_typed<I: DeserializeOwned, O: Serialize>(
+    pve: &mut dyn Pve,
+    args: Map<String, Value>,
+    run: Run<I, O>,
+) -> Result<Output, ToolError> {
+    let input = input::typed::<I>(args)?;
+    run(pve, input)?.into_output()
+}
+
+/// The input of a tool without arguments of its own.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
 
 /// A call's arguments after the registry took out `cluster`.
 #[derive(Debug, Clone)]
 pub struct Parsed {
     /// The `cluster` argument, validated as a string; `None` = default.
     pub cluster: Option<String>,
-    /// The tool's own arguments.
-    pub args: Args,
+    /// The tool's own arguments, not yet read into its input.
+    pub args: Map<String, Value>,
 }
 
 impl Tool {
-    /// The input schema `list-tools` reports: the tool's own plus the
-    /// optional `cluster` property every tool accepts.
-    pub fn full_input_schema(&self) -> Value {
-        let mut s = (self.input_schema)();
-        s["properties"][cluster::ARG] = cluster::input_property();
-        s
-    }
-
-    /// The output schema `list-tools` reports: the tool's own plus the
-    /// `cluster` field [`with_cluster`] adds.
-    pub fn full_output_schema(&self) -> Value {
-        let mut s = (self.output_schema)();
-        s["properties"][cluster::ARG] = cluster::output_property();
-        match s.get_mut("required").and_then(Value::as_array_mut) {
-            Some(r) => r.push(cluster::ARG.into()),
-            None => s["required"] = serde_json::json!([cluster::ARG]),
-        }
-        s
-    }
-
-    /// Parses `arguments`, rejecting keys the full input schema does not
-    /// declare, and takes out (and type-checks) `cluster`. No request.
+    /// Parses `arguments`, rejecting keys the tool does not declare, and
+    /// takes out (and type-checks) `cluster`. No request.
     pub fn parse(&self, arguments: &str) -> Result<Parsed, ToolError> {
-        let input = self.full_input_schema();
-        let mut args = Args::parse(arguments, &schema::property_names(&input))?;
-        let cluster = args
-            .string(cluster::ARG, cluster::NAME_MAX)?
-            .map(str::to_owned);
-        args.remove(cluster::ARG);
+        let mut allowed = (self.arguments)().to_vec();
+        allowed.push(cluster::ARG);
+        allowed.sort_unstable();
+        let mut args = input::object(arguments, &allowed)?;
+        let cluster = match args.remove(cluster::ARG) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                arg::string(&v, cluster::NAME_MAX)
+                    .map_err(|m| ToolError::field(cluster::ARG, m))?
+                    .to_owned(),
+            ),
+        };
         Ok(Parsed { cluster, args })
     }
 
@@ -184,12 +285,12 @@ impl Tool {
     /// accepted and ignored here (lib.rs uses it to choose `pve`).
     pub fn call(&self, pve: &mut dyn Pve, arguments: &str) -> Result<Output, ToolError> {
         let parsed = self.parse(arguments)?;
-        (self.run)(pve, &parsed.args)
+        (self.run)(pve, parsed.args)
     }
 }
 
-/// Adds `"cluster": name` to a tool's structured output, as
-/// [`Tool::full_output_schema`] declares.
+/// Adds `"cluster": name` to a tool's structured output, as its output
+/// schema declares.
 pub fn with_cluster(mut out: Output, name: Option<&str>) -> Output {
     if let Value::Object(o) = &mut out.structured {
         o.insert(cluster::ARG.to_owned(), name.into());
@@ -223,9 +324,10 @@ pub mod testing {
     /// output schema, and, with the registry's `cluster` field added,
     /// against the full output schema `list-tools` reports.
     pub fn assert_valid_output(tool: &Tool, out: &Output) {
-        check(tool.name, &(tool.output_schema)(), &out.structured);
+        check(tool.name, &(tool.derived)().output, &out.structured);
         let full = with_cluster(out.clone(), Some("default"));
-        check(tool.name, &tool.full_output_schema(), &full.structured);
+        let listed = serde_json::from_str(tool.output_schema).expect("checked-in schema is JSON");
+        check(tool.name, &listed, &full.structured);
     }
 
     fn check(name: &str, schema: &serde_json::Value, value: &serde_json::Value) {
@@ -290,33 +392,58 @@ mod tests {
         }
     }
 
+    /// The schemas `list-tools` reports, parsed.
+    fn listed(tool: &Tool) -> (Value, Value) {
+        let parse = |text| serde_json::from_str(text).expect("checked-in schema is JSON");
+        (parse(tool.input_schema), parse(tool.output_schema))
+    }
+
     #[test]
     fn cluster_is_accepted_checked_and_stripped() {
         for tool in TOOLS {
-            let full = tool.full_input_schema();
-            assert_eq!(full["properties"]["cluster"]["type"], "string");
+            let (input, output) = listed(tool);
+            assert_eq!(input["properties"]["cluster"]["type"], "string");
             assert!(
-                !full["required"]
+                !input["required"]
                     .as_array()
                     .is_some_and(|r| r.contains(&"cluster".into()))
             );
             let p = tool.parse(r#"{"cluster": "lab"}"#).unwrap();
             assert_eq!(p.cluster.as_deref(), Some("lab"));
             // The tool's own arguments no longer carry it.
-            assert_eq!(p.args.raw("cluster"), None);
+            assert_eq!(p.args.get("cluster"), None);
             let p = tool.parse(r#"{"cluster": null}"#).unwrap();
             assert_eq!(p.cluster, None);
             for bad in [r#"{"cluster": 1}"#, r#"{"cluster": ""}"#] {
                 let e = tool.parse(bad).unwrap_err();
                 assert!(e.message().starts_with("cluster: "), "{}: {e}", tool.name);
             }
-            let out_schema = tool.full_output_schema();
             assert!(
-                out_schema["required"]
+                output["required"]
                     .as_array()
                     .unwrap()
                     .contains(&"cluster".into())
             );
+        }
+    }
+
+    /// The arguments the registry accepts are the input schema's
+    /// properties, and each of them is read by the tool's input type.
+    #[test]
+    fn arguments_are_the_input_schema_properties() {
+        for tool in TOOLS {
+            let (input, _) = listed(tool);
+            let mut declared: Vec<&str> = input["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != cluster::ARG)
+                .collect();
+            declared.sort_unstable();
+            let mut accepted = (tool.arguments)().to_vec();
+            accepted.sort_unstable();
+            assert_eq!(accepted, declared, "{}", tool.name);
         }
     }
 
@@ -338,33 +465,47 @@ mod tests {
     #[test]
     fn schemas_are_well_formed() {
         for tool in TOOLS {
+            let derived = (tool.derived)();
             // The registry owns `cluster`; a tool must not declare it.
-            for own in [(tool.input_schema)(), (tool.output_schema)()] {
+            for own in [&derived.input, &derived.output] {
                 assert!(
                     own["properties"].get(cluster::ARG).is_none(),
                     "{} declares cluster itself",
                     tool.name
                 );
             }
+            let (input, output) = listed(tool);
             for (kind, schema) in [
-                ("input", (tool.input_schema)()),
-                ("output", (tool.output_schema)()),
-                ("full input", tool.full_input_schema()),
-                ("full output", tool.full_output_schema()),
+                ("input", &derived.input),
+                ("output", &derived.output),
+                ("listed input", &input),
+                ("listed output", &output),
             ] {
-                let text = serde_json::to_string(&schema).unwrap();
-                let reparsed: Value = serde_json::from_str(&text).unwrap();
-                assert_eq!(reparsed["type"], "object", "{} {kind}", tool.name);
+                assert_eq!(schema["type"], "object", "{} {kind}", tool.name);
                 assert!(
-                    jsonschema::draft202012::meta::is_valid(&schema),
+                    jsonschema::draft202012::meta::is_valid(schema),
                     "{} {kind} schema is not valid 2020-12",
                     tool.name
                 );
-                jsonschema::draft202012::new(&schema).expect("schema compiles");
-                check_closed_and_described(&schema, &format!("{} {kind}", tool.name));
+                jsonschema::draft202012::new(schema).expect("schema compiles");
+                check_closed_and_described(schema, &format!("{} {kind}", tool.name));
             }
             assert!(!tool.title.is_empty() && tool.description.len() > 40);
             assert_eq!(tool.annotations, Annotations::READ_ONLY);
+        }
+    }
+
+    /// Agents see only the input schema: it must refuse unknown arguments
+    /// and say what every argument is for.
+    #[test]
+    fn input_schemas_are_closed_and_describe_every_argument() {
+        for tool in TOOLS {
+            let (input, _) = listed(tool);
+            assert_eq!(input["additionalProperties"], false, "{}", tool.name);
+            for (name, prop) in input["properties"].as_object().unwrap() {
+                let description = prop["description"].as_str().unwrap_or_default();
+                assert!(description.len() > 10, "{}.{name}: {prop}", tool.name);
+            }
         }
     }
 
@@ -383,6 +524,11 @@ mod tests {
         }
         if let Some(items) = schema.get("items") {
             check_closed_and_described(items, &format!("{at}[]"));
+        }
+        for key in ["anyOf", "oneOf"] {
+            for alternative in schema[key].as_array().into_iter().flatten() {
+                check_closed_and_described(alternative, at);
+            }
         }
     }
 }

@@ -1,12 +1,11 @@
 //! Helpers shared by the task, snapshot, metrics and HA tools: Proxmox
-//! UPIDs, UTC timestamps, task outcomes and a few argument readers that
-//! [`Args`] has no method for.
+//! UPIDs, UTC timestamps, task outcomes, RRD timeframes and the `since`
+//! argument.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::args::{Args, is_node_name};
+use crate::arg::{self, NodeName, choice, is_node_name};
 use crate::error::{ToolError, quoted};
-use crate::schema;
 
 /// Longest UPID we accept; real ones are well under 200 characters.
 pub const UPID_MAX: usize = 512;
@@ -102,83 +101,79 @@ pub fn parse_upid(s: &str) -> Result<Upid, String> {
     })
 }
 
-/// Reads the required `upid` argument and the optional `node`, which must
-/// agree with the UPID's node; returns the UPID and the node to ask.
-pub fn upid_and_node(args: &Args) -> Result<(Upid, String), ToolError> {
-    let raw = match args.raw("upid") {
-        None => {
-            return Err(ToolError::field(
-                "upid",
-                "missing required argument; pass a task id such as \
-                 \"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:\" (pve_list_tasks lists them)",
-            ));
+impl Upid {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let raw = match v {
+            Value::Null => {
+                return Err("missing required argument; pass a task id such as \
+                     \"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:\" (pve_list_tasks lists them)"
+                    .into());
+            }
+            Value::String(s) => s.as_str(),
+            _ => return Err("must be a string".into()),
+        };
+        if raw.chars().count() > UPID_MAX {
+            return Err(format!("must be at most {UPID_MAX} characters"));
         }
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err(ToolError::field("upid", "must be a string")),
-    };
-    if raw.chars().count() > UPID_MAX {
-        return Err(ToolError::field(
-            "upid",
-            format!("must be at most {UPID_MAX} characters"),
-        ));
+        parse_upid(raw)
+            .map_err(|why| format!("{} is not a valid Proxmox task id: {why}", quoted(raw, 96)))
     }
-    let upid = parse_upid(raw).map_err(|why| {
-        ToolError::field(
-            "upid",
-            format!("{} is not a valid Proxmox task id: {why}", quoted(raw, 96)),
-        )
-    })?;
-    let node = match args.node("node")? {
-        None => upid.node.clone(),
-        Some(n) if n == upid.node => upid.node.clone(),
-        Some(n) => {
-            return Err(ToolError::field(
-                "node",
-                format!(
-                    "{} disagrees with the UPID, whose task runs on node {}; omit node (it is \
-                     taken from the UPID) or pass {}",
-                    quoted(n, 64),
-                    quoted(&upid.node, 64),
-                    quoted(&upid.node, 64)
-                ),
-            ));
-        }
-    };
-    Ok((upid, node))
 }
-
-/// The `upid` input property.
-pub fn upid_property() -> Value {
-    json!({
+arg::deserialize_from_json!(Upid);
+arg::fixed_schema!(
+    Upid,
+    serde_json::json!({
         "type": "string",
         "minLength": 1,
         "maxLength": UPID_MAX,
-        "pattern": "^UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[^:\\s/]+:[^:\\s/]*:[^:\\s/]+:$",
         "description": "Task id (UPID), e.g. \"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump:101:root@pam:\", \
             as returned by pve_list_tasks or an action tool. Include the trailing colon.",
+        "pattern": "^UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[^:\\s/]+:[^:\\s/]*:[^:\\s/]+:$",
     })
-}
+);
 
-/// The `node` input property of the UPID tools.
-pub fn upid_node_property() -> Value {
-    schema::node(
-        "Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's node.",
-    )
-}
-
-/// How a finished task ended.
-pub fn outcome(exitstatus: Option<&str>) -> &'static str {
-    match exitstatus.map(str::trim) {
-        None => "running",
-        Some(s) if s.eq_ignore_ascii_case("RUNNING") => "running",
-        Some("OK") => "ok",
-        Some(s) if s.starts_with("WARNINGS") => "warning",
-        Some(_) => "error",
+/// The node to ask about a task: the UPID's, which an optional `node`
+/// argument must agree with.
+pub fn task_node(upid: &Upid, node: Option<&NodeName>) -> Result<String, ToolError> {
+    match node {
+        Some(n) if n.as_str() != upid.node => Err(ToolError::field(
+            "node",
+            format!(
+                "{} disagrees with the UPID, whose task runs on node {}; omit node (it is \
+                 taken from the UPID) or pass {}",
+                quoted(n.as_str(), 64),
+                quoted(&upid.node, 64),
+                quoted(&upid.node, 64)
+            ),
+        )),
+        _ => Ok(upid.node.clone()),
     }
 }
 
-/// Outcome values, in schema order.
-pub const OUTCOMES: [&str; 4] = ["running", "ok", "warning", "error"];
+choice! {
+    /// How a task ended, or that it has not.
+    pub enum Outcome {
+        /// Still running.
+        Running = "running",
+        /// Finished OK.
+        Ok = "ok",
+        /// Finished with warnings.
+        Warning = "warning",
+        /// Failed.
+        Error = "error",
+    }
+}
+
+/// How a finished task ended.
+pub fn outcome(exitstatus: Option<&str>) -> Outcome {
+    match exitstatus.map(str::trim) {
+        None => Outcome::Running,
+        Some(s) if s.eq_ignore_ascii_case("RUNNING") => Outcome::Running,
+        Some("OK") => Outcome::Ok,
+        Some(s) if s.starts_with("WARNINGS") => Outcome::Warning,
+        Some(_) => Outcome::Error,
+    }
+}
 
 /// A Unix time as ISO-8601 UTC, `2026-03-24T10:20:00Z`.
 pub fn iso_utc(epoch: i64) -> String {
@@ -281,49 +276,60 @@ fn days_in_month(y: i64, m: u32) -> u32 {
     }
 }
 
-/// An optional boolean argument.
-pub fn bool_arg(args: &Args, key: &str) -> Result<Option<bool>, ToolError> {
-    match args.raw(key) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(s)) if s == "true" || s == "false" => Err(ToolError::field(
-            key,
-            format!("must be a boolean; send {s} without quotes"),
-        )),
-        Some(_) => Err(ToolError::field(key, "must be true or false")),
+choice! {
+    /// The RRD timeframes Proxmox offers, each ending now.
+    pub enum Timeframe {
+        /// About one point per minute.
+        Hour = "hour",
+        /// One point per 30 minutes.
+        Day = "day",
+        /// One point per 3 hours.
+        Week = "week",
+        /// One point per 12 hours.
+        Month = "month",
+        /// One point per week.
+        Year = "year",
     }
 }
 
-/// An optional point in time: epoch seconds or an ISO-8601 string.
-pub fn time_arg(args: &Args, key: &str) -> Result<Option<i64>, ToolError> {
-    let bad = || {
-        ToolError::field(
-            key,
-            "must be Unix epoch seconds (e.g. 1774350000) or an ISO-8601 date/time \
-             (e.g. \"2026-03-24\" or \"2026-03-24T10:00:00Z\")",
-        )
-    };
-    match args.raw(key) {
-        None => Ok(None),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(v) if (0..=4_102_444_800).contains(&v) => Ok(Some(v)),
-            _ => Err(bad()),
-        },
-        Some(Value::String(s)) => {
-            if let Ok(v) = s.trim().parse::<i64>() {
-                if (0..=4_102_444_800).contains(&v) {
-                    return Ok(Some(v));
-                }
-                return Err(bad());
-            }
-            match parse_iso(s) {
-                Some(v) if (0..=4_102_444_800).contains(&v) => Ok(Some(v)),
-                _ => Err(bad()),
-            }
-        }
-        Some(_) => Err(bad()),
+choice! {
+    /// How Proxmox consolidates each RRD interval.
+    pub enum Consolidation {
+        /// The interval's mean.
+        Average = "AVERAGE",
+        /// The interval's peak.
+        Max = "MAX",
     }
 }
+
+/// Latest time accepted as an argument: 2100-01-01.
+const TIME_MAX: i64 = 4_102_444_800;
+
+/// A point in time as an argument: Unix epoch seconds or an ISO-8601
+/// date/time string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Time(pub i64);
+
+impl Time {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let in_range = |t: i64| (0..=TIME_MAX).contains(&t).then_some(Time(t));
+        let time = match v {
+            Value::Number(n) => n.as_i64().and_then(in_range),
+            Value::String(s) => match s.trim().parse::<i64>() {
+                Ok(t) => in_range(t),
+                Err(_) => parse_iso(s).and_then(in_range),
+            },
+            _ => None,
+        };
+        time.ok_or_else(|| {
+            "must be Unix epoch seconds (e.g. 1774350000) or an ISO-8601 date/time \
+             (e.g. \"2026-03-24\" or \"2026-03-24T10:00:00Z\")"
+                .into()
+        })
+    }
+}
+arg::deserialize_from_json!(Time);
+arg::fixed_schema!(Time, serde_json::json!({"type": ["integer", "string"]}));
 
 #[cfg(test)]
 mod tests {
@@ -399,11 +405,11 @@ mod tests {
 
     #[test]
     fn outcomes() {
-        assert_eq!(outcome(None), "running");
-        assert_eq!(outcome(Some("RUNNING")), "running");
-        assert_eq!(outcome(Some("OK")), "ok");
-        assert_eq!(outcome(Some("WARNINGS: 2")), "warning");
-        assert_eq!(outcome(Some("VM 100 already running")), "error");
-        assert_eq!(outcome(Some("unexpected status")), "error");
+        assert_eq!(outcome(None), Outcome::Running);
+        assert_eq!(outcome(Some("RUNNING")), Outcome::Running);
+        assert_eq!(outcome(Some("OK")), Outcome::Ok);
+        assert_eq!(outcome(Some("WARNINGS: 2")), Outcome::Warning);
+        assert_eq!(outcome(Some("VM 100 already running")), Outcome::Error);
+        assert_eq!(outcome(Some("unexpected status")), Outcome::Error);
     }
 }

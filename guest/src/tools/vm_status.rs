@@ -2,20 +2,20 @@
 //! `/nodes/{node}/{qemu|lxc}/{vmid}/status/current`, with node and type
 //! looked up when the caller does not know them.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{Annotations, Output, Tool};
+use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::args::{Args, VmType};
+use crate::arg::VmType;
 use crate::error::ToolError;
 use crate::format;
-use crate::json as pj;
+use crate::json::{self as pj, Tidy};
 use crate::path::ApiPath;
-use crate::resolve::{self, Target, Wanted};
-use crate::schema;
+use crate::resolve::{Resolved, Target, guest_input};
 
 /// The tool.
-pub static TOOL: Tool = Tool {
+pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_status",
     title: "Get VM/container status",
     description: "Get the live status of one QEMU VM or LXC container: run state (including \
@@ -24,129 +24,83 @@ pub static TOOL: Tool = Tool {
         details of a single guest, e.g. before or after acting on it; for an overview of many \
         guests, pve_list_vms is one cheaper call. Only vmid is required: node and vm_type are \
         looked up from cluster resources when omitted.",
-    input_schema,
-    output_schema,
-    annotations: Annotations::READ_ONLY,
-    run,
+    run: run,
 };
 
-fn input_schema() -> Value {
-    schema::input(&resolve::target_properties(), &["vmid"])
+guest_input! {
+    /// The guest to ask about.
+    pub struct Input {}
 }
 
-fn output_schema() -> Value {
-    let n = |ty, d| schema::nullable(ty, d);
-    schema::object(
-        "",
-        &[
-            ("vmid", schema::typed("integer", "VM/CT id")),
-            ("name", n("string", "Guest name; null if it has none")),
-            ("node", schema::string("Node the guest is on")),
-            (
-                "vm_type",
-                schema::vm_type("\"qemu\" (VM) or \"lxc\" (container)"),
-            ),
-            (
-                "status",
-                schema::string(
-                    "Proxmox's status: running or stopped. A paused or suspended VM is still \
-                     \"running\" here; see qmpstatus",
-                ),
-            ),
-            (
-                "qmpstatus",
-                n(
-                    "string",
-                    "QEMU's own state (running, paused, suspended, prelaunch, inmigrate, \
-                     postmigrate, ...); null for containers",
-                ),
-            ),
-            (
-                "uptime",
-                n("integer", "Seconds since start; null if unknown"),
-            ),
-            (
-                "cpu",
-                n(
-                    "number",
-                    "CPU use as a fraction of cpus (0.25 = 25%); null if unknown",
-                ),
-            ),
-            ("cpus", n("number", "CPUs allotted; null if unknown")),
-            ("mem", n("integer", "Memory in use, bytes; null if unknown")),
-            (
-                "maxmem",
-                n("integer", "Memory allotted, bytes; null if unknown"),
-            ),
-            (
-                "disk",
-                n(
-                    "integer",
-                    "Disk space used, bytes (0 for most VMs: Proxmox cannot see inside); null if unknown",
-                ),
-            ),
-            (
-                "maxdisk",
-                n("integer", "Root disk size, bytes; null if unknown"),
-            ),
-            (
-                "netin",
-                n("integer", "Bytes received since start; null if unknown"),
-            ),
-            (
-                "netout",
-                n("integer", "Bytes sent since start; null if unknown"),
-            ),
-            (
-                "ha",
-                schema::object(
-                    "High availability",
-                    &[
-                        (
-                            "managed",
-                            schema::boolean("true if the HA manager manages this guest"),
-                        ),
-                        (
-                            "state",
-                            n(
-                                "string",
-                                "HA state (started, stopped, ...); null if not managed",
-                            ),
-                        ),
-                        ("group", n("string", "HA group; null if none")),
-                    ],
-                ),
-            ),
-            (
-                "lock",
-                n(
-                    "string",
-                    "Config lock (backup, migrate, snapshot, suspended, ...); null if none",
-                ),
-            ),
-            (
-                "agent",
-                schema::boolean(
-                    "true if the QEMU guest agent is enabled in the config; false for containers",
-                ),
-            ),
-            ("pid", n("integer", "Host process id; null when stopped")),
-            ("tags", schema::strings("Tags")),
-            (
-                "running-qemu",
-                n(
-                    "string",
-                    "QEMU version the VM runs; null when stopped or a container",
-                ),
-            ),
-            ("template", schema::boolean("true for a template")),
-            ("resolved", resolve::resolved_schema()),
-        ],
-    )
+/// One guest's live status.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct VmStatus {
+    /// VM/CT id
+    pub vmid: u32,
+    /// Guest name; null if it has none
+    pub name: Option<String>,
+    /// Node the guest is on
+    pub node: String,
+    /// "qemu" (VM) or "lxc" (container)
+    pub vm_type: VmType,
+    /// Proxmox's status: running or stopped. A paused or suspended VM is still "running" here;
+    /// see qmpstatus
+    pub status: String,
+    /// QEMU's own state (running, paused, suspended, prelaunch, inmigrate, postmigrate, ...);
+    /// null for containers
+    pub qmpstatus: Option<String>,
+    /// Seconds since start; null if unknown
+    pub uptime: Option<u64>,
+    /// CPU use as a fraction of cpus (0.25 = 25%); null if unknown
+    pub cpu: Option<Tidy>,
+    /// CPUs allotted; null if unknown
+    pub cpus: Option<Tidy>,
+    /// Memory in use, bytes; null if unknown
+    pub mem: Option<u64>,
+    /// Memory allotted, bytes; null if unknown
+    pub maxmem: Option<u64>,
+    /// Disk space used, bytes (0 for most VMs: Proxmox cannot see inside); null if unknown
+    pub disk: Option<u64>,
+    /// Root disk size, bytes; null if unknown
+    pub maxdisk: Option<u64>,
+    /// Bytes received since start; null if unknown
+    pub netin: Option<u64>,
+    /// Bytes sent since start; null if unknown
+    pub netout: Option<u64>,
+    /// High availability
+    pub ha: Ha,
+    /// Config lock (backup, migrate, snapshot, suspended, ...); null if none
+    pub lock: Option<String>,
+    /// true if the QEMU guest agent is enabled in the config; false for containers
+    pub agent: bool,
+    /// Host process id; null when stopped
+    pub pid: Option<u64>,
+    /// Tags
+    pub tags: Vec<String>,
+    /// QEMU version the VM runs; null when stopped or a container
+    #[serde(rename = "running-qemu")]
+    pub running_qemu: Option<String>,
+    /// true for a template
+    pub template: bool,
+    /// Which of node and vm_type pve-mcp looked up because the call omitted them.
+    pub resolved: Resolved,
 }
 
-fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
-    let target = Wanted::from_args(args)?.resolve(pve)?;
+/// High availability
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Ha {
+    /// true if the HA manager manages this guest
+    pub managed: bool,
+    /// HA state (started, stopped, ...); null if not managed
+    pub state: Option<String>,
+    /// HA group; null if none
+    pub group: Option<String>,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VmStatus>, ToolError> {
+    let target = input.wanted().resolve(pve)?;
     let path = ApiPath::new("nodes")
         .seg(&target.node)
         .lit(target.vm_type.as_str())
@@ -163,44 +117,52 @@ fn run(pve: &mut dyn Pve, args: &Args) -> Result<Output, ToolError> {
 }
 
 /// Normalises a `status/current` answer.
-pub fn shape(target: &Target, data: &Value) -> Result<Output, String> {
+pub fn shape(target: &Target, data: &Value) -> Result<Answer<VmStatus>, String> {
     let Value::Object(d) = data else {
         return Err("it is not a JSON object".to_owned());
     };
     let qemu = target.vm_type == VmType::Qemu;
     let ha = d.get("ha").and_then(Value::as_object);
     let ha_field = |k: &str| ha.and_then(|h| pj::text(h.get(k)));
-    let structured = json!({
-        "vmid": target.vmid,
-        "name": pj::text(d.get("name")),
-        "node": target.node,
-        "vm_type": target.vm_type.as_str(),
-        "status": pj::text(d.get("status")).unwrap_or_else(|| "unknown".to_owned()),
-        "qmpstatus": if qemu { pj::text(d.get("qmpstatus")) } else { None },
-        "uptime": pj::uint(d.get("uptime")),
-        "cpu": pj::fraction(d.get("cpu")).map(pj::tidy),
-        "cpus": pj::num(d.get("cpus")).map(pj::tidy),
-        "mem": pj::uint(d.get("mem")),
-        "maxmem": pj::uint(d.get("maxmem")),
-        "disk": pj::uint(d.get("disk")),
-        "maxdisk": pj::uint(d.get("maxdisk")),
-        "netin": pj::uint(d.get("netin")),
-        "netout": pj::uint(d.get("netout")),
-        "ha": {
-            "managed": ha.is_some_and(|h| pj::flag(h.get("managed"))),
-            "state": ha_field("state"),
-            "group": ha_field("group"),
+    let structured = VmStatus {
+        vmid: target.vmid,
+        name: pj::text(d.get("name")),
+        node: target.node.clone(),
+        vm_type: target.vm_type,
+        status: pj::text(d.get("status")).unwrap_or_else(|| "unknown".to_owned()),
+        qmpstatus: if qemu {
+            pj::text(d.get("qmpstatus"))
+        } else {
+            None
         },
-        "lock": pj::text(d.get("lock")),
-        "agent": qemu && pj::flag(d.get("agent")),
-        "pid": pj::uint(d.get("pid")),
-        "tags": pj::tags(d.get("tags")),
-        "running-qemu": if qemu { pj::text(d.get("running-qemu")) } else { None },
-        "template": pj::flag(d.get("template")),
-        "resolved": target.resolved_json(),
-    });
-    let summary = summary(target, structured.as_object().expect("built as an object"));
-    Ok(Output {
+        uptime: pj::uint(d.get("uptime")),
+        cpu: pj::fraction(d.get("cpu")).map(Tidy),
+        cpus: pj::num(d.get("cpus")).map(Tidy),
+        mem: pj::uint(d.get("mem")),
+        maxmem: pj::uint(d.get("maxmem")),
+        disk: pj::uint(d.get("disk")),
+        maxdisk: pj::uint(d.get("maxdisk")),
+        netin: pj::uint(d.get("netin")),
+        netout: pj::uint(d.get("netout")),
+        ha: Ha {
+            managed: ha.is_some_and(|h| pj::flag(h.get("managed"))),
+            state: ha_field("state"),
+            group: ha_field("group"),
+        },
+        lock: pj::text(d.get("lock")),
+        agent: qemu && pj::flag(d.get("agent")),
+        pid: pj::uint(d.get("pid")),
+        tags: pj::tags(d.get("tags")),
+        running_qemu: if qemu {
+            pj::text(d.get("running-qemu"))
+        } else {
+            None
+        },
+        template: pj::flag(d.get("template")),
+        resolved: target.resolved(),
+    };
+    let summary = summary(target, &structured);
+    Ok(Answer {
         structured,
         summary,
     })
@@ -208,17 +170,21 @@ pub fn shape(target: &Target, data: &Value) -> Result<Output, String> {
 
 /// "VM 101 (web-1) on pve1 is running, up 3d 4h, CPU 2.3% of 4 CPUs, mem
 /// 1.2 GiB / 4 GiB." plus lock, HA and lookup notes.
-fn summary(target: &Target, s: &Map<String, Value>) -> String {
-    let text = |k: &str| s.get(k).and_then(Value::as_str);
-    let uint = |k: &str| s.get(k).and_then(Value::as_u64);
-    let float = |k: &str| s.get(k).and_then(Value::as_f64);
-    let name = text("name").map(|n| format!(" ({n})")).unwrap_or_default();
-    let status = text("status").unwrap_or("unknown");
-    let template = s.get("template").and_then(Value::as_bool) == Some(true);
+fn summary(target: &Target, s: &VmStatus) -> String {
+    let name = s
+        .name
+        .as_ref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    let status = s.status.as_str();
+    let template = s.template;
     let mut out = format!("{}{name} on {}", target.label(), target.node);
 
     // Proxmox says "running" for a paused VM; QEMU's state is the truth.
-    let qmp = text("qmpstatus").filter(|q| status == "running" && *q != "running");
+    let qmp = s
+        .qmpstatus
+        .as_deref()
+        .filter(|q| status == "running" && *q != "running");
     if template {
         out.push_str(" is a template");
     } else if let Some(q) = qmp {
@@ -227,23 +193,23 @@ fn summary(target: &Target, s: &Map<String, Value>) -> String {
         out.push_str(&format!(" is {status}"));
     }
 
-    let cpus = float("cpus").map(|c| {
-        let c = format::one_decimal(c);
+    let cpus = s.cpus.map(|c| {
+        let c = format::one_decimal(c.0);
         format!("{c} CPU{}", if c == "1" { "" } else { "s" })
     });
     let mut details = Vec::new();
     if status == "running" && !template {
-        if let Some(up) = uint("uptime") {
+        if let Some(up) = s.uptime {
             details.push(format!("up {}", format::duration(up)));
         }
-        match (float("cpu"), &cpus) {
+        match (s.cpu, &cpus) {
             (Some(cpu), Some(cpus)) => {
-                details.push(format!("CPU {} of {cpus}", format::percent(cpu)))
+                details.push(format!("CPU {} of {cpus}", format::percent(cpu.0)))
             }
             (None, Some(cpus)) => details.push(cpus.clone()),
             _ => {}
         }
-        match (uint("mem"), uint("maxmem")) {
+        match (s.mem, s.maxmem) {
             (Some(m), Some(max)) => {
                 details.push(format!("mem {} / {}", format::bytes(m), format::bytes(max)))
             }
@@ -258,7 +224,7 @@ fn summary(target: &Target, s: &Map<String, Value>) -> String {
         if let Some(cpus) = cpus {
             details.push(cpus);
         }
-        if let Some(max) = uint("maxmem") {
+        if let Some(max) = s.maxmem {
             details.push(format!("{} memory", format::bytes(max)));
         }
         if !details.is_empty() {
@@ -267,16 +233,15 @@ fn summary(target: &Target, s: &Map<String, Value>) -> String {
     }
     out.push('.');
 
-    if let Some(lock) = text("lock") {
+    if let Some(lock) = &s.lock {
         out.push_str(&format!(" Locked ({lock})."));
     }
-    let ha = s.get("ha");
-    if ha.and_then(|h| h["managed"].as_bool()) == Some(true) {
+    if s.ha.managed {
         let mut detail = Vec::new();
-        if let Some(state) = ha.and_then(|h| h["state"].as_str()) {
+        if let Some(state) = &s.ha.state {
             detail.push(format!("state {state}"));
         }
-        if let Some(group) = ha.and_then(|h| h["group"].as_str()) {
+        if let Some(group) = &s.ha.group {
             detail.push(format!("group {group}"));
         }
         if detail.is_empty() {
@@ -299,6 +264,8 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
+    use crate::tools::Output;
+    use serde_json::json;
 
     /// The real PVE 8.0 capture (go-proxmox `pve8x`), blockstat cut; tap
     /// name restored.
@@ -505,7 +472,7 @@ mod tests {
             node_resolved: false,
             vm_type_resolved: false,
         };
-        let out = shape(&target, &json!({})).unwrap();
+        let out = shape(&target, &json!({})).unwrap().into_output().unwrap();
         validate(&out);
         assert_eq!(out.structured["status"], "unknown");
         assert_eq!(out.summary, "VM 555 on pve1 is unknown.");
@@ -513,6 +480,8 @@ mod tests {
             &target,
             &json!({"status": "running", "cpu": "0.5", "cpus": "2", "mem": "1024", "ha": "weird", "name": 1234}),
         )
+        .unwrap()
+        .into_output()
         .unwrap();
         validate(&out);
         assert_eq!(out.structured["name"], "1234");
@@ -610,7 +579,7 @@ mod tests {
 
     #[test]
     fn input_schema_agrees_with_validation() {
-        let schema = input_schema();
+        let schema = (TOOL.derived)().input;
         let validator = jsonschema::draft202012::new(&schema).unwrap();
         for args in [
             json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}),

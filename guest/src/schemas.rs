@@ -1,0 +1,242 @@
+//! The tools' JSON Schemas (draft 2020-12, MCP's default dialect), derived
+//! from their input and output types with schemars, doc comments as
+//! descriptions.
+//!
+//! The component does not carry schemars: deriving the schemas at run time
+//! made it 1.43 MB instead of 1.03 MB, which every cold start pays for
+//! text that never changes. The schemas are derived here, in native tests,
+//! and checked in under `guest/schemas/`, which the component includes as
+//! text. A test here fails when a type changed and its schema file did
+//! not; regenerate them with `UPDATE_SCHEMAS=1 cargo test -p pve-mcp-guest`.
+//!
+//! Objects are closed (`additionalProperties: false`; inputs through
+//! `#[serde(deny_unknown_fields)]`) and, for outputs, every property is
+//! required: a field that can be unknown is present with `null`, and its
+//! schema says so. That keeps the schemas an exact description of what the
+//! tools emit, which the tests check.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Value, json};
+
+use crate::cluster;
+use crate::tools::Run;
+
+/// A tool's own schemas, without the registry's `cluster`.
+#[derive(Debug, Clone)]
+pub struct Derived {
+    /// Of the arguments object.
+    pub input: Value,
+    /// Of the structured output.
+    pub output: Value,
+}
+
+impl Derived {
+    /// The input schema `list-tools` reports: the tool's own plus the
+    /// optional `cluster` property every tool accepts.
+    pub fn listed_input(&self) -> Value {
+        let mut s = self.input.clone();
+        s["properties"][cluster::ARG] = json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": cluster::NAME_MAX,
+            "description": "Which configured Proxmox cluster to ask (see pve_list_clusters); \
+                default: the first one.",
+        });
+        s
+    }
+
+    /// The output schema `list-tools` reports: the tool's own plus the
+    /// `cluster` field [`crate::tools::with_cluster`] adds.
+    pub fn listed_output(&self) -> Value {
+        let mut s = self.output.clone();
+        s["properties"][cluster::ARG] = json!({
+            "type": ["string", "null"],
+            "description": "The configured cluster (endpoint name) this answer is from; pass it \
+                as the cluster argument to ask the same one again. null if the host configured \
+                none.",
+        });
+        match s.get_mut("required").and_then(Value::as_array_mut) {
+            Some(r) => r.push(cluster::ARG.into()),
+            None => s["required"] = json!([cluster::ARG]),
+        }
+        s
+    }
+}
+
+/// The schemas of a [`Run`] function's input and output types.
+pub fn derive_for<I: JsonSchema, O: JsonSchema>(_: Run<I, O>) -> Derived {
+    Derived {
+        input: derive::<I>(SchemaSettings::draft2020_12().for_deserialize(), false),
+        output: derive::<O>(SchemaSettings::draft2020_12().for_serialize(), true),
+    }
+}
+
+fn derive<T: JsonSchema>(settings: SchemaSettings, output: bool) -> Value {
+    let settings = settings.with(|s| {
+        // Inline: some MCP clients do not resolve `$ref`.
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Value::Object(root) = &mut schema {
+        // The tool's own title and description cover the root.
+        root.remove("title");
+        root.remove("description");
+    }
+    tidy(&mut schema, output);
+    schema
+}
+
+/// Makes a derived schema what the tools promise and no longer: doc
+/// comments become one-line descriptions, Rust's integer `format`s go
+/// (they mean nothing to a client), output objects are closed with every
+/// property required and enum tags described, and an optional input is its
+/// plain type: it may be
+/// omitted, and saying it may also be `null` (which reads as omitted)
+/// would only complicate the schema agents read.
+fn tidy(schema: &mut Value, output: bool) {
+    let Value::Object(o) = schema else {
+        return;
+    };
+    o.remove("format");
+    if !output {
+        if let Some(Value::Array(types)) = o.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = &types[..] {
+                let only = only.clone();
+                o.insert("type".into(), only);
+            }
+        }
+        if let Some(Value::Array(values)) = o.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+    }
+    if let Some(Value::String(d)) = o.get_mut("description") {
+        *d = d.split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
+    }
+    if output && let Some(Value::Object(props)) = o.get_mut("properties") {
+        // The tag of an internally tagged enum (`#[serde(tag = ...)]`) is
+        // the only property without a doc comment to come from.
+        for tag in props.values_mut().filter(|p| p.get("const").is_some()) {
+            if let Value::Object(tag) = tag {
+                tag.entry("description")
+                    .or_insert("Record kind; the other fields depend on it".into());
+            }
+        }
+        let names: Vec<Value> = props.keys().map(|k| Value::from(k.as_str())).collect();
+        o.insert("required".into(), Value::Array(names));
+        o.insert("additionalProperties".into(), false.into());
+    }
+    for key in [
+        "properties",
+        "items",
+        "anyOf",
+        "oneOf",
+        "additionalProperties",
+    ] {
+        match o.get_mut(key) {
+            Some(Value::Object(props)) if key == "properties" => {
+                props.values_mut().for_each(|p| tidy(p, output));
+            }
+            Some(Value::Array(alternatives)) => {
+                alternatives.iter_mut().for_each(|a| tidy(a, output));
+            }
+            Some(sub @ Value::Object(_)) => tidy(sub, output),
+            _ => {}
+        }
+    }
+}
+
+/// The checked-in text of a schema: compact, since the component carries
+/// it and whitespace would be a third of it (`jq . <file>` shows it laid
+/// out).
+fn text(schema: &Value) -> String {
+    let mut t = serde_json::to_string(schema).expect("a schema serialises");
+    t.push('\n');
+    t
+}
+
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_in_schemas_are_current() {
+        let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+        let mut stale = Vec::new();
+        for tool in crate::tools::TOOLS {
+            let derived = (tool.derived)();
+            for (kind, listed, checked_in) in [
+                ("input", derived.listed_input(), tool.input_schema),
+                ("output", derived.listed_output(), tool.output_schema),
+            ] {
+                let want = text(&listed);
+                if want == checked_in {
+                    continue;
+                }
+                let file = format!("schemas/{}.{kind}.json", tool.name);
+                if update {
+                    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(&file);
+                    std::fs::write(&path, want).expect("writing a schema file");
+                }
+                stale.push(file);
+            }
+        }
+        assert!(
+            update || stale.is_empty(),
+            "guest/{} out of date with the tool types; regenerate with \
+             `UPDATE_SCHEMAS=1 cargo test -p pve-mcp-guest` and commit the result",
+            stale.join(", guest/")
+        );
+    }
+
+    /// An output struct as the tools write them.
+    #[derive(serde::Serialize, JsonSchema)]
+    struct Sample {
+        /// A count, given on
+        /// two lines.
+        count: u64,
+        /// Unknown when null.
+        name: Option<String>,
+        /// Nested objects are closed too.
+        inner: Vec<Inner>,
+    }
+
+    /// One inner item.
+    #[derive(serde::Serialize, JsonSchema)]
+    struct Inner {
+        /// Whether it is.
+        flag: bool,
+    }
+
+    #[test]
+    fn outputs_are_closed_required_and_tidy() {
+        let s = derive::<Sample>(SchemaSettings::draft2020_12().for_serialize(), true);
+        assert_eq!(
+            s,
+            json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0, "description": "A count, given on two lines."},
+                    "name": {"type": ["string", "null"], "description": "Unknown when null."},
+                    "inner": {
+                        "type": "array",
+                        "description": "Nested objects are closed too.",
+                        "items": {
+                            "type": "object",
+                            "description": "One inner item.",
+                            "properties": {"flag": {"type": "boolean", "description": "Whether it is."}},
+                            "required": ["flag"],
+                            "additionalProperties": false,
+                        },
+                    },
+                },
+                "required": ["count", "inner", "name"],
+                "additionalProperties": false,
+            })
+        );
+    }
+}
