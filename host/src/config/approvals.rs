@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::layered::{Layers, MIN_TOKEN_LEN, is_bearer_token};
+use super::listen::ListenAddr;
 use crate::error::ConfigError;
 use crate::secret::Secret;
 
@@ -195,13 +196,16 @@ struct ApprovalsOnly {
 
 /// `admin_listen`: an IP address and port, on loopback only.
 fn admin_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
-    let addr: SocketAddr = raw.trim().parse().map_err(|_| {
-        ConfigError::new(
-            key,
-            format!("{raw:?} is not an IP address and port"),
-            "use a loopback address and port, e.g. 127.0.0.1:7391 or [::1]:7391",
-        )
-    })?;
+    let addr = ListenAddr::parse(raw)
+        .ok()
+        .and_then(|a| a.socket_addr())
+        .ok_or_else(|| {
+            ConfigError::new(
+                key,
+                format!("{raw:?} is not an IP address and port"),
+                "use a loopback address and port, e.g. 127.0.0.1:7391 or [::1]:7391",
+            )
+        })?;
     if !addr.ip().is_loopback() {
         return Err(ConfigError::new(
             key,

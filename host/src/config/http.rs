@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::allow_list::{parse_host_entry, parse_origin_entry};
+use super::allow_list::{HostEntry, OriginEntry, parse_host_entry, parse_origin_entry};
 use super::layered::{Layers, MIN_TOKEN_LEN, Sourced, is_bearer_token, read_secret_file};
+use super::listen::{ListenAddr, ListenHost};
 use crate::error::ConfigError;
 use crate::secret::Secret;
-use crate::tls::server::TlsFiles;
+use crate::tls::server::{ServerTls, TlsFiles};
 
 /// The reference server's default port.
 pub const DEFAULT_PORT: u16 = 8000;
@@ -45,7 +46,7 @@ pub struct FileHttp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listen {
     /// An IP address or a host name.
-    pub host: String,
+    pub host: ListenHost,
     /// The port; 0 picks a free one.
     pub port: u16,
     /// The flag, variable or key it came from, for error messages.
@@ -75,11 +76,11 @@ pub struct HttpSettings {
     /// only allowed on a loopback address.
     pub tokens: Vec<NamedToken>,
     /// Allowed `Origin` values; `None` means the loopback defaults.
-    pub allowed_origins: Option<Vec<String>>,
+    pub allowed_origins: Option<Vec<OriginEntry>>,
     /// Allowed `Host` values; `None` means the loopback defaults.
-    pub allowed_hosts: Option<Vec<String>>,
-    /// TLS for the endpoint itself.
-    pub tls: Option<TlsFiles>,
+    pub allowed_hosts: Option<Vec<HostEntry>>,
+    /// TLS for the endpoint itself, with its certificate already loaded.
+    pub tls: Option<ServerTls>,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
     /// A session with no traffic for this long is closed.
@@ -97,7 +98,7 @@ impl Default for HttpSettings {
         HttpSettings {
             requested: false,
             listen: Listen {
-                host: "127.0.0.1".into(),
+                host: ListenHost::Ip(std::net::Ipv4Addr::LOCALHOST.into()),
                 port: DEFAULT_PORT,
                 key: "MCP_HOST".into(),
             },
@@ -141,55 +142,16 @@ pub fn transport_from_env(
     }
 }
 
-/// Parses `ADDR[:PORT]` as `--http` and `listen` take it: `127.0.0.1:8080`,
-/// `[::1]:8080`, `localhost:8080`, or an address alone (port from
-/// `MCP_PORT`, the file or 8000).
-pub fn parse_listen(
-    text: &str,
-    key: &str,
-    default_port: u16,
-) -> Result<(String, u16, bool), ConfigError> {
-    let bad = |problem: String| {
+/// Parses `ADDR[:PORT]` as `--http` and `listen` take it (see
+/// [`ListenAddr::parse`]); errors name `key`.
+pub fn parse_listen(text: &str, key: &str) -> Result<ListenAddr, ConfigError> {
+    ListenAddr::parse(text).map_err(|problem| {
         ConfigError::new(
             key,
             problem,
             "write ADDR[:PORT], e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080",
         )
-    };
-    let text = text.trim();
-    if let Ok(addr) = text.parse::<std::net::SocketAddr>() {
-        return Ok((addr.ip().to_string(), addr.port(), true));
-    }
-    if let Ok(ip) = text.parse::<std::net::IpAddr>() {
-        return Ok((ip.to_string(), default_port, false));
-    }
-    if let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']'))
-        && let Ok(ip) = inner.parse::<std::net::Ipv6Addr>()
-    {
-        return Ok((ip.to_string(), default_port, false));
-    }
-    let (host, port) = match text.rsplit_once(':') {
-        Some((host, port)) => {
-            let port = port
-                .parse::<u16>()
-                .map_err(|_| bad(format!("{port:?} is not a port number")))?;
-            (host, Some(port))
-        }
-        None => (text, None),
-    };
-    let valid_name = !host.is_empty()
-        && host.len() <= 253
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
-    if !valid_name {
-        return Err(bad(format!("{text:?} is not an address or host name")));
-    }
-    Ok((
-        host.to_ascii_lowercase(),
-        port.unwrap_or(default_port),
-        port.is_some(),
-    ))
+    })
 }
 
 /// Reads the settings: the environment overrides the file key by key.
@@ -218,23 +180,23 @@ pub fn load(
     };
     let mut listen = d.listen.clone();
     if let Some(text) = layers.file("listen", file.listen.as_deref()) {
-        let (host, port, _) = parse_listen(text.value, &text.key, DEFAULT_PORT)?;
+        let addr = parse_listen(text.value, &text.key)?;
         listen = Listen {
-            host,
-            port,
+            host: addr.host,
+            port: addr.port.unwrap_or(DEFAULT_PORT),
             key: text.key,
         };
     }
     if let Some(host) = layers.env("MCP_HOST") {
-        let (host, _, has_port) = parse_listen(&host, "MCP_HOST", listen.port)?;
-        if has_port {
+        let addr = parse_listen(&host, "MCP_HOST")?;
+        if addr.port.is_some() {
             return Err(ConfigError::new(
                 "MCP_HOST",
                 "MCP_HOST has a port",
                 "put the port in MCP_PORT, the address alone in MCP_HOST",
             ));
         }
-        listen.host = host;
+        listen.host = addr.host;
         listen.key = "MCP_HOST".into();
     }
     if let Some(port) = port_env {
@@ -264,7 +226,7 @@ pub fn load(
         &file.allowed_origins,
     )
     .map(|origins| {
-        checked(
+        entries(
             origins,
             parse_origin_entry,
             "list origins as scheme://host[:port], e.g. https://agents.example.com",
@@ -273,7 +235,7 @@ pub fn load(
     .transpose()?;
     let allowed_hosts = list("MCP_ALLOWED_HOSTS", "allowed_hosts", &file.allowed_hosts)
         .map(|hosts| {
-            checked(
+            entries(
                 hosts,
                 parse_host_entry,
                 "list the names clients use to reach pve-mcp, as host or host:port, e.g. mcp.example.com",
@@ -285,17 +247,13 @@ pub fn load(
         layers.path("MCP_TLS_CERT", "tls_cert", &file.tls_cert),
         layers.path("MCP_TLS_KEY", "tls_key", &file.tls_key),
     ) {
-        (Some(cert), Some(key)) => {
-            let files = TlsFiles {
-                cert: cert.value,
-                key: key.value,
-                cert_key: cert.key,
-                key_key: key.key,
-            };
-            // Read now, so a bad file is a start-up error naming the key.
-            crate::tls::server::server_config(&files)?;
-            Some(files)
-        }
+        // Built now, so a bad file is a start-up error naming the key.
+        (Some(cert), Some(key)) => Some(ServerTls::load(&TlsFiles {
+            cert: cert.value,
+            key: key.value,
+            cert_key: cert.key,
+            key_key: key.key,
+        })?),
         (None, None) => None,
         (Some(cert), None) => {
             return Err(ConfigError::new(
@@ -381,16 +339,16 @@ pub fn load(
     })
 }
 
-/// Checks every entry of an allow-list, naming the list's key on a bad one.
-fn checked<T>(
+/// Parses every entry of an allow-list, naming the list's key on a bad one.
+fn entries<T>(
     list: Sourced<Vec<String>>,
     parse: fn(&str) -> Result<T, String>,
     fix: &str,
-) -> Result<Vec<String>, ConfigError> {
-    for entry in &list.value {
-        parse(entry).map_err(|problem| ConfigError::new(&list.key, problem, fix))?;
-    }
-    Ok(list.value)
+) -> Result<Vec<T>, ConfigError> {
+    list.value
+        .iter()
+        .map(|entry| parse(entry).map_err(|problem| ConfigError::new(&list.key, problem, fix)))
+        .collect()
 }
 
 fn validate_path(path: &str, key: &str) -> Result<String, ConfigError> {
@@ -515,7 +473,7 @@ mod tests {
     fn defaults_are_stdio_loopback_and_no_tokens() {
         let s = load(&FileHttp::default(), "f", &env(&[])).unwrap();
         assert!(!s.requested);
-        assert_eq!(s.listen.host, "127.0.0.1");
+        assert_eq!(s.listen.host.to_string(), "127.0.0.1");
         assert_eq!(s.listen.port, DEFAULT_PORT);
         assert_eq!(s.path, "/mcp");
         assert!(s.tokens.is_empty());
@@ -535,7 +493,10 @@ mod tests {
         )
         .unwrap();
         assert!(s.requested);
-        assert_eq!((s.listen.host.as_str(), s.listen.port), ("::1", 9001));
+        assert_eq!(
+            (s.listen.host.to_string(), s.listen.port),
+            ("::1".into(), 9001)
+        );
         assert_eq!(s.path, "/api/mcp");
         let e = load(&FileHttp::default(), "f", &env(&[("MCP_TRANSPORT", "sse")])).unwrap_err();
         assert_eq!(e.key, "MCP_TRANSPORT");
@@ -547,30 +508,15 @@ mod tests {
     }
 
     #[test]
-    fn listen_forms() {
+    fn listen_errors_name_the_key() {
+        let a = parse_listen("LocalHost:9", "k").unwrap();
         assert_eq!(
-            parse_listen("127.0.0.1:8080", "k", 1).unwrap(),
-            ("127.0.0.1".into(), 8080, true)
-        );
-        assert_eq!(
-            parse_listen("[::1]:81", "k", 1).unwrap(),
-            ("::1".into(), 81, true)
-        );
-        assert_eq!(
-            parse_listen("[::1]", "k", 7).unwrap(),
-            ("::1".into(), 7, false)
-        );
-        assert_eq!(
-            parse_listen("LocalHost:9", "k", 1).unwrap(),
-            ("localhost".into(), 9, true)
-        );
-        assert_eq!(
-            parse_listen("10.0.0.1", "k", 5).unwrap(),
-            ("10.0.0.1".into(), 5, false)
+            (a.host, a.port),
+            (ListenHost::Name("localhost".into()), Some(9))
         );
         for bad in ["", "host:port", "a b:1", "http://x:1"] {
             assert_eq!(
-                parse_listen(bad, "--http", 1).unwrap_err().key,
+                parse_listen(bad, "--http").unwrap_err().key,
                 "--http",
                 "{bad}"
             );

@@ -6,6 +6,12 @@
 //! default cluster (`[pve]` in the file). More clusters are named sections,
 //! `[clusters.NAME]`. Every problem is reported as a [`ConfigError`] naming
 //! the key and the fix.
+//!
+//! The file is parsed once ([`file`]) and every section reads its values
+//! through [`layered`], which puts the environment over the file and
+//! remembers where each value came from. Values are checked once and kept
+//! typed (listen addresses, allow-list entries, the endpoint's TLS), so
+//! their users never parse them again.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +24,7 @@ pub mod audit;
 pub mod file;
 pub mod http;
 pub mod layered;
+pub mod listen;
 
 use layered::{Layers, Sourced};
 
