@@ -1,10 +1,9 @@
 //! The crate's shared error types. A bad setting is reported the same way
 //! wherever it is read: which key, what is wrong, and how to fix it.
 
-use std::fmt;
-
 /// A bad or missing setting: which key, what is wrong, and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {problem}\n  fix: {fix}")]
 pub struct ConfigError {
     /// The environment variable or `section.key` (with its file) at fault.
     pub key: String,
@@ -13,14 +12,6 @@ pub struct ConfigError {
     /// What to do about it.
     pub fix: String,
 }
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}\n  fix: {}", self.key, self.problem, self.fix)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 impl ConfigError {
     /// A setting `key` is wrong: what the `problem` is and the `fix`.

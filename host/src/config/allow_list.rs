@@ -29,6 +29,8 @@ pub enum OriginEntry {
     },
 }
 
+/// A host as entries and requests are compared: lower case, IPv6 without
+/// its brackets.
 pub fn normalize(host: &str) -> String {
     host.trim_start_matches('[')
         .trim_end_matches(']')
@@ -65,6 +67,8 @@ pub fn parse_origin_entry(text: &str) -> Result<OriginEntry, String> {
     parse_origin(text).ok_or_else(|| format!("{text:?} is not an origin (scheme://host[:port])"))
 }
 
+/// Parses a request's `Origin` (or an entry other than `null`); `None`
+/// when it is not `scheme://host[:port]` with a known scheme.
 pub fn parse_origin(text: &str) -> Option<OriginEntry> {
     let uri: Uri = text.parse().ok()?;
     let scheme = uri.scheme_str()?.to_ascii_lowercase();

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::layered::{Layers, MIN_TOKEN_LEN, is_bearer_token};
+use super::listen::ListenAddr;
 use crate::error::ConfigError;
 use crate::secret::Secret;
 
@@ -22,8 +24,6 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(900);
 const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
 /// The admin endpoint's address unless configured.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:7391";
-/// Shorter tokens are too easy to guess.
-const MIN_TOKEN_LEN: usize = 16;
 
 /// `[approvals]` as written in the file.
 #[derive(Debug, Default, Deserialize)]
@@ -102,7 +102,8 @@ impl ApprovalSettings {
         file_name: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ApprovalSettings, ConfigError> {
-        let key = |name: &str| format!("approvals.{name} (in {file_name})");
+        let layers = Layers::new(env, "approvals", file_name);
+        let key = |name: &str| layers.file_key(name);
         let ttl = match file.ttl_secs {
             None => DEFAULT_TTL,
             Some(secs @ 1..=MAX_TTL_SECS) => Duration::from_secs(secs),
@@ -122,7 +123,7 @@ impl ApprovalSettings {
                     "keep one: admin_listen = \"127.0.0.1:PORT\" or admin_socket = \"/path/admin.sock\"",
                 ));
             }
-            (Some(listen), None) => AdminAddress::Tcp(parse_listen(listen, &key("admin_listen"))?),
+            (Some(listen), None) => AdminAddress::Tcp(admin_listen(listen, &key("admin_listen"))?),
             (None, Some(path)) => {
                 if path.as_os_str().is_empty() || path.is_dir() {
                     return Err(ConfigError::new(
@@ -135,7 +136,7 @@ impl ApprovalSettings {
             }
             (None, None) => ApprovalSettings::default().admin,
         };
-        let admin_token = load_token(file, &key, env)?;
+        let admin_token = load_token(file, &layers)?;
         Ok(ApprovalSettings {
             ttl,
             elicitation: file.elicitation.unwrap_or(true),
@@ -154,28 +155,14 @@ impl ApprovalSettings {
         let Some(path) = file else {
             return ApprovalSettings::load(&FileApprovals::default(), "config file", env);
         };
-        let file_key = format!("--config {}", path.display());
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigError::new(
-                &file_key,
-                format!("cannot read the file: {e}"),
-                "check the path and its permissions",
-            )
-        })?;
-        let mut table: toml::Table = toml::from_str(&text).map_err(|e| {
-            ConfigError::new(
-                &file_key,
-                e.message().to_string(),
-                "fix the TOML syntax (the server reports the line)",
-            )
-        })?;
-        let section: FileApprovals = match table.remove("approvals") {
+        let only: ApprovalsOnly = super::file::read(path)?;
+        let section = match only.approvals {
             None => FileApprovals::default(),
-            Some(value) => value.try_into().map_err(|e: toml::de::Error| {
+            Some(value) => FileApprovals::deserialize(value).map_err(|e| {
                 ConfigError::new(
                     format!("[approvals] (in {})", path.display()),
                     e.message().to_string(),
-                    "the keys are ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file",
+                    "the problem lists the keys [approvals] takes; see docs/approvals.md",
                 )
             })?,
         };
@@ -197,14 +184,28 @@ pub fn missing_token(why: &str) -> ConfigError {
     )
 }
 
-fn parse_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
-    let addr: SocketAddr = raw.trim().parse().map_err(|_| {
-        ConfigError::new(
-            key,
-            format!("{raw:?} is not an IP address and port"),
-            "use a loopback address and port, e.g. 127.0.0.1:7391 or [::1]:7391",
-        )
-    })?;
+/// The configuration file as `pve-mcp approvals` reads it: only
+/// `[approvals]`, since a person approving calls needs no Proxmox
+/// credentials and must not be stopped by a problem in another section.
+/// Other keys are therefore ignored here rather than denied; the server
+/// reads the whole file, strictly, through [`super::Config::load`].
+#[derive(Deserialize)]
+struct ApprovalsOnly {
+    approvals: Option<toml::Value>,
+}
+
+/// `admin_listen`: an IP address and port, on loopback only.
+fn admin_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
+    let addr = ListenAddr::parse(raw)
+        .ok()
+        .and_then(|a| a.socket_addr())
+        .ok_or_else(|| {
+            ConfigError::new(
+                key,
+                format!("{raw:?} is not an IP address and port"),
+                "use a loopback address and port, e.g. 127.0.0.1:7391 or [::1]:7391",
+            )
+        })?;
     if !addr.ip().is_loopback() {
         return Err(ConfigError::new(
             key,
@@ -219,63 +220,30 @@ fn parse_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
 
 fn load_token(
     file: &FileApprovals,
-    key: &dyn Fn(&str) -> String,
-    env: &dyn Fn(&str) -> Option<String>,
+    layers: &Layers<'_>,
 ) -> Result<Option<AdminToken>, ConfigError> {
-    let nonempty = |k: &str| env(k).filter(|v| !v.is_empty());
-    // The environment overrides the file; within one place, two ways of
-    // giving the token are ambiguous.
-    let (value, source) = match (nonempty(TOKEN_ENV), nonempty(TOKEN_FILE_ENV)) {
-        (Some(_), Some(_)) => {
-            return Err(ConfigError::new(
-                TOKEN_FILE_ENV,
-                format!("both {TOKEN_ENV} and {TOKEN_FILE_ENV} are set"),
-                "keep only one of them (the file is the safer choice)",
-            ));
-        }
-        (Some(token), None) => (token, TOKEN_ENV.to_string()),
-        (None, Some(path)) => (
-            read_token_file(Path::new(&path), TOKEN_FILE_ENV)?,
-            TOKEN_FILE_ENV.to_string(),
-        ),
-        (None, None) => match (&file.admin_token, &file.admin_token_file) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::new(
-                    key("admin_token_file"),
-                    "the admin token is given both inline and as a file",
-                    "keep only one of them (the file is the safer choice)",
-                ));
-            }
-            (Some(token), None) => (token.clone(), key("admin_token")),
-            (None, Some(path)) => {
-                let k = key("admin_token_file");
-                (read_token_file(path, &k)?, k)
-            }
-            (None, None) => return Ok(None),
-        },
+    let token = layers.secret(
+        layers.text(TOKEN_ENV, "admin_token", file.admin_token.as_ref()),
+        layers.path(TOKEN_FILE_ENV, "admin_token_file", &file.admin_token_file),
+        "admin token",
+    )?;
+    let Some(token) = token else {
+        return Ok(None);
     };
-    let value = value.trim().to_string();
-    if value.len() < MIN_TOKEN_LEN || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    let value = token.value.trim().to_string();
+    if !is_bearer_token(&value) {
         return Err(ConfigError::new(
-            source,
-            format!("the admin token must be at least {MIN_TOKEN_LEN} characters without spaces"),
+            token.key,
+            format!(
+                "the admin token must be at least {MIN_TOKEN_LEN} characters without spaces or characters a bearer token cannot carry"
+            ),
             "generate one, e.g. `openssl rand -hex 24`",
         ));
     }
     Ok(Some(AdminToken {
         secret: Secret::new(value),
-        key: source,
+        key: token.key,
     }))
-}
-
-fn read_token_file(path: &Path, key: &str) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        ConfigError::new(
-            key,
-            format!("cannot read {}: {e}", path.display()),
-            "point it at a readable file holding only the admin token",
-        )
-    })
 }
 
 #[cfg(test)]

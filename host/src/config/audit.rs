@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::layered::{Layers, Sourced};
 use crate::error::ConfigError;
 
 /// Where the records go when the file is `-`.
@@ -77,59 +78,57 @@ impl AuditSettings {
         file_name: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<AuditSettings, ConfigError> {
-        let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        let file_key = |k: &str| format!("audit.{k} (in {file_name})");
+        let layers = Layers::new(env, "audit", file_name);
         let mut settings = AuditSettings::default();
 
-        let path = match env("PVE_MCP_AUDIT_PATH") {
-            Some(p) => Some((p, "PVE_MCP_AUDIT_PATH".to_string())),
-            None => file.path.clone().map(|p| (p, file_key("path"))),
-        };
-        let mut stderr = boolean(
-            &env,
-            "PVE_MCP_AUDIT_STDERR",
-            file.stderr,
-            &file_key("stderr"),
-        )?;
-        if let Some((path, key)) = path {
-            if path.trim().is_empty() {
+        let path = layers.text("PVE_MCP_AUDIT_PATH", "path", file.path.as_ref());
+        let mut stderr = layers
+            .boolean("PVE_MCP_AUDIT_STDERR", "stderr", file.stderr)?
+            .map(|s| s.value);
+        if let Some(path) = path {
+            if path.value.trim().is_empty() {
                 return Err(ConfigError::new(
-                    key,
+                    path.key,
                     "the path is empty",
                     "set a file such as /var/log/pve-mcp/audit.jsonl, or \"-\" for stderr only",
                 ));
             }
-            if path == STDERR_PATH {
+            if path.value == STDERR_PATH {
                 stderr = Some(true);
             } else {
-                settings.path = Some(PathBuf::from(path));
+                settings.path = Some(PathBuf::from(path.value));
             }
         }
         settings.stderr = stderr.unwrap_or(false);
-        settings.include_arguments = boolean(
-            &env,
-            "PVE_MCP_AUDIT_INCLUDE_ARGUMENTS",
-            file.include_arguments,
-            &file_key("include_arguments"),
-        )?
-        .unwrap_or(false);
-        settings.fsync =
-            boolean(&env, "PVE_MCP_AUDIT_FSYNC", file.fsync, &file_key("fsync"))?.unwrap_or(false);
+        settings.include_arguments = layers
+            .boolean(
+                "PVE_MCP_AUDIT_INCLUDE_ARGUMENTS",
+                "include_arguments",
+                file.include_arguments,
+            )?
+            .is_some_and(|s| s.value);
+        settings.fsync = layers
+            .boolean("PVE_MCP_AUDIT_FSYNC", "fsync", file.fsync)?
+            .is_some_and(|s| s.value);
 
-        let size = match env("PVE_MCP_AUDIT_MAX_SIZE_MIB") {
-            Some(raw) => Some((
+        let size = layers.try_pick(
+            "PVE_MCP_AUDIT_MAX_SIZE_MIB",
+            "max_size_mib",
+            file.max_size_mib,
+            |raw, key| {
                 raw.trim().parse::<f64>().map_err(|_| {
                     ConfigError::new(
-                        "PVE_MCP_AUDIT_MAX_SIZE_MIB",
+                        key,
                         format!("{raw:?} is not a number"),
                         "give the size in MiB, e.g. 64 (0 never rotates)",
                     )
-                })?,
-                "PVE_MCP_AUDIT_MAX_SIZE_MIB".to_string(),
-            )),
-            None => file.max_size_mib.map(|v| (v, file_key("max_size_mib"))),
-        };
-        if let Some((mib, key)) = size {
+                })
+            },
+        )?;
+        if let Some(Sourced {
+            value: mib, key, ..
+        }) = size
+        {
             if !(mib == 0.0 || (1.0 / 1024.0..=1024.0 * 1024.0).contains(&mib)) {
                 return Err(ConfigError::new(
                     key,
@@ -140,11 +139,11 @@ impl AuditSettings {
             settings.max_size_bytes = (mib * 1024.0 * 1024.0) as u64;
         }
 
-        let on_failure = match env("PVE_MCP_AUDIT_ON_FAILURE") {
-            Some(v) => Some((v, "PVE_MCP_AUDIT_ON_FAILURE".to_string())),
-            None => file.on_failure.clone().map(|v| (v, file_key("on_failure"))),
-        };
-        if let Some((value, key)) = on_failure {
+        if let Some(Sourced { value, key, .. }) = layers.text(
+            "PVE_MCP_AUDIT_ON_FAILURE",
+            "on_failure",
+            file.on_failure.as_ref(),
+        ) {
             settings.on_failure = match value.trim().to_ascii_lowercase().as_str() {
                 "refuse" => OnFailure::Refuse,
                 "continue" => OnFailure::Continue,
@@ -158,26 +157,6 @@ impl AuditSettings {
             };
         }
         Ok(settings)
-    }
-}
-
-fn boolean(
-    env: &dyn Fn(&str) -> Option<String>,
-    env_key: &str,
-    file_value: Option<bool>,
-    file_key: &str,
-) -> Result<Option<bool>, ConfigError> {
-    let Some(raw) = env(env_key) else {
-        return Ok(file_value);
-    };
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(Some(true)),
-        "0" | "false" | "no" | "off" => Ok(Some(false)),
-        _ => Err(ConfigError::new(
-            env_key,
-            format!("{raw:?} is not a boolean"),
-            format!("set {env_key} to true or false (or set {file_key})"),
-        )),
     }
 }
 

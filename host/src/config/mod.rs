@@ -6,6 +6,12 @@
 //! default cluster (`[pve]` in the file). More clusters are named sections,
 //! `[clusters.NAME]`. Every problem is reported as a [`ConfigError`] naming
 //! the key and the fix.
+//!
+//! The file is parsed once ([`file`]) and every section reads its values
+//! through [`layered`], which puts the environment over the file and
+//! remembers where each value came from. Values are checked once and kept
+//! typed (listen addresses, allow-list entries, the endpoint's TLS), so
+//! their users never parse them again.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,7 +21,12 @@ use serde::Deserialize;
 pub mod allow_list;
 pub mod approvals;
 pub mod audit;
+pub mod file;
 pub mod http;
+pub mod layered;
+pub mod listen;
+
+use layered::{Layers, Sourced};
 
 use crate::endpoint::{Endpoint, EndpointError};
 use crate::error::ConfigError;
@@ -166,163 +177,6 @@ struct FileSandbox {
     max_concurrent_calls: Option<u64>,
 }
 
-/// A value and the name of the place it came from, for error messages.
-struct Sourced<T> {
-    value: T,
-    key: String,
-}
-
-impl<T> Sourced<T> {
-    fn is_from_env(&self) -> bool {
-        !self.key.contains(" (in ")
-    }
-}
-
-/// Reads one cluster's settings: the environment first (for the default
-/// cluster only), then its file section.
-struct Sources<'a> {
-    env: &'a dyn Fn(&str) -> Option<String>,
-    use_env: bool,
-    section: String,
-    file: &'a FileCluster,
-    file_name: &'a str,
-}
-
-impl Sources<'_> {
-    fn env(&self, key: &str) -> Option<String> {
-        if !self.use_env {
-            return None;
-        }
-        (self.env)(key).filter(|v| !v.is_empty())
-    }
-
-    fn file_key(&self, key: &str) -> String {
-        format!("{}.{key} (in {})", self.section, self.file_name)
-    }
-
-    fn string(
-        &self,
-        env_key: &str,
-        key: &str,
-        file_value: &Option<String>,
-    ) -> Option<Sourced<String>> {
-        if let Some(v) = self.env(env_key) {
-            return Some(Sourced {
-                value: v,
-                key: env_key.to_string(),
-            });
-        }
-        file_value.as_ref().map(|v| Sourced {
-            value: v.clone(),
-            key: self.file_key(key),
-        })
-    }
-
-    fn path(
-        &self,
-        env_key: &str,
-        key: &str,
-        file_value: &Option<PathBuf>,
-    ) -> Option<Sourced<PathBuf>> {
-        let as_string = file_value
-            .as_ref()
-            .map(|p| p.to_string_lossy().into_owned());
-        self.string(env_key, key, &as_string).map(|s| Sourced {
-            value: PathBuf::from(s.value),
-            key: s.key,
-        })
-    }
-
-    fn boolean(
-        &self,
-        env_key: &str,
-        key: &str,
-        file_value: Option<bool>,
-    ) -> Result<Option<Sourced<bool>>, ConfigError> {
-        if let Some(raw) = self.env(env_key) {
-            let value = parse_bool(&raw).ok_or_else(|| {
-                ConfigError::new(
-                    env_key,
-                    format!("{raw:?} is not a boolean"),
-                    format!("set {env_key} to true or false"),
-                )
-            })?;
-            return Ok(Some(Sourced {
-                value,
-                key: env_key.to_string(),
-            }));
-        }
-        Ok(file_value.map(|value| Sourced {
-            value,
-            key: self.file_key(key),
-        }))
-    }
-
-    fn seconds(
-        &self,
-        env_key: &str,
-        key: &str,
-        file_value: Option<u64>,
-        max: u64,
-    ) -> Result<Option<Duration>, ConfigError> {
-        let (raw, key) = match self.env(env_key) {
-            Some(v) => (v, env_key.to_string()),
-            None => match file_value {
-                Some(v) => (v.to_string(), self.file_key(key)),
-                None => return Ok(None),
-            },
-        };
-        parse_seconds(&raw, &key, max).map(Some)
-    }
-
-    /// A secret given inline or as a file; the environment overrides the
-    /// file, and two ways of giving it in one place are ambiguous.
-    fn secret(
-        &self,
-        inline: Option<Sourced<String>>,
-        file: Option<Sourced<PathBuf>>,
-    ) -> Result<Option<Sourced<String>>, ConfigError> {
-        let (inline, file) = match (
-            inline.as_ref().is_some_and(|s| s.is_from_env()),
-            file.as_ref().is_some_and(|s| s.is_from_env()),
-        ) {
-            (true, false) => (inline, None),
-            (false, true) => (None, file),
-            _ => (inline, file),
-        };
-        match (inline, file) {
-            (Some(_), Some(f)) => Err(ConfigError::new(
-                f.key,
-                "the secret is given both inline and as a file",
-                "keep only one of them (the file is the safer choice)",
-            )),
-            (Some(s), None) => Ok(Some(s)),
-            (None, Some(f)) => {
-                let text = std::fs::read_to_string(&f.value).map_err(|e| {
-                    ConfigError::new(
-                        &f.key,
-                        format!("cannot read {}: {e}", f.value.display()),
-                        "point it at a readable file holding only the secret",
-                    )
-                })?;
-                Ok(Some(Sourced {
-                    value: text.trim().to_string(),
-                    key: f.key,
-                }))
-            }
-            (None, None) => Ok(None),
-        }
-    }
-}
-
-fn parse_bool(raw: &str) -> Option<bool> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
 fn parse_seconds(raw: &str, key: &str, max: u64) -> Result<Duration, ConfigError> {
     // The reference server accepts fractional seconds ("2.5").
     let secs: f64 = raw.trim().parse().map_err(|_| {
@@ -343,18 +197,16 @@ fn parse_seconds(raw: &str, key: &str, max: u64) -> Result<Duration, ConfigError
 }
 
 fn mib(
-    key: &str,
-    file_name: &str,
-    value: Option<u64>,
+    value: Option<Sourced<u64>>,
     default: usize,
     range: (u64, u64),
 ) -> Result<usize, ConfigError> {
     match value {
         None => Ok(default),
-        Some(v) if (range.0..=range.1).contains(&v) => Ok((v as usize) << 20),
+        Some(v) if (range.0..=range.1).contains(&v.value) => Ok((v.value as usize) << 20),
         Some(v) => Err(ConfigError::new(
-            format!("{key} (in {file_name})"),
-            format!("{v} is out of range"),
+            v.key,
+            format!("{} is out of range", v.value),
             format!("use between {} and {}", range.0, range.1),
         )),
     }
@@ -377,24 +229,14 @@ impl Config {
         file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let (file_config, file_name) = match file {
-            Some(path) => (read_file(path)?, path.display().to_string()),
-            None => (FileConfig::default(), "config file".to_string()),
-        };
+        let (file_config, file_name) = FileConfig::read(file)?;
         let mut clusters = Vec::new();
-        let env_names_default = DEFAULT_CLUSTER_ENV
-            .iter()
-            .any(|k| env(k).is_some_and(|v| !v.is_empty()));
+        let layers = Layers::new(env, "pve", &file_name);
+        let env_names_default = DEFAULT_CLUSTER_ENV.iter().any(|k| layers.env(k).is_some());
         let empty = FileCluster::default();
         if file_config.pve.is_some() || env_names_default || file_config.clusters.is_empty() {
-            let src = Sources {
-                env,
-                use_env: true,
-                section: "pve".into(),
-                file: file_config.pve.as_ref().unwrap_or(&empty),
-                file_name: &file_name,
-            };
-            clusters.push(load_cluster(&src, "default")?);
+            let section = file_config.pve.as_ref().unwrap_or(&empty);
+            clusters.push(load_cluster(&layers, section, "default")?);
         }
         for (name, section) in &file_config.clusters {
             let key = format!("[clusters.{name}] (in {file_name})");
@@ -412,14 +254,8 @@ impl Config {
                     "give every cluster its own name ([pve] is named \"default\")",
                 ));
             }
-            let src = Sources {
-                env,
-                use_env: false,
-                section: format!("clusters.{name}"),
-                file: section,
-                file_name: &file_name,
-            };
-            clusters.push(load_cluster(&src, name)?);
+            let layers = Layers::file_only(format!("clusters.{name}"), &file_name);
+            clusters.push(load_cluster(&layers, section, name)?);
         }
         let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
         let http = http::load(&file_config.http, &file_name, env)?;
@@ -440,10 +276,7 @@ impl Config {
         file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<http::HttpSettings, ConfigError> {
-        let (file_config, file_name) = match file {
-            Some(path) => (read_file(path)?, path.display().to_string()),
-            None => (FileConfig::default(), "config file".to_string()),
-        };
+        let (file_config, file_name) = FileConfig::read(file)?;
         http::load(&file_config.http, &file_name, env)
     }
 
@@ -460,35 +293,20 @@ fn valid_cluster_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
 }
 
-fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let key = format!("--config {}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ConfigError::new(
-            &key,
-            format!("cannot read the file: {e}"),
-            "check the path and its permissions",
-        )
-    })?;
-    toml::from_str(&text).map_err(|e| {
-        let problem = e.message().to_string();
-        let line = e
-            .span()
-            .and_then(|s| text.get(..s.start))
-            .map(|before| before.matches('\n').count() + 1)
-            .map(|l| format!(" (line {l})"))
-            .unwrap_or_default();
-        ConfigError::new(
-            format!("{key}{line}"),
-            problem,
-            "sections are [pve] and [clusters.NAME] (base_url, token_id, token_secret, token_secret_file, username, password, password_file, verify_ssl, ca_file, fingerprint, timeout_secs, allow_insecure_http), [sandbox] (memory_mib, timeout_secs, max_response_mib, max_output_mib, max_concurrent_calls), [http] (listen, path, tokens, allowed_origins, allowed_hosts, tls_cert, tls_key, max_body_kib, session_idle_secs, max_sessions, max_calls_per_session, shutdown_grace_secs), [policy] (see `pve-mcp policy check`), [approvals] (ttl_secs, elicitation, admin_listen, admin_socket, admin_token, admin_token_file) and [audit] (path, stderr, include_arguments, max_size_mib, on_failure, fsync)",
-        )
-    })
+impl FileConfig {
+    /// The file parsed once (every section from the same parse) and how
+    /// messages name it; no file is an empty one.
+    fn read(path: Option<&Path>) -> Result<(FileConfig, String), ConfigError> {
+        match path {
+            Some(path) => Ok((file::read(path)?, path.display().to_string())),
+            None => Ok((FileConfig::default(), "config file".to_string())),
+        }
+    }
 }
 
-fn load_cluster(src: &Sources<'_>, name: &str) -> Result<Cluster, ConfigError> {
-    let f = src.file;
-    let base = src.string("PVE_BASE_URL", "base_url", &f.base_url).ok_or_else(|| {
-        if src.use_env {
+fn load_cluster(src: &Layers<'_>, f: &FileCluster, name: &str) -> Result<Cluster, ConfigError> {
+    let base = src.text("PVE_BASE_URL", "base_url", f.base_url.as_ref()).ok_or_else(|| {
+        if src.reads_env() {
             ConfigError::new(
                 "PVE_BASE_URL",
                 "not set: pve-mcp needs to know where your Proxmox VE API is",
@@ -507,11 +325,12 @@ fn load_cluster(src: &Sources<'_>, name: &str) -> Result<Cluster, ConfigError> {
         .is_some_and(|s| s.value);
     let endpoint = Endpoint::parse(&base.value, allow_http)
         .map_err(|e| endpoint_error(&base.key, &base.value, e))?;
-    let auth = load_auth(src)?;
-    let tls = load_tls(src)?;
-    let timeout = src
-        .seconds("PVE_TIMEOUT", "timeout_secs", f.timeout_secs, 3600)?
-        .unwrap_or(Duration::from_secs(30));
+    let auth = load_auth(src, f)?;
+    let tls = load_tls(src, f)?;
+    let timeout = match src.text("PVE_TIMEOUT", "timeout_secs", f.timeout_secs) {
+        Some(t) => parse_seconds(&t.value, &t.key, 3600)?,
+        None => Duration::from_secs(30),
+    };
     Ok(Cluster {
         name: name.into(),
         endpoint,
@@ -533,10 +352,9 @@ fn endpoint_error(key: &str, value: &str, e: EndpointError) -> ConfigError {
     ConfigError::new(key, format!("{value:?}: {e}"), fix)
 }
 
-fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
-    let f = src.file;
-    let id = src.string("PVE_API_TOKEN_ID", "token_id", &f.token_id);
-    let user = src.string("PVE_USERNAME", "username", &f.username);
+fn load_auth(src: &Layers<'_>, f: &FileCluster) -> Result<Auth, ConfigError> {
+    let id = src.text("PVE_API_TOKEN_ID", "token_id", f.token_id.as_ref());
+    let user = src.text("PVE_USERNAME", "username", f.username.as_ref());
     // A token wins over a password, as in the reference server.
     if let Some(id) = id {
         validate_token_id(&id.value).map_err(|problem| {
@@ -544,12 +362,13 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
         })?;
         let secret = src
             .secret(
-                src.string("PVE_API_TOKEN_SECRET", "token_secret", &f.token_secret),
+                src.text("PVE_API_TOKEN_SECRET", "token_secret", f.token_secret.as_ref()),
                 src.path("PVE_API_TOKEN_SECRET_FILE", "token_secret_file", &f.token_secret_file),
+                "secret",
             )?
             .ok_or_else(|| {
                 ConfigError::new(
-                    if src.use_env { "PVE_API_TOKEN_SECRET".to_string() } else { src.file_key("token_secret") },
+                    if src.reads_env() { "PVE_API_TOKEN_SECRET".to_string() } else { src.file_key("token_secret") },
                     "not set: the token id is there but its secret is not",
                     "set PVE_API_TOKEN_SECRET (the UUID Proxmox showed once when the token was made), or token_secret_file",
                 )
@@ -578,12 +397,13 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
         }
         let password = src
             .secret(
-                src.string("PVE_PASSWORD", "password", &f.password),
+                src.text("PVE_PASSWORD", "password", f.password.as_ref()),
                 src.path("PVE_PASSWORD_FILE", "password_file", &f.password_file),
+                "secret",
             )?
             .ok_or_else(|| {
                 ConfigError::new(
-                    if src.use_env { "PVE_PASSWORD".to_string() } else { src.file_key("password") },
+                    if src.reads_env() { "PVE_PASSWORD".to_string() } else { src.file_key("password") },
                     "not set: the user name is there but its password is not",
                     "set PVE_PASSWORD or PVE_PASSWORD_FILE (password_file in the file); an API token is the better choice",
                 )
@@ -595,12 +415,8 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
                 "set the user's password",
             ));
         }
-        let ticket_lifetime = match f.ticket_lifetime_secs {
-            Some(secs) => parse_seconds(
-                &secs.to_string(),
-                &src.file_key("ticket_lifetime_secs"),
-                7200,
-            )?,
+        let ticket_lifetime = match src.file("ticket_lifetime_secs", f.ticket_lifetime_secs) {
+            Some(secs) => parse_seconds(&secs.value.to_string(), &secs.key, 7200)?,
             None => TICKET_LIFETIME,
         };
         return Ok(Auth::Password {
@@ -610,7 +426,7 @@ fn load_auth(src: &Sources<'_>) -> Result<Auth, ConfigError> {
         });
     }
     Err(ConfigError::new(
-        if src.use_env {
+        if src.reads_env() {
             "PVE_API_TOKEN_ID".to_string()
         } else {
             src.file_key("token_id")
@@ -666,11 +482,10 @@ fn validate_token_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
-    let f = src.file;
+fn load_tls(src: &Layers<'_>, f: &FileCluster) -> Result<TlsMode, ConfigError> {
     let verify = src.boolean("PVE_VERIFY_SSL", "verify_ssl", f.verify_ssl)?;
     let ca = src.path("PVE_CA_FILE", "ca_file", &f.ca_file);
-    let pin = src.string("PVE_TLS_FINGERPRINT", "fingerprint", &f.fingerprint);
+    let pin = src.text("PVE_TLS_FINGERPRINT", "fingerprint", f.fingerprint.as_ref());
     if let Some(pin) = pin {
         let fp = Fingerprint::parse(&pin.value).map_err(|problem| {
             ConfigError::new(
@@ -704,46 +519,40 @@ fn load_tls(src: &Sources<'_>) -> Result<TlsMode, ConfigError> {
     Ok(TlsMode::WebPki)
 }
 
-fn load_sandbox(s: &FileSandbox, f: &str) -> Result<SandboxLimits, ConfigError> {
+fn load_sandbox(s: &FileSandbox, file_name: &str) -> Result<SandboxLimits, ConfigError> {
+    let layers = Layers::file_only("sandbox", file_name);
     let d = SandboxLimits::default();
     Ok(SandboxLimits {
         memory_bytes: mib(
-            "sandbox.memory_mib",
-            f,
-            s.memory_mib,
+            layers.file("memory_mib", s.memory_mib),
             d.memory_bytes,
             (8, 4096),
         )?,
-        timeout: match s.timeout_secs {
-            Some(v) => parse_seconds(
-                &v.to_string(),
-                &format!("sandbox.timeout_secs (in {f})"),
-                3600,
-            )?,
+        timeout: match layers.file("timeout_secs", s.timeout_secs) {
+            Some(v) => parse_seconds(&v.value.to_string(), &v.key, 3600)?,
             None => d.timeout,
         },
         max_response_bytes: mib(
-            "sandbox.max_response_mib",
-            f,
-            s.max_response_mib,
+            layers.file("max_response_mib", s.max_response_mib),
             d.max_response_bytes,
             (1, 1024),
         )?,
         max_output_bytes: mib(
-            "sandbox.max_output_mib",
-            f,
-            s.max_output_mib,
+            layers.file("max_output_mib", s.max_output_mib),
             d.max_output_bytes,
             (1, 256),
         )?,
         max_log_bytes: d.max_log_bytes,
-        max_concurrent_calls: match s.max_concurrent_calls {
+        max_concurrent_calls: match layers.file("max_concurrent_calls", s.max_concurrent_calls) {
             None => d.max_concurrent_calls,
-            Some(n @ 1..=1024) => n as usize,
+            Some(Sourced {
+                value: n @ 1..=1024,
+                ..
+            }) => n as usize,
             Some(n) => {
                 return Err(ConfigError::new(
-                    format!("sandbox.max_concurrent_calls (in {f})"),
-                    format!("{n} is out of range"),
+                    n.key,
+                    format!("{} is out of range", n.value),
                     "use between 1 and 1024",
                 ));
             }

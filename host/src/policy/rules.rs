@@ -12,6 +12,9 @@ use toml::Spanned;
 
 use super::conditions::{Condition, Op};
 use super::rate_limit::{Rate, RateLimit, Scope};
+// The policy reads the file itself (with spans, and again on reload),
+// through the same reader as the configuration's sections.
+use crate::config::file::{line_of, read_text as read};
 use crate::error::ConfigError;
 use crate::tools::ToolInfo;
 
@@ -316,21 +319,6 @@ struct FileCondition {
 }
 
 const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, rate_limit, rate_limit_per_token, rate_limit_global, conditions";
-
-fn read(path: &Path, what: &str) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|e| ConfigError {
-        key: format!("{what} {}", path.display()),
-        problem: format!("cannot read the file: {e}"),
-        fix: "check the path and its permissions".into(),
-    })
-}
-
-/// The 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset)
-        .map(|before| before.matches('\n').count() + 1)
-        .unwrap_or(1)
-}
 
 fn at(
     text: &str,

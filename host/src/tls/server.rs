@@ -23,9 +23,42 @@ pub struct TlsFiles {
     pub key_key: String,
 }
 
+/// The endpoint's TLS, built once when the configuration is read, so a bad
+/// file stops the start and serving never reads the files again.
+#[derive(Clone)]
+pub struct ServerTls {
+    config: Arc<ServerConfig>,
+    /// For Debug: which certificate, never the key.
+    cert: PathBuf,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("cert", &self.cert)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerTls {
+    /// Reads and checks the files: a bad one is an error naming its key.
+    pub fn load(files: &TlsFiles) -> Result<ServerTls, ConfigError> {
+        Ok(ServerTls {
+            config: server_config(files)?,
+            cert: files.cert.clone(),
+        })
+    }
+
+    /// The rustls configuration to accept connections with.
+    pub fn config(&self) -> Arc<ServerConfig> {
+        self.config.clone()
+    }
+}
+
 /// The rustls server configuration for these files; a bad file is a
-/// configuration error naming its key.
-pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, ConfigError> {
+/// configuration error naming its key. Private: only [`ServerTls::load`]
+/// reads the files, once.
+fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, ConfigError> {
     let cert_err = |problem: String| ConfigError {
         key: files.cert_key.clone(),
         problem,
@@ -93,7 +126,12 @@ mod tests {
         let a = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let b = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let ok = files(dir.path(), &a.cert.pem(), &a.signing_key.serialize_pem());
-        server_config(&ok).unwrap();
+        let tls = ServerTls::load(&ok).unwrap();
+        let shown = format!("{tls:?}");
+        assert!(
+            shown.contains("c.pem") && !shown.contains("PRIVATE"),
+            "{shown}"
+        );
         let mismatch = files(dir.path(), &a.cert.pem(), &b.signing_key.serialize_pem());
         assert_eq!(server_config(&mismatch).unwrap_err().key, "MCP_TLS_KEY");
         let garbage = files(dir.path(), "nope", &a.signing_key.serialize_pem());

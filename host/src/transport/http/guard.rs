@@ -5,36 +5,41 @@
 //! pve-mcp checks both itself rather than through rmcp's checks, so a
 //! rejection can say which setting to change.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use http::{HeaderMap, StatusCode, Uri};
 
 use super::response::Reject;
-use crate::config::allow_list::{
-    HostEntry, OriginEntry, normalize, parse_host_entry, parse_origin, parse_origin_entry,
-};
+use crate::config::allow_list::{HostEntry, OriginEntry, normalize, parse_origin};
 
 /// The default allow-lists for a bound address: loopback names on the
 /// bound port, plus the bound address itself when it is a specific one.
-pub fn defaults(bound: SocketAddr, tls: bool) -> (Vec<String>, Vec<String>) {
+pub fn defaults(bound: SocketAddr, tls: bool) -> (Vec<HostEntry>, Vec<OriginEntry>) {
     let port = bound.port();
     let mut names = vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
-        "[::1]".to_string(),
+        "::1".to_string(),
     ];
     let ip = bound.ip();
     if !ip.is_loopback() && !ip.is_unspecified() {
-        names.push(match ip {
-            IpAddr::V4(v4) => v4.to_string(),
-            IpAddr::V6(v6) => format!("[{v6}]"),
-        });
+        names.push(ip.to_string());
     }
     let scheme = if tls { "https" } else { "http" };
-    let hosts = names.iter().map(|n| format!("{n}:{port}")).collect();
-    let origins = names
+    let hosts = names
         .iter()
-        .map(|n| format!("{scheme}://{n}:{port}"))
+        .map(|n| HostEntry {
+            host: n.clone(),
+            port: Some(port),
+        })
+        .collect();
+    let origins = names
+        .into_iter()
+        .map(|host| OriginEntry::Tuple {
+            scheme: scheme.to_string(),
+            host,
+            port,
+        })
         .collect();
     (hosts, origins)
 }
@@ -49,19 +54,13 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A guard for these lists (already validated by the configuration).
-    pub fn new(hosts: &[String], origins: &[String], tls: bool) -> Result<Guard, String> {
-        Ok(Guard {
-            hosts: hosts
-                .iter()
-                .map(|h| parse_host_entry(h))
-                .collect::<Result<_, _>>()?,
-            origins: origins
-                .iter()
-                .map(|o| parse_origin_entry(o))
-                .collect::<Result<_, _>>()?,
+    /// A guard for these lists (parsed when the configuration was read).
+    pub fn new(hosts: Vec<HostEntry>, origins: Vec<OriginEntry>, tls: bool) -> Guard {
+        Guard {
+            hosts,
+            origins,
             implied_port: if tls { 443 } else { 80 },
-        })
+        }
     }
 
     /// Checks `Host` (or HTTP/2's `:authority`) and any `Origin`.
@@ -136,6 +135,7 @@ impl Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::allow_list::{parse_host_entry, parse_origin_entry};
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -150,7 +150,7 @@ mod tests {
 
     fn guard(bound: &str, tls: bool) -> Guard {
         let (hosts, origins) = defaults(bound.parse().unwrap(), tls);
-        Guard::new(&hosts, &origins, tls).unwrap()
+        Guard::new(hosts, origins, tls)
     }
 
     fn status(g: &Guard, pairs: &[(&str, &str)]) -> Option<StatusCode> {
@@ -212,11 +212,14 @@ mod tests {
     #[test]
     fn configured_entries_match_with_implied_ports() {
         let g = Guard::new(
-            &["mcp.example.com".into(), "10.0.0.5:8443".into()],
-            &["https://agents.example.com".into(), "null".into()],
+            ["mcp.example.com", "10.0.0.5:8443"]
+                .map(|h| parse_host_entry(h).unwrap())
+                .into(),
+            ["https://agents.example.com", "null"]
+                .map(|o| parse_origin_entry(o).unwrap())
+                .into(),
             true,
-        )
-        .unwrap();
+        );
         assert_eq!(status(&g, &[("host", "mcp.example.com")]), None);
         assert_eq!(status(&g, &[("host", "mcp.example.com:9")]), None);
         assert_eq!(status(&g, &[("host", "10.0.0.5:8443")]), None);
@@ -252,6 +255,6 @@ mod tests {
             None
         );
         let (hosts, _) = defaults("0.0.0.0:9000".parse().unwrap(), false);
-        assert!(!hosts.iter().any(|h| h.starts_with("0.0.0.0")), "{hosts:?}");
+        assert!(!hosts.iter().any(|h| h.host == "0.0.0.0"), "{hosts:?}");
     }
 }

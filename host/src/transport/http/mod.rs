@@ -15,6 +15,7 @@ pub mod response;
 pub mod serve;
 
 use crate::config::http::{self, HttpSettings};
+use crate::config::listen::ListenHost;
 use crate::error::ConfigError;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
@@ -27,8 +28,9 @@ pub fn resolve_listen(
 ) -> Result<SocketAddr, ConfigError> {
     let (host, port, key) = match flag {
         Some(text) => {
-            let (host, port, _) = http::parse_listen(text, "--http", settings.listen.port)?;
-            (host, port, "--http".to_string())
+            let addr = http::parse_listen(text, "--http")?;
+            let port = addr.port.unwrap_or(settings.listen.port);
+            (addr.host, port, "--http".to_string())
         }
         None => (
             settings.listen.host.clone(),
@@ -36,20 +38,20 @@ pub fn resolve_listen(
             settings.listen.key.clone(),
         ),
     };
-    let addr = if host == "localhost" {
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
-    } else if let Ok(ip) = host.parse::<IpAddr>() {
-        SocketAddr::new(ip, port)
-    } else {
-        (host.as_str(), port)
+    let addr = match &host {
+        ListenHost::Ip(ip) => SocketAddr::new(*ip, port),
+        ListenHost::Name(name) if name == "localhost" => {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+        }
+        ListenHost::Name(name) => (name.as_str(), port)
             .to_socket_addrs()
             .ok()
             .and_then(|mut addrs| addrs.next())
             .ok_or_else(|| ConfigError {
                 key: key.clone(),
-                problem: format!("cannot resolve {host:?} to an address"),
+                problem: format!("cannot resolve {name:?} to an address"),
                 fix: "use an IP address, e.g. 127.0.0.1:8000".into(),
-            })?
+            })?,
     };
     if !addr.ip().is_loopback() && settings.tokens.is_empty() {
         return Err(ConfigError {
@@ -85,7 +87,7 @@ mod tests {
         let e = resolve_listen(&s, Some("0.0.0.0:8080")).unwrap_err();
         assert_eq!(e.key, "--http");
         assert!(e.fix.contains("MCP_AUTH_TOKEN"), "{e}");
-        s.listen.host = "192.0.2.1".into();
+        s.listen.host = ListenHost::Ip("192.0.2.1".parse().unwrap());
         assert_eq!(resolve_listen(&s, None).unwrap_err().key, "MCP_HOST");
         s.tokens.push(http::NamedToken {
             name: "a".into(),

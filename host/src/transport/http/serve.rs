@@ -92,8 +92,8 @@ impl State {
         let (default_hosts, default_origins) = guard::defaults(bound, tls);
         let hosts = settings.allowed_hosts.clone().unwrap_or(default_hosts);
         let origins = settings.allowed_origins.clone().unwrap_or(default_origins);
-        let guard = Guard::new(&hosts, &origins, tls).map_err(anyhow::Error::msg)?;
         tracing::debug!(?hosts, ?origins, "Host and Origin allow-lists");
+        let guard = Guard::new(hosts, origins, tls);
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(settings.session_idle);
         let shutdown = CancellationToken::new();
@@ -152,12 +152,10 @@ pub async fn run(
     app: impl Future<Output = anyhow::Result<Serving>> + Send + 'static,
     announce: impl FnOnce(&Bound),
 ) -> anyhow::Result<()> {
-    let tls = match &settings.tls {
-        Some(files) => Some(TlsAcceptor::from(
-            crate::tls::server::server_config(files).map_err(|e| anyhow::anyhow!("{e}"))?,
-        )),
-        None => None,
-    };
+    let tls = settings
+        .tls
+        .as_ref()
+        .map(|tls| TlsAcceptor::from(tls.config()));
     let mut signals = Signals::new().context("listening for SIGTERM and SIGINT")?;
     let listener = TcpListener::bind(addr)
         .await
