@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::admin::AdminServer;
 use super::limits::{InFlight, hold_until_sent};
 use super::response::{Body, Reject, text};
 use crate::caller::TokenName;
@@ -42,8 +43,9 @@ pub struct Mcp {
     rmcp_config: StreamableHttpServerConfig,
     /// Set once the component is compiled: until then requests get 503.
     service: OnceLock<Service>,
-    /// What the service needs kept alive (the approvals admin endpoint).
-    serving: OnceLock<Serving>,
+    /// What the service needs kept alive: the app, and the approvals admin
+    /// endpoint, which stops when dropped.
+    kept: OnceLock<(Serving, Option<AdminServer>)>,
     /// Serialises session creation, so the session limit is exact.
     init_lock: tokio::sync::Mutex<()>,
     /// Which token opened each session: another token cannot use it.
@@ -73,7 +75,7 @@ impl Mcp {
             sessions: Arc::new(sessions),
             rmcp_config,
             service: OnceLock::new(),
-            serving: OnceLock::new(),
+            kept: OnceLock::new(),
             init_lock: tokio::sync::Mutex::new(()),
             owners: Mutex::new(HashMap::new()),
             inflight: Arc::new(InFlight::default()),
@@ -82,8 +84,8 @@ impl Mcp {
         }
     }
 
-    /// Starts serving MCP with `serving`'s server.
-    pub fn set_ready(&self, serving: Serving) {
+    /// Starts serving MCP with `serving`'s server; `admin` runs as long.
+    pub fn set_ready(&self, serving: Serving, admin: Option<AdminServer>) {
         let prototype = serving.server().clone();
         let limit = self.max_calls_per_session;
         // rmcp asks for a server per session (and per stateless request);
@@ -94,7 +96,7 @@ impl Mcp {
             self.rmcp_config.clone(),
         );
         let _ = self.service.set(service);
-        let _ = self.serving.set(serving);
+        let _ = self.kept.set((serving, admin));
     }
 
     /// Whether MCP requests are served (the component is compiled).

@@ -8,7 +8,9 @@
 //! the audit log ([`auth`]) as tower layers with the body limit and a log
 //! line per request ([`layers`]), the checks rmcp does not make ([`mcp`]),
 //! the drain at shutdown ([`limits`]) and health endpoints ([`serve`]).
+//! The approvals admin endpoint ([`admin`]) runs on the same code.
 
+pub mod admin;
 pub mod auth;
 pub mod guard;
 pub mod layers;

@@ -4,6 +4,8 @@
 //! the tower stack ([`super::layers`]: a log line, and for the MCP path the
 //! `Host`/`Origin` guard, the bearer token and the body limit) to its route:
 //! `/healthz`, `/readyz` or MCP ([`super::mcp`]). SIGTERM or SIGINT drains it.
+//! Once the app is up, the approvals admin endpoint ([`super::admin`])
+//! starts beside it on its own listener.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -19,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tower::{ServiceBuilder, ServiceExt};
 
+use super::admin;
 use super::auth::Tokens;
 use super::guard::{self, Guard};
 use super::layers::{self, HttpService};
@@ -73,7 +76,9 @@ pub async fn run(
     let started = tokio::spawn({
         let mcp = mcp.clone();
         async move {
-            mcp.set_ready(app.await?);
+            let serving = app.await?;
+            let admin = admin::start_for(&serving).await?;
+            mcp.set_ready(serving, admin);
             anyhow::Ok(())
         }
     });
