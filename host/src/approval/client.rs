@@ -10,11 +10,13 @@ use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::admin::PREFIX;
 use super::store::{Approval, Millis, Verdict};
 use crate::config::approvals::AdminAddress;
 use crate::secret::Secret;
 
+/// The path prefix of every admin route (the transport layer serves them;
+/// the routes are listed there).
+pub const PREFIX: &str = "/v1/approvals";
 /// How long one admin request may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest answer read (10,000 approvals fit comfortably).

@@ -6,16 +6,16 @@
 //!   host asks with a one-field form ([`elicit`]) naming the tool and its
 //!   redacted arguments, and runs the call if the person approves.
 //! - **Pending-then-retry** otherwise: the call returns a tool error with an
-//!   approval id; a person runs `pve-mcp approvals approve ID` ([`cli`]),
-//!   which talks to the server's loopback admin endpoint ([`admin`]); the
-//!   agent retries, and the identical call runs exactly once.
+//!   approval id; a person runs `pve-mcp approvals approve ID`, which
+//!   talks to the server's loopback admin endpoint ([`client`]; the
+//!   transport layer serves it over the [`store`]); the agent retries, and
+//!   the identical call runs exactly once.
 //!
 //! An approval is bound to the tool, the canonical hash of its arguments
 //! and the caller ([`binding`]), and expires (`[approvals] ttl_secs`).
 //! Approvals live in memory, or in Redis so that replicas share them
 //! ([`store`], [`redis_store`]).
 
-pub mod admin;
 pub mod client;
 pub mod elicit;
 pub mod redact;

@@ -1,25 +1,36 @@
 //! Starting the approval flow with `pve-mcp serve`: the store the policy's
-//! `state` names, and the admin endpoint when an admin token is set.
+//! `state` names, and what the admin endpoint serves when an admin token is
+//! set. The endpoint itself is HTTP, so the transport layer runs it.
 
 use std::sync::Arc;
 
 use super::Approvals;
-use super::admin::{self, AdminServer};
 use super::redis_store::{DEFAULT_PREFIX, RedisApprovals};
 use super::store::{ApprovalStore, MemoryApprovals, StoreLimits};
-use crate::config::approvals::{ApprovalSettings, missing_token};
+use crate::config::approvals::{AdminAddress, ApprovalSettings, missing_token};
 use crate::error::ConfigError;
 use crate::policy::{Action, Policy, StateSpec};
 use crate::secret::{Redactor, Secret};
 use crate::tools::ToolInfo;
 
-/// The approval flow of a running server; the admin endpoint stops when
-/// this is dropped.
+/// The approval flow of a running server.
 pub struct Running {
     /// What the MCP server asks.
     pub approvals: Arc<Approvals>,
-    /// The admin endpoint, when an admin token is configured.
-    pub admin: Option<AdminServer>,
+    /// What the admin endpoint serves, when an admin token is configured.
+    pub admin: Option<AdminEndpoint>,
+}
+
+/// The admin endpoint as the approval flow needs it: the store a person
+/// decides in, at the configured address, for holders of the admin token.
+#[derive(Clone)]
+pub struct AdminEndpoint {
+    /// Where it listens.
+    pub address: AdminAddress,
+    /// The admin token.
+    pub token: Secret,
+    /// The approvals it lists and decides.
+    pub store: Arc<dyn ApprovalStore>,
 }
 
 /// The tools the policy says need approval.
@@ -37,8 +48,8 @@ pub fn tools_needing_approval(policy: &Policy, tools: &[ToolInfo]) -> Vec<String
 /// Sets up approvals for `tools` under `policy`; `secrets` (the clusters'
 /// credentials) are redacted from what a person is shown. Fails when the
 /// policy requires approval and no admin token is set (nobody could approve
-/// a pending call), or when the admin endpoint cannot be bound.
-pub async fn start(
+/// a pending call).
+pub fn start(
     settings: &ApprovalSettings,
     policy: &Policy,
     tools: &[ToolInfo],
@@ -77,15 +88,18 @@ pub async fn start(
             admin: None,
         });
     };
-    let server = admin::start(&settings.admin, &token.secret, store).await?;
     tracing::info!(
-        admin = %server.address(),
+        admin = %settings.admin,
         ttl_secs = settings.ttl.as_secs(),
         tools = ?needing,
         "approvals ready"
     );
     Ok(Running {
         approvals: Arc::new(approvals),
-        admin: Some(server),
+        admin: Some(AdminEndpoint {
+            address: settings.admin.clone(),
+            token: token.secret.clone(),
+            store,
+        }),
     })
 }

@@ -26,6 +26,11 @@ pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
         Ok(serving) => serving,
         Err(e) => return failure(&e),
     };
+    // Kept until the client goes: dropping it stops the endpoint.
+    let _admin = match transport::http::admin::start_for(&serving).await {
+        Ok(admin) => admin,
+        Err(e) => return config_failure(&e),
+    };
     tracing::info!("serving MCP on stdio");
     match transport::stdio::serve(serving.server().clone()).await {
         Ok(()) => ExitCode::SUCCESS,

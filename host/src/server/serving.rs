@@ -1,11 +1,12 @@
 //! What `pve-mcp serve` runs behind either transport: the app with its
 //! policy and audit log, the policy's reload task, and the approval flow
-//! with its admin endpoint. One place, so stdio and Streamable HTTP enforce
-//! the same things.
+//! with what its admin endpoint serves (the transport layer runs the
+//! endpoint). One place, so stdio and Streamable HTTP enforce the same
+//! things.
 
 use std::sync::Arc;
 
-use crate::approval::serve::Running;
+use crate::approval::serve::AdminEndpoint;
 use crate::config::Config;
 use crate::policy::reload::Origin;
 use crate::sandbox::component::{CacheDir, ComponentSource};
@@ -41,11 +42,11 @@ pub async fn start_app(startup: &Startup, config: &Config) -> anyhow::Result<App
     Ok(app.with_policy(Arc::new(engine)))
 }
 
-/// A server ready for a transport: the MCP handler and, while it lives,
-/// the approval flow's admin endpoint.
+/// A server ready for a transport: the MCP handler and what the approval
+/// flow's admin endpoint serves.
 pub struct Serving {
     server: McpServer,
-    _approvals: Option<Running>,
+    admin: Option<AdminEndpoint>,
 }
 
 impl Serving {
@@ -71,11 +72,11 @@ impl Serving {
             .flat_map(|c| c.auth.secrets())
             .collect();
         let approvals =
-            crate::approval::serve::start(&config.approvals, &policy, app.tools(), secrets).await?;
-        let server = McpServer::new(app).with_approvals(approvals.approvals.clone());
+            crate::approval::serve::start(&config.approvals, &policy, app.tools(), secrets)?;
+        let server = McpServer::new(app).with_approvals(approvals.approvals);
         Ok(Serving {
             server,
-            _approvals: Some(approvals),
+            admin: approvals.admin,
         })
     }
 
@@ -83,12 +84,18 @@ impl Serving {
     pub fn without_approvals(app: App) -> Serving {
         Serving {
             server: McpServer::new(Arc::new(app)),
-            _approvals: None,
+            admin: None,
         }
     }
 
     /// The MCP handler, to hand to a transport.
     pub fn server(&self) -> &McpServer {
         &self.server
+    }
+
+    /// What the approvals admin endpoint serves, when an admin token is
+    /// configured: whoever runs the server starts the endpoint with it.
+    pub fn admin_endpoint(&self) -> Option<&AdminEndpoint> {
+        self.admin.as_ref()
     }
 }

@@ -3,14 +3,20 @@
 //!
 //! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE,
 //! `MCP-Protocol-Version`); this module puts in front of it what a network
-//! service needs: the `Host`/`Origin` allow-lists ([`guard`]), bearer tokens
-//! with names for the audit log ([`auth`]), TLS ([`tls`]), limits and the
-//! drain at shutdown ([`limits`]), health endpoints and a log line per
-//! request ([`serve`]).
+//! service needs: connections with TLS and their limits ([`listen`]), the
+//! `Host`/`Origin` allow-lists ([`guard`]) and bearer tokens with names for
+//! the audit log ([`auth`]) as tower layers with the body limit and a log
+//! line per request ([`layers`]), the checks rmcp does not make ([`mcp`]),
+//! the drain at shutdown ([`limits`]) and health endpoints ([`serve`]).
+//! The approvals admin endpoint ([`admin`]) runs on the same code.
 
+pub mod admin;
 pub mod auth;
 pub mod guard;
+pub mod layers;
 pub mod limits;
+pub mod listen;
+pub mod mcp;
 pub mod response;
 pub mod serve;
 

@@ -1,6 +1,8 @@
-//! The answers pve-mcp gives itself (before rmcp sees a request): a status,
-//! the headers the status calls for, and a JSON-RPC error body, the shape
-//! the official SDKs send and parse for transport-level errors.
+//! The answers pve-mcp gives itself (before rmcp sees a request, and from
+//! the approvals admin API): a status, the headers the status calls for,
+//! and a JSON body: for MCP a JSON-RPC error, the shape the official SDKs
+//! send and parse for transport-level errors; for the admin API
+//! `{"error": ...}`.
 
 use std::convert::Infallible;
 
@@ -44,20 +46,26 @@ impl Reject {
         self
     }
 
-    /// The HTTP response.
+    /// The HTTP response, with a JSON-RPC error body (MCP's shape).
     pub fn into_response(self) -> Response<Body> {
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "id": null,
             "error": { "code": TRANSPORT_ERROR, "message": self.message },
         });
-        let mut response = Response::new(full(body.to_string()));
-        *response.status_mut() = self.status;
+        self.with_body(&body)
+    }
+
+    /// The HTTP response, with an `{"error": message}` body (the approvals
+    /// admin API's shape).
+    pub fn into_error_object(self) -> Response<Body> {
+        let body = serde_json::json!({ "error": self.message });
+        self.with_body(&body)
+    }
+
+    fn with_body(self, body: &serde_json::Value) -> Response<Body> {
+        let mut response = json(self.status, body);
         let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
         if let Some(value) = self.www_authenticate {
             headers.insert(
                 http::header::WWW_AUTHENTICATE,
@@ -76,13 +84,22 @@ pub fn full(text: impl Into<Bytes>) -> Body {
     Full::new(text.into()).boxed()
 }
 
+/// A JSON answer.
+pub fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    typed(status, body.to_string(), "application/json")
+}
+
 /// A plain-text answer (health checks, unknown paths).
-pub fn text(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(full(text));
+pub fn text(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
+    typed(status, text, "text/plain; charset=utf-8")
+}
+
+fn typed(status: StatusCode, body: impl Into<Bytes>, content_type: &'static str) -> Response<Body> {
+    let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
+        HeaderValue::from_static(content_type),
     );
     response
 }

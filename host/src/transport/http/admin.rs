@@ -1,6 +1,10 @@
-//! The admin endpoint: a small HTTP API on a loopback address or a unix
-//! socket, guarded by its own bearer token, through which a person lists,
-//! approves and denies approvals (`pve-mcp approvals` is its client).
+//! The approvals admin endpoint: a small HTTP API on a loopback address or
+//! a unix socket through which a person lists, approves and denies
+//! approvals (`pve-mcp approvals` is its client). It runs on the same
+//! connection code ([`super::listen`]) and layers ([`super::layers`]) as
+//! MCP: the admin token is checked as MCP's bearer tokens are, the body is
+//! limited and each request logged. There is no `Host`/`Origin` guard: the
+//! token already keeps a web page out, and a unix socket has no host.
 //!
 //! ```text
 //! GET  /v1/approvals                 200 {"now_ms", "approvals": [..]}
@@ -13,26 +17,29 @@
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tower::ServiceBuilder;
 
-use super::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};
+use super::auth::Tokens;
+use super::layers::{self, HttpService};
+use super::listen::{Listener, Server};
+use super::response::{Body, Reject, json};
+use crate::approval::client::PREFIX;
+use crate::approval::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};
 use crate::config::approvals::AdminAddress;
+use crate::config::http::NamedToken;
 use crate::error::ConfigError;
 use crate::secret::Secret;
+use crate::server::serving::Serving;
 
-/// The path prefix of every admin route.
-pub const PREFIX: &str = "/v1/approvals";
+/// Admin requests carry no body; anything this large is not one of them.
+const MAX_BODY_BYTES: usize = 64 << 10;
+/// Connections open at once: a person and a few scripts.
+const MAX_CONNECTIONS: usize = 64;
 
 /// A running admin endpoint; dropping it stops it (and removes its socket).
 pub struct AdminServer {
@@ -57,9 +64,14 @@ impl Drop for AdminServer {
     }
 }
 
-struct Shared {
-    token_digest: [u8; 32],
-    store: Arc<dyn ApprovalStore>,
+/// Starts the admin endpoint `serving` asks for, if it asks for one.
+pub async fn start_for(serving: &Serving) -> Result<Option<AdminServer>, ConfigError> {
+    match serving.admin_endpoint() {
+        Some(endpoint) => start(&endpoint.address, &endpoint.token, endpoint.store.clone())
+            .await
+            .map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Binds the endpoint and serves it in the background; an address that
@@ -69,10 +81,7 @@ pub async fn start(
     token: &Secret,
     store: Arc<dyn ApprovalStore>,
 ) -> Result<AdminServer, ConfigError> {
-    let shared = Arc::new(Shared {
-        token_digest: Sha256::digest(token.expose().as_bytes()).into(),
-        store,
-    });
+    let routes = routes(token, store);
     match address {
         AdminAddress::Tcp(addr) => {
             // Settings refuse other addresses already; this is the last line.
@@ -88,7 +97,7 @@ pub async fn start(
             tracing::info!(address = %bound, "approvals admin endpoint listening");
             Ok(AdminServer {
                 address: AdminAddress::Tcp(bound),
-                task: tokio::spawn(accept_loop(listener, shared)),
+                task: tokio::spawn(serve(listener, routes)),
                 socket: None,
             })
         }
@@ -97,46 +106,22 @@ pub async fn start(
             tracing::info!(socket = %path.display(), "approvals admin endpoint listening");
             Ok(AdminServer {
                 address: address.clone(),
-                task: tokio::spawn(accept_loop(listener, shared)),
+                task: tokio::spawn(serve(listener, routes)),
                 socket: Some(path.clone()),
             })
         }
     }
 }
 
-/// A listener the endpoint can serve: TCP or unix.
-trait Listener: Send + 'static {
-    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
-    fn next(&self) -> impl std::future::Future<Output = std::io::Result<Self::Stream>> + Send;
-}
-
-impl Listener for tokio::net::TcpListener {
-    type Stream = tokio::net::TcpStream;
-    async fn next(&self) -> std::io::Result<Self::Stream> {
-        self.accept().await.map(|(stream, _)| stream)
-    }
-}
-
-impl Listener for tokio::net::UnixListener {
-    type Stream = tokio::net::UnixStream;
-    async fn next(&self) -> std::io::Result<Self::Stream> {
-        self.accept().await.map(|(stream, _)| stream)
-    }
-}
-
-async fn accept_loop<L: Listener>(listener: L, shared: Arc<Shared>) {
-    loop {
-        match listener.next().await {
-            Ok(stream) => {
-                tokio::spawn(serve_connection(stream, shared.clone()));
-            }
-            Err(e) => {
-                // Out of file descriptors and the like: wait, keep serving.
-                tracing::debug!("admin endpoint accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+/// Serves until the task is aborted (when the [`AdminServer`] is dropped).
+async fn serve(listener: impl Listener, routes: impl HttpService<Incoming>) {
+    Server::new(MAX_CONNECTIONS, None)
+        .accept_until(
+            &listener,
+            |peer| layers::log(peer, routes.clone()),
+            std::future::pending::<()>(),
+        )
+        .await
 }
 
 fn bind_error(address: &AdminAddress, problem: String) -> ConfigError {
@@ -174,58 +159,33 @@ fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, String> {
     Ok(listener)
 }
 
-async fn serve_connection<S>(stream: S, shared: Arc<Shared>)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = service_fn(move |request| {
-        let shared = shared.clone();
-        async move { Ok::<_, Infallible>(handle(&shared, request).await) }
-    });
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10))
-        .max_headers(32);
-    if let Err(e) = builder
-        .serve_connection(TokioIo::new(stream), service)
-        .await
-    {
-        tracing::debug!("admin connection ended: {e}");
+/// The admin token, then the body limit, then the routes over the store.
+fn routes(token: &Secret, store: Arc<dyn ApprovalStore>) -> impl HttpService<Incoming> {
+    let tokens = Tokens::new(&[NamedToken {
+        name: "admin".into(),
+        secret: token.clone(),
+    }]);
+    ServiceBuilder::new()
+        .layer(layers::auth(tokens, refuse))
+        .layer(layers::body_limit(MAX_BODY_BYTES, None, refuse))
+        .service_fn(move |request| {
+            let store = store.clone();
+            async move { Ok::<_, Infallible>(route(store.as_ref(), request).await) }
+        })
+}
+
+/// A refusal in the admin API's shape; a refused token is told where the
+/// right one is set.
+fn refuse(mut reject: Reject) -> Response<Body> {
+    if reject.status == StatusCode::UNAUTHORIZED {
+        tracing::warn!("admin request refused: missing or wrong admin token");
+        reject.message = "the admin token is missing or wrong: send `Authorization: Bearer TOKEN` with the server's admin token (PVE_MCP_ADMIN_TOKEN, or admin_token / admin_token_file in [approvals])".into();
     }
+    reject.into_error_object()
 }
 
-fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response<Full<Bytes>> {
-    reply(status, json!({ "error": message.into() }))
-}
-
-/// The token check compares SHA-256 digests, so it takes the same time
-/// however much of a wrong token matches.
-fn authorized(shared: &Shared, request: &Request<Incoming>) -> bool {
-    let Some(presented) = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let digest: [u8; 32] = Sha256::digest(presented.trim().as_bytes()).into();
-    digest
-        .iter()
-        .zip(shared.token_digest.iter())
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
+fn error(status: StatusCode, message: impl Into<String>) -> Response<Body> {
+    Reject::new(status, message).into_error_object()
 }
 
 /// An approval as the endpoint shows it: with its state as of now.
@@ -236,14 +196,7 @@ fn shown(approval: &Approval, now: u64) -> Approval {
     }
 }
 
-async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Full<Bytes>> {
-    if !authorized(shared, &request) {
-        tracing::warn!(path = %request.uri().path(), "admin request refused: missing or wrong admin token");
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "the admin token is missing or wrong: send `Authorization: Bearer TOKEN` with the server's admin token (PVE_MCP_ADMIN_TOKEN, or admin_token / admin_token_file in [approvals])",
-        );
-    }
+async fn route(store: &dyn ApprovalStore, request: Request<Bytes>) -> Response<Body> {
     let path = request.uri().path().trim_end_matches('/');
     let method = request.method();
     let now = now_ms();
@@ -251,10 +204,10 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
         if method != Method::GET {
             return error(StatusCode::METHOD_NOT_ALLOWED, format!("use GET {PREFIX}"));
         }
-        return match shared.store.list(now).await {
+        return match store.list(now).await {
             Ok(all) => {
                 let all: Vec<Approval> = all.iter().map(|a| shown(a, now)).collect();
-                reply(StatusCode::OK, json!({ "now_ms": now, "approvals": all }))
+                json(StatusCode::OK, &json!({ "now_ms": now, "approvals": all }))
             }
             Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
         };
@@ -277,12 +230,12 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
     if method != Method::POST {
         return error(StatusCode::METHOD_NOT_ALLOWED, "use POST");
     }
-    match shared.store.decide(id, verdict, now).await {
+    match store.decide(id, verdict, now).await {
         Ok(approval) => {
             tracing::info!(approval = %approval.id, tool = %approval.tool, caller = %approval.caller, decision = %approval.state, "approval decided by a person");
-            reply(
+            json(
                 StatusCode::OK,
-                json!({ "now_ms": now, "approval": shown(&approval, now) }),
+                &json!({ "now_ms": now, "approval": shown(&approval, now) }),
             )
         }
         Err(e) => {
@@ -302,6 +255,8 @@ mod tests {
     use super::*;
     use crate::approval::client::{AdminClient, ClientError};
     use crate::approval::store::{Check, MemoryApprovals, Request, State, StoreLimits};
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     const TOKEN: &str = "test-admin-token-0123456789";
 
@@ -463,5 +418,50 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.problem.contains("loopback"), "{err}");
+    }
+
+    /// The admin token is checked by [`Tokens`], as MCP's are: the scheme
+    /// in any case, and a constant-time comparison of digests.
+    #[tokio::test]
+    async fn the_bearer_scheme_is_case_insensitive_and_refusals_are_json() {
+        let store = Arc::new(MemoryApprovals::new(StoreLimits::with_ttl(
+            Duration::from_secs(60),
+        )));
+        let server = start(
+            &AdminAddress::Tcp("127.0.0.1:0".parse().unwrap()),
+            &Secret::new(TOKEN),
+            store,
+        )
+        .await
+        .unwrap();
+        let AdminAddress::Tcp(addr) = server.address().clone() else {
+            unreachable!()
+        };
+        let get = |authorization: String| async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let request = format!(
+                "GET {PREFIX} HTTP/1.1\r\nHost: x\r\nAuthorization: {authorization}\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            answer
+        };
+        for scheme in ["Bearer", "bearer", "BEARER"] {
+            let answer = get(format!("{scheme} {TOKEN}")).await;
+            assert!(answer.starts_with("HTTP/1.1 200"), "{scheme}: {answer}");
+            assert!(answer.contains("\"approvals\":[]"), "{answer}");
+        }
+        let answer = get(format!("bearer {TOKEN}x")).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap();
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("PVE_MCP_ADMIN_TOKEN"),
+            "{body}"
+        );
     }
 }

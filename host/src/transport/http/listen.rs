@@ -1,0 +1,208 @@
+//! Connections, whatever is served on them: accepting (TCP or a unix
+//! socket), the cap on open connections, TLS, the first-bytes timeout, and
+//! hyper's HTTP/1 and HTTP/2 with their own timeouts. These are properties
+//! of a connection, not of a request, so they live here rather than in the
+//! tower stack ([`super::layers`]) that each request then goes through.
+
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::either::Either;
+use tower::ServiceExt;
+
+use super::layers::HttpService;
+
+/// A connection whose first bytes (after the TLS handshake, if any) take
+/// longer is dropped: until a client sends something, hyper cannot tell
+/// HTTP/1 from HTTP/2 and no other timeout runs, so silent connections
+/// would hold their slots for ever.
+const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that takes longer to send its request headers is dropped.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often an HTTP/2 connection is pinged, and how long the answer may
+/// take before the connection is closed.
+const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Who is at the other end of a connection, for the log.
+#[derive(Debug, Clone, Copy)]
+pub enum Peer {
+    /// A TCP client.
+    Tcp(SocketAddr),
+    /// A client on a unix socket (which has no address worth logging).
+    Unix,
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Tcp(addr) => addr.fmt(f),
+            Peer::Unix => f.write_str("unix"),
+        }
+    }
+}
+
+/// Where connections come from: a TCP listener or a unix socket.
+pub trait Listener: Send + Sync + 'static {
+    /// One accepted connection.
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The next connection and who opened it.
+    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, Peer)>> + Send;
+}
+
+impl Listener for TcpListener {
+    type Io = TcpStream;
+    async fn next(&self) -> std::io::Result<(TcpStream, Peer)> {
+        let (stream, peer) = self.accept().await?;
+        // Responses are small and interactive: do not wait to fill packets.
+        let _ = stream.set_nodelay(true);
+        Ok((stream, Peer::Tcp(peer)))
+    }
+}
+
+impl Listener for UnixListener {
+    type Io = UnixStream;
+    async fn next(&self) -> std::io::Result<(UnixStream, Peer)> {
+        self.accept().await.map(|(stream, _)| (stream, Peer::Unix))
+    }
+}
+
+/// Serves the connections of one listener, each with a copy of a tower
+/// service, up to a number open at once.
+pub struct Server {
+    tls: Option<TlsAcceptor>,
+    slots: Arc<Semaphore>,
+    graceful: GracefulShutdown,
+}
+
+impl Server {
+    /// A server keeping at most `max_connections` open, speaking TLS when
+    /// given an acceptor.
+    pub fn new(max_connections: usize, tls: Option<TlsAcceptor>) -> Server {
+        Server {
+            tls,
+            slots: Arc::new(Semaphore::new(max_connections)),
+            graceful: GracefulShutdown::new(),
+        }
+    }
+
+    /// Accepts connections until `stop` resolves, and returns its value.
+    /// Each connection is served in the background by `service(peer)`.
+    pub async fn accept_until<L: Listener, S: HttpService<Incoming>, T>(
+        &self,
+        listener: &L,
+        service: impl Fn(Peer) -> S,
+        stop: impl Future<Output = T>,
+    ) -> T {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                accepted = listener.next() => match accepted {
+                    Ok((io, peer)) => self.spawn(io, peer, service(peer)),
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait, go on.
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                value = &mut stop => return value,
+            }
+        }
+    }
+
+    fn spawn<I, S>(&self, io: I, peer: Peer, service: S)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        S: HttpService<Incoming>,
+    {
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            // Closing at once is the cheapest answer to a flood.
+            tracing::warn!(%peer, "too many open connections; closed a new one");
+            return;
+        };
+        let tls = self.tls.clone();
+        let watcher = self.graceful.watcher();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let Some(io) = first_bytes(io, tls, peer).await else {
+                return;
+            };
+            let service =
+                hyper::service::service_fn(move |request| service.clone().oneshot(request));
+            let builder = builder();
+            let connection = builder.serve_connection(TokioIo::new(io), service);
+            if let Err(e) = watcher.watch(connection).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+
+    /// Tells every connection to finish its current request and close;
+    /// resolves once all have.
+    pub fn shutdown(self) -> impl Future<Output = ()> {
+        self.graceful.shutdown()
+    }
+}
+
+/// The connection once its first bytes have arrived (after the TLS
+/// handshake, if any), or `None` when it closes, fails the handshake or
+/// stays silent for [`FIRST_BYTES_TIMEOUT`]. The bytes are buffered, and
+/// read again by hyper.
+async fn first_bytes<I>(
+    io: I,
+    tls: Option<TlsAcceptor>,
+    peer: Peer,
+) -> Option<BufReader<Either<I, tokio_rustls::server::TlsStream<I>>>>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let opened = tokio::time::timeout(FIRST_BYTES_TIMEOUT, async {
+        let io = match tls {
+            None => Either::Left(io),
+            Some(acceptor) => Either::Right(acceptor.accept(io).await?),
+        };
+        let mut io = BufReader::new(io);
+        let got = !io.fill_buf().await?.is_empty();
+        Ok::<_, std::io::Error>(got.then_some(io))
+    });
+    match opened.await {
+        Ok(Ok(io)) => io,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "the connection failed before its first request");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "no request within the timeout; closed");
+            None
+        }
+    }
+}
+
+/// HTTP/1 and HTTP/2, with the timeouts that keep a stalled client from
+/// holding its connection.
+fn builder() -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    // Without pings an HTTP/2 client that stops answering (or never speaks
+    // after the preface) would keep its connection for ever.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(H2_KEEP_ALIVE_INTERVAL))
+        .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT);
+    builder
+}

@@ -1,0 +1,258 @@
+//! The MCP route: rmcp's `StreamableHttpService` behind what rmcp does not
+//! check itself: that a session is the caller's own, the session limit,
+//! 503 while starting or draining, and the count of calls in flight that
+//! the shutdown waits for. The guard, the token and the body limit are
+//! checked before ([`super::layers`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use super::admin::AdminServer;
+use super::limits::{InFlight, hold_until_sent};
+use super::response::{Body, Reject, text};
+use crate::caller::TokenName;
+use crate::config::http::HttpSettings;
+use crate::server::mcp::McpServer;
+use crate::server::serving::Serving;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The MCP session id in these headers, if any.
+pub fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// The MCP endpoint's state, shared by every connection.
+pub struct Mcp {
+    max_sessions: usize,
+    max_calls_per_session: usize,
+    sessions: Arc<LocalSessionManager>,
+    rmcp_config: StreamableHttpServerConfig,
+    /// Set once the component is compiled: until then requests get 503.
+    service: OnceLock<Service>,
+    /// What the service needs kept alive: the app, and the approvals admin
+    /// endpoint, which stops when dropped.
+    kept: OnceLock<(Serving, Option<AdminServer>)>,
+    /// Serialises session creation, so the session limit is exact.
+    init_lock: tokio::sync::Mutex<()>,
+    /// Which token opened each session: another token cannot use it.
+    owners: Mutex<HashMap<Arc<str>, Option<Arc<str>>>>,
+    inflight: Arc<InFlight>,
+    draining: AtomicBool,
+    shutdown: CancellationToken,
+}
+
+impl Mcp {
+    /// The endpoint for `settings`, not ready until [`Mcp::set_ready`].
+    pub fn new(settings: &HttpSettings) -> Mcp {
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(settings.session_idle);
+        let shutdown = CancellationToken::new();
+        // pve-mcp checks Host and Origin itself (with messages naming the
+        // setting), so rmcp's copies of those checks are off. The body limit
+        // layer has already read the body within the same limit.
+        let rmcp_config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(settings.max_body_bytes)
+            .with_cancellation_token(shutdown.clone());
+        Mcp {
+            max_sessions: settings.max_sessions,
+            max_calls_per_session: settings.max_calls_per_session,
+            sessions: Arc::new(sessions),
+            rmcp_config,
+            service: OnceLock::new(),
+            kept: OnceLock::new(),
+            init_lock: tokio::sync::Mutex::new(()),
+            owners: Mutex::new(HashMap::new()),
+            inflight: Arc::new(InFlight::default()),
+            draining: AtomicBool::new(false),
+            shutdown,
+        }
+    }
+
+    /// Starts serving MCP with `serving`'s server; `admin` runs as long.
+    pub fn set_ready(&self, serving: Serving, admin: Option<AdminServer>) {
+        let prototype = serving.server().clone();
+        let limit = self.max_calls_per_session;
+        // rmcp asks for a server per session (and per stateless request);
+        // each gets its own call slots.
+        let service = StreamableHttpService::new(
+            move || Ok(prototype.for_session(limit)),
+            self.sessions.clone(),
+            self.rmcp_config.clone(),
+        );
+        let _ = self.service.set(service);
+        let _ = self.kept.set((serving, admin));
+    }
+
+    /// Whether MCP requests are served (the component is compiled).
+    pub fn ready(&self) -> bool {
+        self.service.get().is_some()
+    }
+
+    /// Whether the server is shutting down.
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Refuses new MCP requests from now on.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Requests in flight (each until its response is sent).
+    pub fn inflight(&self) -> &InFlight {
+        &self.inflight
+    }
+
+    /// Ends every session and its open streams (a GET stream never ends on
+    /// its own).
+    pub fn end_sessions(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// One MCP request that passed the guard, the token and the body limit.
+    pub async fn serve(&self, request: Request<Bytes>) -> Response<Body> {
+        if self.draining() {
+            return Reject::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: the server is shutting down",
+            )
+            .retry_after(1)
+            .into_response();
+        }
+        let Some(service) = self.service.get() else {
+            return Reject::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: the server is starting (compiling the tool component)",
+            )
+            .retry_after(1)
+            .into_response();
+        };
+        let owner = request.extensions().get::<TokenName>().map(|t| t.0.clone());
+        let session = session_id(request.headers());
+        if let Some(id) = &session {
+            let opened_by = self
+                .owners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(id.as_str())
+                .cloned();
+            match opened_by {
+                // A session id this server never issued. rmcp serves a request
+                // carrying 2026-07-28 `_meta` statelessly whatever its session
+                // header says, and the header names the caller's session for
+                // rate limits, the audit log and approvals: a made-up one must
+                // not get that far.
+                None => {
+                    tracing::debug!(
+                        token = owner.as_deref(),
+                        "a request named a session this server did not issue"
+                    );
+                    return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+                }
+                // Another token's session: as far as this caller knows, it
+                // does not exist.
+                Some(opener) if opener != owner => {
+                    tracing::warn!(
+                        token = owner.as_deref(),
+                        "a request used a session opened with another token"
+                    );
+                    return text(StatusCode::NOT_FOUND, "Not Found: Session not found");
+                }
+                Some(_) => {}
+            }
+        }
+        let is_post = request.method() == Method::POST;
+        let is_delete = request.method() == Method::DELETE;
+        let inflight = is_post.then(|| self.inflight.enter());
+        let mut response = if is_post && session.is_none() {
+            self.post_without_session(service, request, owner).await
+        } else {
+            service.handle(request.map(Full::new)).await
+        };
+        if is_delete && response.status().is_success() {
+            // rmcp answers 202; the official SDKs expect 200 (or 204) and log
+            // anything else as a failed termination.
+            if response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::OK;
+            }
+            if let Some(id) = &session {
+                self.owners
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(id.as_str());
+            }
+        }
+        match inflight {
+            Some(guard) => response.map(|body| hold_until_sent(body, guard)),
+            None => response,
+        }
+    }
+
+    /// A POST without a session is an `initialize` (which opens a session,
+    /// if the limit allows) or a stateless request.
+    async fn post_without_session(
+        &self,
+        service: &Service,
+        request: Request<Bytes>,
+        owner: Option<Arc<str>>,
+    ) -> Response<Body> {
+        let is_initialize = serde_json::from_slice::<serde_json::Value>(request.body())
+            .ok()
+            .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"));
+        let request = request.map(Full::new);
+        if !is_initialize {
+            return service.handle(request).await;
+        }
+        let _one_at_a_time = self.init_lock.lock().await;
+        let live: HashSet<Arc<str>> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .cloned()
+            .collect();
+        if live.len() >= self.max_sessions {
+            tracing::warn!(
+                sessions = live.len(),
+                "refused a new session: the limit is reached"
+            );
+            return Reject::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "Service Unavailable: {} sessions are open, the most this server allows \
+                     (http.max_sessions); retry later",
+                    live.len()
+                ),
+            )
+            .retry_after(5)
+            .into_response();
+        }
+        let response = service.handle(request).await;
+        if let Some(id) = session_id(response.headers()) {
+            // A panic elsewhere (a poisoned lock) must not skip the record:
+            // each change to the map is one call, so it is never half-done.
+            let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            // Forget sessions that ended (DELETE, idle expiry) on the way.
+            owners.retain(|id, _| live.contains(id));
+            owners.insert(Arc::from(id), owner);
+        }
+        response
+    }
+}
