@@ -25,8 +25,8 @@ use serde_json::json;
 use tower::ServiceBuilder;
 
 use super::auth::Tokens;
+use super::connections::{Listener, Server};
 use super::layers::{self, HttpService};
-use super::listen::{Listener, Server};
 use super::response::{Body, Reject, json};
 use crate::approval::client::PREFIX;
 use crate::approval::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};

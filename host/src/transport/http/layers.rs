@@ -17,9 +17,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tower::{Layer, Service, ServiceExt};
 
 use super::auth::Tokens;
+use super::connections::Peer;
 use super::guard::Guard;
-use super::listen::Peer;
-use super::mcp::session_id;
+use super::mcp_route::session_id;
 use super::response::{Body, Reject};
 use crate::caller::TokenName;
 

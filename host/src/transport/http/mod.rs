@@ -3,20 +3,20 @@
 //!
 //! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE,
 //! `MCP-Protocol-Version`); this module puts in front of it what a network
-//! service needs: connections with TLS and their limits ([`listen`]), the
+//! service needs: connections with TLS and their limits ([`connections`]), the
 //! `Host`/`Origin` allow-lists ([`guard`]) and bearer tokens with names for
 //! the audit log ([`auth`]) as tower layers with the body limit and a log
-//! line per request ([`layers`]), the checks rmcp does not make ([`mcp`]),
+//! line per request ([`layers`]), the checks rmcp does not make ([`mcp_route`]),
 //! the drain at shutdown ([`limits`]) and health endpoints ([`serve`]).
 //! The approvals admin endpoint ([`admin`]) runs on the same code.
 
 pub mod admin;
 pub mod auth;
+pub mod connections;
 pub mod guard;
 pub mod layers;
 pub mod limits;
-pub mod listen;
-pub mod mcp;
+pub mod mcp_route;
 pub mod response;
 pub mod serve;
 

@@ -23,10 +23,10 @@ use tower::{ServiceBuilder, ServiceExt};
 
 use super::admin;
 use super::auth::Tokens;
+use super::connections::Server;
 use super::guard::{self, Guard};
 use super::layers::{self, HttpService};
-use super::listen::Server;
-use super::mcp::Mcp;
+use super::mcp_route::Mcp;
 use super::response::{Body, Reject, text};
 use crate::config::http::HttpSettings;
 use crate::server::serving::Serving;
