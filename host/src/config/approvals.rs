@@ -249,15 +249,7 @@ fn load_token(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+    use crate::config::layered::test_env::env;
 
     fn load(toml_text: &str, pairs: &[(&str, &str)]) -> Result<ApprovalSettings, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

@@ -452,18 +452,10 @@ fn load_tokens(file: &FileHttp, layers: &Layers<'_>) -> Result<Vec<NamedToken>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use crate::config::layered::test_env::env;
 
     const T1: &str = "0123456789abcdef0123456789abcdef";
     const T2: &str = "fedcba9876543210fedcba9876543210";
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
 
     fn file(text: &str) -> FileHttp {
         toml::from_str(text).unwrap()

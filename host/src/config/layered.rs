@@ -245,6 +245,21 @@ pub fn is_bearer_token(token: &str) -> bool {
         })
 }
 
+/// An environment made of fixed pairs, for the sections' tests.
+#[cfg(test)]
+pub(crate) mod test_env {
+    use std::collections::HashMap;
+
+    /// Looks keys up in `pairs` only, never in the real environment.
+    pub fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

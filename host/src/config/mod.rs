@@ -563,18 +563,10 @@ fn load_sandbox(s: &FileSandbox, file_name: &str) -> Result<SandboxLimits, Confi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use crate::config::layered::test_env::env;
     use std::io::Write;
 
     const SECRET: &str = "0b5a5c2e-6f7d-4a1b-9c3d-2e1f0a9b8c7d";
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
 
     fn base_env() -> Vec<(&'static str, &'static str)> {
         vec![
