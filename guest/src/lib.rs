@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod api;
 pub mod arg;
 pub mod cluster;

@@ -438,6 +438,45 @@ pub async fn lab_simulator() -> Simulator {
     .expect("starting the standalone simulator")
 }
 
+/// A simulator answering in the shapes real clusters send
+/// ([`pve_sim::Shapes::Real`]), with request validation on.
+pub async fn real_shapes_simulator() -> Simulator {
+    Simulator::start(SimConfig {
+        shapes: pve_sim::Shapes::Real,
+        schema_path: Some(schema_path()),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("starting the real-shapes simulator")
+}
+
+/// Fails, naming the call, if `structured` does not match `tool`'s
+/// listed `outputSchema`.
+pub fn assert_matches_output_schema(
+    tools: &[rmcp::model::Tool],
+    tool: &str,
+    args: &Value,
+    structured: &Value,
+) {
+    let schema = tools
+        .iter()
+        .find(|t| t.name == tool)
+        .unwrap_or_else(|| panic!("{tool} is not listed"))
+        .output_schema
+        .clone()
+        .unwrap_or_else(|| panic!("{tool} has no outputSchema"));
+    let validator = jsonschema::validator_for(&Value::Object(schema.as_ref().clone()))
+        .unwrap_or_else(|e| panic!("{tool}'s outputSchema does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{tool}({args}) does not match its outputSchema: {errors:?}"
+    );
+}
+
 /// The human summary: the first text block (the second is the JSON).
 pub fn summary(result: &rmcp::model::CallToolResult) -> String {
     text(result).lines().next().unwrap_or_default().to_owned()

@@ -26,6 +26,7 @@ mod policy_limits;
 mod policy_reload;
 mod policy_rules;
 mod protocol;
+mod real_shapes;
 mod secrets;
 mod tickets;
 mod tls;

@@ -55,7 +55,8 @@ pub struct VmConfig {
     pub node: String,
     /// "qemu" (VM) or "lxc" (container)
     pub vm_type: VmType,
-    /// Every config key with its value as Proxmox gives it; secrets replaced by **********
+    /// Every config key with its value as Proxmox gives it; secrets replaced by **********. A
+    /// container's raw lxc.* lines (key lxc) are a list of [key, value] pairs.
     pub config: Config,
     /// Config keys whose values were masked
     pub masked_keys: Vec<String>,
@@ -67,7 +68,8 @@ pub struct VmConfig {
     pub resolved: Resolved,
 }
 
-/// Config keys and their scalar values.
+/// Config keys and their values: scalars, and lists of `[key, value]`
+/// pairs for the one list-valued key (an LXC config's raw `lxc`).
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(transparent)]
 pub struct Config(Map<String, Value>);
@@ -76,9 +78,43 @@ arg::fixed_schema!(
     Config,
     serde_json::json!({
         "type": "object",
-        "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+        "additionalProperties": {"anyOf": [
+            {"type": ["string", "number", "boolean", "null"]},
+            {
+                "type": "array",
+                "description": "Raw lxc.* lines as [key, value] pairs",
+                "items": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+            },
+        ]},
     })
 );
+
+/// `[[key, value], ...]` as Proxmox gives an LXC config's raw `lxc` key,
+/// with every part as a string; `None` for any other shape.
+fn pairs(v: &Value) -> Option<Value> {
+    let pair = |p: &Value| match p.as_array()?.as_slice() {
+        [k, v] => Some(Value::from(vec![pj::text(Some(k))?, text_or_empty(v)?])),
+        _ => None,
+    };
+    let list = v.as_array()?;
+    list.iter()
+        .map(pair)
+        .collect::<Option<Vec<_>>>()
+        .map(Value::from)
+}
+
+/// A pair's value: text, or `""` for an empty one (`lxc.mount.auto =`).
+fn text_or_empty(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        other => pj::text(Some(other)),
+    }
+}
 
 /// Parsed settings; null where the config leaves them unset (Proxmox defaults apply).
 #[derive(Debug, Clone, Serialize)]
@@ -285,6 +321,10 @@ pub fn shape(target: &Target, raw: &Map<String, Value>) -> Answer<VmConfig> {
             v.as_str()
                 .map(|s| Value::from(percent_decode_str(s).decode_utf8_lossy().into_owned()))
                 .unwrap_or_else(|| v.clone())
+        } else if let Some(list) = pairs(v) {
+            // A list stays a list: re-encoding it as a JSON string would
+            // make agents parse JSON inside JSON.
+            list
         } else if v.is_object() || v.is_array() {
             Value::from(v.to_string())
         } else {
@@ -511,6 +551,35 @@ mod tests {
             json!({"key":"net0","model":"veth","mac":"BC:24:11:AA:BB:CC","bridge":"vmbr0","vlan":null,"firewall":true,"name":"eth0"})
         );
         assert_eq!(out.structured["masked_keys"], json!([]));
+    }
+
+    #[test]
+    fn raw_lxc_lines_stay_a_list() {
+        let mut cfg = lxc_config();
+        cfg["lxc"] = json!([
+            ["lxc.apparmor.profile", "unconfined"],
+            ["lxc.cgroup2.devices.allow", "a"]
+        ]);
+        cfg["odd"] = json!({"nested": 1});
+        let mut pve = FakePve::default().with("/nodes/node1/lxc/101/config", cfg);
+        let out = TOOL
+            .call(
+                &mut pve,
+                r#"{"vmid": 101, "node": "node1", "vm_type": "lxc"}"#,
+            )
+            .unwrap();
+        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        assert_eq!(
+            out.structured["config"]["lxc"],
+            json!([
+                ["lxc.apparmor.profile", "unconfined"],
+                ["lxc.cgroup2.devices.allow", "a"]
+            ])
+        );
+        // Any other structured value is still passed on as JSON text.
+        assert_eq!(out.structured["config"]["odd"], "{\"nested\":1}");
+        assert_eq!(pairs(&json!([["a"]])), None);
+        assert_eq!(pairs(&json!([["k", ""]])), Some(json!([["k", ""]])));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Answer, Tool, read_tool};
+use crate::agent;
 use crate::api::Pve;
 use crate::arg::{VmType, choice};
 use crate::error::ToolError;
@@ -111,6 +112,9 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VmIps>, ToolError> {
         VmType::Lxc => base.lit("interfaces"),
     };
     let data = pve.get(&path).map_err(|e| explain(&target, e))?;
+    if target.vm_type == VmType::Qemu {
+        agent::result(&data, &target.label(), "network-get-interfaces")?;
+    }
     Ok(shape(&target, &data))
 }
 
@@ -397,6 +401,25 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.message(), "Permission denied");
+    }
+
+    #[test]
+    fn the_agents_own_error_is_a_tool_error() {
+        let refusal = json!({"result": {"error": {"class": "Unsupported",
+            "desc": "this feature or command is not currently supported"}}});
+        let mut pve = FakePve::default().with(AGENT, refusal);
+        let e = call(
+            &mut pve,
+            json!({"vmid": 101, "node": "pve1", "vm_type": "qemu"}),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ToolError::Upstream(_)), "{e:?}");
+        assert!(e.message().contains("\"Unsupported\""), "{e}");
+        assert!(
+            e.message()
+                .contains("\"this feature or command is not currently supported\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -24,9 +24,10 @@ pub static TOOL: Tool = read_tool! {
     name: "pve_list_ha",
     title: "List HA status and resources",
     description: "Show the Proxmox high-availability (HA) manager's state: quorum, the current \
-        master node, each node's local resource manager (LRM) state, and every HA-managed guest \
-        with its requested state, the state the cluster resource manager (CRM) sees, its node, \
-        group and restart/relocate limits. Use it when a guest is HA-managed (pve_get_vm_status \
+        master node, the fencing watchdog's state (PVE 9.2+), each node's local resource manager \
+        (LRM) state, and every HA-managed guest with its requested state, the state the cluster \
+        resource manager (CRM) sees, its node, group, restart/relocate limits and failback and \
+        auto-rebalance settings. Use it when a guest is HA-managed (pve_get_vm_status \
         shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
         health after a node failure. Resources are sorted by sid and paged with limit \
         (default 100, max 1000) and offset. Needs Sys.Audit on /.",
@@ -41,6 +42,8 @@ pub struct HaStatus {
     pub quorum: Quorum,
     /// The current HA master (CRM).
     pub master: Master,
+    /// Whether the HA stack may fence nodes (PVE 9.2+); null if Proxmox does not report it
+    pub fencing: Option<Fencing>,
     /// Each node's LRM, by node
     pub lrm: Vec<Lrm>,
     /// HA resources by sid
@@ -76,6 +79,18 @@ pub struct Master {
     pub timestamp: Option<u64>,
     /// Last update, ISO-8601 UTC; null if unknown
     pub timestamp_iso: Option<String>,
+}
+
+/// The HA fencing state (PVE 9.2's `fencing` status row).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Fencing {
+    /// armed, standby, disarming or disarmed; null if not reported
+    pub armed_state: Option<String>,
+    /// How resources are handled while disarmed (freeze, ignore); null if not reported
+    pub resource_mode: Option<String>,
+    /// Proxmox's status text, e.g. "armed (CRM watchdog active)"; null if not reported
+    pub status: Option<String>,
 }
 
 /// One node's local resource manager.
@@ -121,6 +136,10 @@ pub struct HaResource {
     pub max_restart: Option<u64>,
     /// Relocation attempts; null if default
     pub max_relocate: Option<u64>,
+    /// true if it moves back to its preferred node when that node returns; null if not reported
+    pub failback: Option<bool>,
+    /// true if the CRM may move it to balance the load (PVE 9.2+); null if not reported
+    pub auto_rebalance: Option<bool>,
     /// Comment; null if none
     pub comment: Option<String>,
 }
@@ -184,6 +203,14 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
         .map(|v| pj::flag(Some(v)));
     let master = entries.iter().find(|e| kind(e) == "master");
     let master_ts = master.and_then(|m| pj::uint(m.get("timestamp")));
+    let fencing = entries
+        .iter()
+        .find(|e| kind(e) == "fencing")
+        .map(|f| Fencing {
+            armed_state: pj::text(f.get("armed-state")),
+            resource_mode: pj::text(f.get("resource_mode")),
+            status: pj::text(f.get("status")),
+        });
     let mut lrm: Vec<Lrm> = entries
         .iter()
         .filter(|e| kind(e) == "lrm")
@@ -231,6 +258,8 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
                 cfg.and_then(|c| c.get(k))
                     .or_else(|| st.and_then(|s| s.get(k)))
             };
+            // Perl 0/1 or, on PVE 9, JSON booleans; absent means unknown.
+            let flag = |k: &str| get(k).map(|v| pj::flag(Some(v)));
             let from_sid = sid.split_once(':');
             let ty = pj::text(cfg.and_then(|c| c.get("type")))
                 .or_else(|| from_sid.map(|(t, _)| t.to_owned()));
@@ -247,6 +276,8 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
                 group: pj::text(get("group")),
                 max_restart: pj::uint(get("max_restart")),
                 max_relocate: pj::uint(get("max_relocate")),
+                failback: flag("failback"),
+                auto_rebalance: flag("auto-rebalance"),
                 comment: pj::text(cfg.and_then(|c| c.get("comment"))),
             }
         })
@@ -280,6 +311,7 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
             timestamp: master_ts,
             timestamp_iso: iso(master_ts),
         },
+        fencing,
         lrm,
         resources: page_items,
         counts,
@@ -295,8 +327,14 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
             .map(|(s, c)| format!("{c} {s}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let fencing = structured
+            .fencing
+            .as_ref()
+            .and_then(|f| f.armed_state.as_deref().or(f.status.as_deref()))
+            .map(|f| format!(", fencing {f}"))
+            .unwrap_or_default();
         format!(
-            "HA quorum {}, master {}; {}{}.",
+            "HA quorum {}, master {}{fencing}; {}{}.",
             if ok { "OK" } else { "NOT OK" },
             master_node.as_deref().unwrap_or("none"),
             crate::format::count(info.total, "resource", "resources"),
@@ -386,6 +424,50 @@ mod tests {
         assert_eq!(
             out.summary,
             "HA quorum OK, master pve1; 3 resources (1 error, 1 started, 1 stopped)."
+        );
+        // Before PVE 9.2: no fencing row; failback only where given.
+        assert_eq!(s["fencing"], Value::Null);
+        assert_eq!(s["resources"][0]["failback"], Value::Null);
+        assert_eq!(s["resources"][0]["auto_rebalance"], Value::Null);
+    }
+
+    #[test]
+    fn pve_9_2_fencing_row_failback_and_auto_rebalance() {
+        let mut status = status();
+        let rows = status.as_array_mut().unwrap();
+        rows.insert(
+            2,
+            json!({"id":"fencing","type":"fencing","armed-state":"armed",
+                   "status":"armed (CRM watchdog active)"}),
+        );
+        rows[5]["failback"] = json!(true);
+        rows[5]["auto-rebalance"] = json!(false);
+        rows[6]["failback"] = json!(0);
+        rows[6]["auto-rebalance"] = json!(1);
+        let mut pve = FakePve::default()
+            .with(STATUS, status)
+            .with(RESOURCES, resources());
+        let out = call(&mut pve, json!({})).unwrap();
+        assert_valid_output(&TOOL, &out);
+        let s = &out.structured;
+        assert_eq!(
+            s["fencing"],
+            json!({"armed_state": "armed", "resource_mode": null,
+                   "status": "armed (CRM watchdog active)"})
+        );
+        // ct:200 then vm:100; both JSON and Perl booleans read.
+        assert_eq!(s["resources"][0]["failback"], false);
+        assert_eq!(s["resources"][0]["auto_rebalance"], true);
+        assert_eq!(s["resources"][1]["failback"], true);
+        assert_eq!(s["resources"][1]["auto_rebalance"], false);
+        // The fencing row is neither an LRM nor a service.
+        assert_eq!(s["lrm"].as_array().unwrap().len(), 2);
+        assert_eq!(s["total"], 3);
+        assert!(
+            out.summary
+                .starts_with("HA quorum OK, master pve1, fencing armed; 3 resources"),
+            "{}",
+            out.summary
         );
     }
 

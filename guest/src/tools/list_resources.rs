@@ -28,7 +28,8 @@ choice! {
         Storage = "storage",
         /// Nodes.
         Node = "node",
-        /// SDN zones.
+        /// SDN zones, vnets and fabrics: PVE 9's `network` entries and
+        /// older releases' `sdn` ones.
         Sdn = "sdn",
     }
 }
@@ -38,11 +39,12 @@ pub static TOOL: Tool = read_tool! {
     name: "pve_list_resources",
     title: "List cluster resources",
     description: "List everything the cluster reports in one call: guests (VMs and \
-        containers), nodes, storage (one entry per storage and node), pools and SDN zones, \
-        each as a compact record with id, type and its key fields, plus counts per type. Use \
-        it for an inventory or to see storage fill levels across nodes; resource_type (vm, \
-        storage, node, sdn) narrows it, node and status filter further. For guests alone \
-        pve_list_vms has richer filters. Paged with limit (default 200, max 2000) and offset.",
+        containers), nodes, storage (one entry per storage and node), pools and SDN networks \
+        (zones, vnets, fabrics; per node), each as a compact record with id, type and its key \
+        fields, plus counts per type. Use it for an inventory or to see storage fill levels \
+        across nodes; resource_type (vm, storage, node, sdn) narrows it, node and status filter \
+        further. For guests alone pve_list_vms has richer filters. Paged with limit (default \
+        200, max 2000) and offset.",
     run: run,
 };
 
@@ -51,8 +53,8 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Only this kind: vm (VMs and containers), storage, node or sdn. Omit for all, including
-    /// pools.
+    /// Only this kind: vm (VMs and containers), storage, node or sdn (SDN zones, vnets and
+    /// fabrics). Omit for all, including pools.
     resource_type: Option<ResourceType>,
     /// Only resources on this node, e.g. "pve1" (case-insensitive).
     node: Option<NodeName>,
@@ -69,10 +71,11 @@ pub struct Input {
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct ResourceList {
-    /// Matching resources: pools, guests by vmid, nodes, storage, sdn, others; one page of them
+    /// Matching resources: pools, guests by vmid, nodes, storage, sdn and network, others; one
+    /// page of them
     pub resources: Vec<Resource>,
-    /// Number of matching resources per Proxmox type (qemu, lxc, node, storage, pool, sdn, ...),
-    /// over all pages
+    /// Number of matching resources per Proxmox type (qemu, lxc, node, storage, pool, sdn,
+    /// network, ...), over all pages
     pub count_by_type: Counts,
     /// Where this page is in the list.
     #[serde(flatten)]
@@ -92,8 +95,10 @@ pub enum Resource {
     Storage(Record<StorageFields>),
     /// A resource pool.
     Pool(Record<PoolFields>),
-    /// An SDN zone as seen from one node.
+    /// An SDN zone as seen from one node (type sdn, before PVE 9).
     Sdn(Record<SdnFields>),
+    /// An SDN zone, vnet or fabric as seen from one node (type network, PVE 9).
+    Network(Record<NetworkFields>),
     /// Any other resource type a newer Proxmox reports.
     Other(Record<Placed>),
 }
@@ -104,7 +109,7 @@ pub enum Resource {
 pub struct Record<T> {
     /// Proxmox resource id, e.g. qemu/100, node/pve1, storage/pve1/local
     pub id: String,
-    /// Proxmox type: qemu, lxc, node, storage, pool, sdn, ...
+    /// Proxmox type: qemu, lxc, node, storage, pool, sdn, network, ...
     #[serde(rename = "type")]
     pub resource_type: String,
     /// The kind's own fields.
@@ -211,12 +216,31 @@ pub struct PoolFields {
     pub pool: String,
 }
 
-/// An SDN zone's fields.
+/// An SDN zone's fields (type sdn).
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SdnFields {
     /// SDN zone; null if not reported
     pub sdn: Option<String>,
+    /// Zone type (simple, vlan, qinq, vxlan, evpn, ...); null if not reported
+    pub zone_type: Option<String>,
+    /// Node and status.
+    #[serde(flatten)]
+    pub placed: Placed,
+}
+
+/// An SDN network entity's fields (type network, PVE 9).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct NetworkFields {
+    /// Name of the zone, vnet or fabric, e.g. lab-network; null if not reported
+    pub network: Option<String>,
+    /// What it is: zone, fabric, vnet, ...; null if not reported
+    pub network_type: Option<String>,
+    /// Zone type (simple, vlan, evpn, ...) for zones; null if not reported
+    pub zone_type: Option<String>,
+    /// Routing protocol (openfabric, ospf, ...) for fabrics; null if not reported
+    pub protocol: Option<String>,
     /// Node and status.
     #[serde(flatten)]
     pub placed: Placed,
@@ -240,6 +264,7 @@ impl Resource {
             Resource::Node(r) => Some(&r.fields.placed),
             Resource::Storage(r) => Some(&r.fields.placed),
             Resource::Sdn(r) => Some(&r.fields.placed),
+            Resource::Network(r) => Some(&r.fields.placed),
             Resource::Other(r) => Some(&r.fields),
             Resource::Pool(_) => None,
         }
@@ -253,11 +278,12 @@ impl Resource {
             Resource::Storage(r) => (&r.id, &r.resource_type),
             Resource::Pool(r) => (&r.id, &r.resource_type),
             Resource::Sdn(r) => (&r.id, &r.resource_type),
+            Resource::Network(r) => (&r.id, &r.resource_type),
             Resource::Other(r) => (&r.id, &r.resource_type),
         }
     }
 
-    /// Pools first, then guests by vmid, nodes, storage, sdn and the rest.
+    /// Pools first, then guests by vmid, nodes, storage, sdn/network and the rest.
     fn order(&self) -> (u8, u64, &str) {
         let (id, _) = self.id_and_type();
         match self {
@@ -265,22 +291,80 @@ impl Resource {
             Resource::Guest(r) => (1, r.fields.vmid, id),
             Resource::Node(_) => (2, 0, id),
             Resource::Storage(_) => (3, 0, id),
-            Resource::Sdn(_) => (4, 0, id),
+            Resource::Sdn(_) | Resource::Network(_) => (4, 0, id),
             Resource::Other(_) => (5, 0, id),
         }
     }
 }
 
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ResourceList>, ToolError> {
-    let node = input.node.as_ref().map(NodeName::as_str);
-    let status = input.status.as_ref().map(Text::as_str);
+    let filter = Filter {
+        resource_type: input.resource_type,
+        node: input.node.as_ref().map(NodeName::as_str),
+        status: input.status.as_ref().map(Text::as_str),
+    };
     let page = Page::new(input.limit, input.offset);
     let mut path = ApiPath::new("cluster").lit("resources");
-    if let Some(t) = input.resource_type {
-        path = path.query("type", t.as_str());
+    match input.resource_type {
+        // PVE 9 lists SDN zones as `network` entries, which `?type=sdn`
+        // does not select (it keeps only legacy `sdn` ones). Fetching all
+        // and keeping both kinds here works on every release without first
+        // asking for the version.
+        Some(ResourceType::Sdn) | None => {}
+        Some(t) => path = path.query("type", t.as_str()),
     }
     let entries = fetch::list(pve, &path)?;
-    Ok(shape(&entries, node, status, page))
+    Ok(shape(&entries, filter, page))
+}
+
+/// What the caller asked to see.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    /// Only this kind; Proxmox filters all but sdn (see `run`).
+    pub resource_type: Option<ResourceType>,
+    /// Only resources on this node (case-insensitive).
+    pub node: Option<&'a str>,
+    /// Only resources with this status (case-insensitive).
+    pub status: Option<&'a str>,
+}
+
+impl Filter<'_> {
+    fn admits(&self, r: &Resource) -> bool {
+        let is = |field: Option<&String>, wanted: &str| {
+            field.is_some_and(|f| f.eq_ignore_ascii_case(wanted))
+        };
+        let placed = r.placed();
+        let kind_ok = match self.resource_type {
+            Some(ResourceType::Sdn) => matches!(r, Resource::Sdn(_) | Resource::Network(_)),
+            // Proxmox already filtered these.
+            _ => true,
+        };
+        kind_ok
+            && self
+                .node
+                .is_none_or(|n| is(placed.and_then(|p| p.node.as_ref()), n))
+            && self
+                .status
+                .is_none_or(|s| is(placed.and_then(|p| p.status.as_ref()), s))
+    }
+
+    /// ` matching resource_type=sdn, node=pve1`, or nothing without filters.
+    fn describe(&self) -> String {
+        let filters: Vec<String> = [
+            self.resource_type
+                .map(|t| format!("resource_type={}", t.as_str())),
+            self.node.map(|n| format!("node={n}")),
+            self.status.map(|s| format!("status={s}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if filters.is_empty() {
+            String::new()
+        } else {
+            format!(" matching {}", filters.join(", "))
+        }
+    }
 }
 
 /// One compact record.
@@ -363,9 +447,35 @@ pub fn record(e: &Map<String, Value>) -> Option<Resource> {
             ty,
             SdnFields {
                 sdn: t("sdn"),
+                zone_type: t("zone-type"),
                 placed: placed(),
             },
         )),
+        "network" => {
+            // id is network/<node>/<network-type>/<name>; fall back to it
+            // for fields an entry leaves out.
+            let parts: Vec<&str> = id.splitn(4, '/').collect();
+            let from_id = |i: usize| {
+                parts
+                    .get(i)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| (*p).to_owned())
+            };
+            Resource::Network(Record::new(
+                &id,
+                ty,
+                NetworkFields {
+                    network: t("network").or_else(|| from_id(3)),
+                    network_type: t("network-type").or_else(|| from_id(2)),
+                    zone_type: t("zone-type"),
+                    protocol: t("protocol"),
+                    placed: Placed {
+                        node: t("node").or_else(|| from_id(1)),
+                        status: t("status"),
+                    },
+                },
+            ))
+        }
         _ => Resource::Other(Record::new(&id, ty, placed())),
     })
 }
@@ -392,39 +502,21 @@ pub fn split_list(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Filters, orders, counts and pages the records.
-pub fn shape(
-    entries: &[Value],
-    node: Option<&str>,
-    status: Option<&str>,
-    page: Page,
-) -> Answer<ResourceList> {
-    let is = |field: Option<&String>, wanted: &str| {
-        field.is_some_and(|f| f.eq_ignore_ascii_case(wanted))
-    };
+pub fn shape(entries: &[Value], filter: Filter<'_>, page: Page) -> Answer<ResourceList> {
     let mut recs: Vec<Resource> = entries
         .iter()
         .filter_map(Value::as_object)
         .filter_map(record)
-        .filter(|r| node.is_none_or(|n| is(r.placed().and_then(|p| p.node.as_ref()), n)))
-        .filter(|r| status.is_none_or(|s| is(r.placed().and_then(|p| p.status.as_ref()), s)))
+        .filter(|r| filter.admits(r))
         .collect();
     recs.sort_by(|a, b| a.order().cmp(&b.order()));
     let counts = Counts::of(&recs, |r| r.id_and_type().1);
     let (recs, info) = paging::paginate(recs, page);
-    let mut filters = Vec::new();
-    if let Some(n) = node {
-        filters.push(format!("node={n}"));
-    }
-    if let Some(s) = status {
-        filters.push(format!("status={s}"));
-    }
-    let matching = if filters.is_empty() {
-        String::new()
-    } else {
-        format!(" matching {}", filters.join(", "))
-    };
+    let matching = filter.describe();
     let summary = if info.total == 0 {
-        format!("No resources{matching} (the API token sees only what it may audit).")
+        // An empty answer has many causes (none configured, a release that
+        // names the type differently, privileges); don't guess one.
+        format!("None found{matching}.")
     } else {
         let breakdown = counts
             .0
@@ -468,7 +560,8 @@ mod tests {
             {"shared":0,"type":"storage","status":"available","plugintype":"zfspool","id":"storage/node3/local-zfs",
              "storage":"local-zfs","node":"node3","disk":98304,"content":"rootdir,images","maxdisk":479730032640u64},
             {"id":"sdn/node3/localnetwork","sdn":"localnetwork","node":"node3","type":"sdn","status":"ok"},
-            {"id":"network/node3/zone/x","type":"network","node":"node3","status":"ok"}
+            {"id":"network/node3/zone/x","type":"network","node":"node3","status":"ok"},
+            {"id":"mystery/1","type":"mystery","status":"ok"}
         ])
     }
 
@@ -494,8 +587,9 @@ mod tests {
                 "lxc/1000",
                 "node/node3",
                 "storage/node3/local-zfs",
+                "network/node3/zone/x",
                 "sdn/node3/localnetwork",
-                "network/node3/zone/x"
+                "mystery/1"
             ]
         );
         assert_eq!(
@@ -510,14 +604,26 @@ mod tests {
         assert_eq!(r[5]["content"], json!(["images", "rootdir"]));
         assert_eq!(r[5]["used_fraction"], 0.0);
         assert_eq!(r[5]["shared"], false);
-        assert_eq!(r[7]["kind"], "other");
+        // Only the id says what a network entry is: read it from there.
+        assert_eq!(
+            r[6],
+            json!({"kind":"network","id":"network/node3/zone/x","type":"network","network":"x",
+                   "network_type":"zone","zone_type":null,"protocol":null,"node":"node3","status":"ok"})
+        );
+        assert_eq!(r[7]["kind"], "sdn");
+        assert_eq!(r[7]["zone_type"], Value::Null);
+        assert_eq!(
+            r[8],
+            json!({"kind":"other","id":"mystery/1","type":"mystery","node":null,"status":"ok"})
+        );
         assert_eq!(
             out.structured["count_by_type"],
-            json!({"lxc":2,"network":1,"node":1,"pool":1,"qemu":1,"sdn":1,"storage":1})
+            json!({"lxc":2,"mystery":1,"network":1,"node":1,"pool":1,"qemu":1,"sdn":1,"storage":1})
         );
-        assert_eq!(out.structured["total"], 8);
+        assert_eq!(out.structured["total"], 9);
         assert!(
-            out.summary.starts_with("8 resources (2 lxc, 1 network"),
+            out.summary
+                .starts_with("9 resources (2 lxc, 1 mystery, 1 network"),
             "{}",
             out.summary
         );
@@ -541,6 +647,58 @@ mod tests {
         assert_eq!(out.structured["returned"], 2);
         assert_eq!(out.structured["next_offset"], 3);
         assert_eq!(out.structured["resources"][0]["id"], "lxc/1000");
+    }
+
+    /// PVE 9: a zone and a fabric as `network` entries, no legacy `sdn`.
+    fn pve9() -> Value {
+        json!([
+            {"id":"node/pve1","type":"node","node":"pve1","status":"online"},
+            {"id":"network/pve1/zone/lab-network","type":"network","network-type":"zone",
+             "network":"lab-network","zone-type":"simple","node":"pve1","status":"available"},
+            {"id":"network/pve1/fabric/underlay","type":"network","network-type":"fabric",
+             "network":"underlay","protocol":"openfabric","node":"pve1","status":"ok"}
+        ])
+    }
+
+    #[test]
+    fn sdn_is_filtered_here_and_reads_both_forms() {
+        let out = call("/cluster/resources", pve9(), r#"{"resource_type": "sdn"}"#);
+        let r = &out.structured["resources"];
+        assert_eq!(out.structured["total"], 2);
+        assert_eq!(
+            r[0],
+            json!({"kind":"network","id":"network/pve1/fabric/underlay","type":"network",
+                   "network":"underlay","network_type":"fabric","zone_type":null,
+                   "protocol":"openfabric","node":"pve1","status":"ok"})
+        );
+        assert_eq!(r[1]["network"], "lab-network");
+        assert_eq!(r[1]["zone_type"], "simple");
+        // Older releases' sdn entries are kept too.
+        let out = call("/cluster/resources", all(), r#"{"resource_type": "sdn"}"#);
+        assert_eq!(
+            out.structured["count_by_type"],
+            json!({"network": 1, "sdn": 1})
+        );
+    }
+
+    #[test]
+    fn nothing_found_guesses_no_cause() {
+        let out = call(
+            "/cluster/resources",
+            pve9(),
+            r#"{"resource_type": "sdn", "status": "error"}"#,
+        );
+        assert_eq!(out.structured["total"], 0);
+        assert_eq!(
+            out.summary,
+            "None found matching resource_type=sdn, status=error."
+        );
+        let out = call(
+            "/cluster/resources?type=vm",
+            json!([]),
+            r#"{"resource_type": "vm"}"#,
+        );
+        assert_eq!(out.summary, "None found matching resource_type=vm.");
     }
 
     #[test]

@@ -109,6 +109,7 @@ mod router;
 mod schema;
 mod seed;
 mod server;
+mod shapes;
 mod state;
 pub mod testing;
 mod tls;
@@ -181,6 +182,36 @@ pub enum Scenario {
     },
 }
 
+/// Which wire shapes the simulator answers in.
+///
+/// The default follows the official API schema, as the simulator always
+/// has. [`Shapes::Real`] adds what responses captured from real clusters
+/// showed and the schema does not, each tied to the release that sends it:
+///
+/// | shape | release | where |
+/// |---|---|---|
+/// | the guest agent's own error, passed through as HTTP 200 `{"result":{"error":{"class","desc"}}}` | all (qemu-server's `Agent.pm` does not check it) | `agent/network-get-interfaces` of VM 111 |
+/// | `type: "network"` entries (`network`, `network-type`, `zone-type`, `protocol`) instead of `type: "sdn"` | PVE 9 | `/cluster/resources`; `?type=sdn` then lists only legacy entries, here none |
+/// | the HA fencing row (`armed-state`, `resource_mode`) and `failback`/`auto-rebalance` on service rows | PVE 9.2 | `/cluster/ha/status/current` |
+/// | JSON booleans instead of Perl 0/1 | PVE 9 (`quorate`, `failback`, `auto-rebalance`) | `/cluster/ha/status/current` |
+/// | string `vmid` and `template: ""` | before pve-container 5.0.10 (PVE 8.2) | `/nodes/{node}/lxc` |
+/// | the raw `lxc` key as a list of `[key, value]` pairs | all | config of CT 107 |
+/// | `pbs-vm`/`pbs-ct` backups with `backup/<type>/<vmid>/<time>` volids and `verification` | all | storage `pbs-main` |
+/// | release `9.2.3` in `/version` and `pveversion` | PVE 9.2 | |
+///
+/// `boot-info` in node status (PVE 8+) is served in both modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shapes {
+    /// The official schema's shapes: Perl 0/1 booleans, `sdn` resources,
+    /// no fencing row.
+    #[default]
+    Schema,
+    /// The standard cluster plus the shapes real clusters send (tabulated
+    /// above): guest 111 and storage `pbs-main` are added, everything else
+    /// keeps its standard values.
+    Real,
+}
+
 /// How to start a [`Simulator`].
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -200,6 +231,9 @@ pub struct SimConfig {
     pub ticket_lifetime: Duration,
     /// Which installation to simulate (default: the primary cluster).
     pub cluster: ClusterFlavor,
+    /// Which wire shapes to answer in (default: the schema's). Applies to
+    /// the primary cluster only.
+    pub shapes: Shapes,
 }
 
 impl Default for SimConfig {
@@ -210,6 +244,7 @@ impl Default for SimConfig {
             message_in_body: true,
             ticket_lifetime: Duration::from_secs(2 * 3600),
             cluster: ClusterFlavor::Primary,
+            shapes: Shapes::Schema,
         }
     }
 }

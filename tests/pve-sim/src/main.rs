@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use pve_sim::{ClusterFlavor, Scenario, SimConfig, Simulator, tokens};
+use pve_sim::{ClusterFlavor, Scenario, Shapes, SimConfig, Simulator, tokens};
 
 /// Serve a simulated Proxmox VE cluster API on 127.0.0.1 until Ctrl-C.
 #[derive(Parser, Debug)]
@@ -30,6 +30,10 @@ struct Args {
     /// 300-303, its own token and password) instead of `demo-cluster`.
     #[arg(long)]
     secondary: bool,
+    /// Answer in the shapes real clusters send (PVE 9.2 network resources,
+    /// the HA fencing row, agent errors, ...) rather than the schema's.
+    #[arg(long)]
+    real_shapes: bool,
 }
 
 #[tokio::main]
@@ -53,6 +57,11 @@ async fn main() -> anyhow::Result<()> {
             ClusterFlavor::Secondary
         } else {
             ClusterFlavor::Primary
+        },
+        shapes: if args.real_shapes {
+            Shapes::Real
+        } else {
+            Shapes::Schema
         },
         ..SimConfig::default()
     };

@@ -9,13 +9,13 @@ use crate::state::{
     Cluster, Guest, GuestKind, HaResource, Node, ResourceCache, RunState, RunStats, Snapshot,
     Storage, Task, Token, User, Volume,
 };
-use crate::{ClusterFlavor, Scenario, tokens};
+use crate::{ClusterFlavor, Scenario, Shapes, shapes, tokens};
 
 /// Guests the auditor token (`auditor@pve!mcp`) holds `VM.Audit` on. It has
 /// no other privilege anywhere (no `Sys.Audit`, no `Datastore.Audit`).
 pub const AUDITOR_VISIBLE_VMIDS: &[u32] = &[100, 101, 200];
 
-const GIB: u64 = 1024 * 1024 * 1024;
+pub(crate) const GIB: u64 = 1024 * 1024 * 1024;
 
 /// Upper bound for the large scenario, keeping vmids valid and memory sane.
 pub(crate) const MAX_GUESTS: usize = 1_000_000;
@@ -29,13 +29,22 @@ pub const LONG_LOG_UPID: &str = "UPID:pve1:000A3F1C:14497B40:6B0A2790:vzdump::ro
 
 #[cfg(test)]
 pub(crate) fn build(scenario: &Scenario) -> Cluster {
-    build_flavor(scenario, &ClusterFlavor::Primary)
+    build_flavor(scenario, &ClusterFlavor::Primary, Shapes::Schema)
 }
 
-pub(crate) fn build_flavor(scenario: &Scenario, flavor: &ClusterFlavor) -> Cluster {
+/// The cluster to serve: the secondary one, or the primary in `shapes`.
+pub(crate) fn build_flavor(scenario: &Scenario, flavor: &ClusterFlavor, shapes: Shapes) -> Cluster {
     if *flavor == ClusterFlavor::Secondary {
         return secondary();
     }
+    let mut cluster = primary(scenario);
+    if shapes == Shapes::Real {
+        shapes::apply(&mut cluster);
+    }
+    cluster
+}
+
+fn primary(scenario: &Scenario) -> Cluster {
     let mut guests: BTreeMap<u32, Guest> =
         standard_guests().into_iter().map(|g| (g.vmid, g)).collect();
     if let Scenario::Large { guests: total } = scenario {
@@ -93,6 +102,7 @@ pub(crate) fn build_flavor(scenario: &Scenario, flavor: &ClusterFlavor) -> Clust
         clustered: true,
         volumes: volumes(scenario),
         tasks: tasks(scenario),
+        shapes: Shapes::Schema,
         generation: 0,
         resource_cache: Mutex::new(ResourceCache::default()),
     }
@@ -230,7 +240,7 @@ fn storages() -> Vec<Storage> {
 }
 
 /// A guest with fields every seed entry shares; callers override the rest.
-fn base(vmid: u32, kind: GuestKind, node: &str, name: Option<&str>) -> Guest {
+pub(crate) fn base(vmid: u32, kind: GuestKind, node: &str, name: Option<&str>) -> Guest {
     Guest {
         vmid,
         kind,
@@ -260,13 +270,15 @@ fn base(vmid: u32, kind: GuestKind, node: &str, name: Option<&str>) -> Guest {
         description: None,
         onboot: false,
         agent_hangs: false,
+        agent_error: None,
+        raw_lxc: Vec::new(),
         cloudinit: false,
         snapshots: Vec::new(),
         current_parent: None,
     }
 }
 
-fn running(g: &mut Guest, uptime: u64, cpu: f64, mem: u64) {
+pub(crate) fn running(g: &mut Guest, uptime: u64, cpu: f64, mem: u64) {
     g.run = RunState::Running;
     let v = u64::from(g.vmid);
     g.stats = RunStats {
@@ -286,6 +298,8 @@ fn ha(group: Option<&str>) -> Option<HaResource> {
     Some(HaResource {
         group: group.map(str::to_string),
         state: "started".into(),
+        failback: true,
+        auto_rebalance: false,
     })
 }
 
@@ -511,7 +525,7 @@ pub(crate) fn backup_name(kind: GuestKind, vmid: u32, t: u64) -> String {
     )
 }
 
-fn backup(
+pub(crate) fn backup(
     storage: &str,
     node: Option<&str>,
     kind: GuestKind,
@@ -534,6 +548,8 @@ fn backup(
         notes: None,
         protected: false,
         subtype: Some(kind.as_str()),
+        verification: None,
+        encrypted: None,
     }
 }
 
@@ -557,6 +573,8 @@ fn image(
         notes: None,
         protected: false,
         subtype: None,
+        verification: None,
+        encrypted: None,
     }
 }
 
@@ -581,6 +599,8 @@ fn file(
         notes: None,
         protected: false,
         subtype: None,
+        verification: None,
+        encrypted: None,
     }
 }
 
@@ -1087,6 +1107,7 @@ fn secondary() -> Cluster {
         clustered: false,
         volumes,
         tasks,
+        shapes: Shapes::Schema,
         generation: 0,
         resource_cache: Mutex::new(ResourceCache::default()),
     }

@@ -73,7 +73,7 @@ pub(crate) async fn start(cfg: SimConfig, port: u16) -> anyhow::Result<Started> 
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let shared = Arc::new(Shared {
-        cluster: RwLock::new(seed::build_flavor(&cfg.scenario, &cfg.cluster)),
+        cluster: RwLock::new(seed::build_flavor(&cfg.scenario, &cfg.cluster, cfg.shapes)),
         cfg,
         log: RequestLog::default(),
         violations: Mutex::new(Vec::new()),

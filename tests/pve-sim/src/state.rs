@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+use crate::Shapes;
 use crate::perms::Acl;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +62,10 @@ pub(crate) struct RunStats {
 pub(crate) struct HaResource {
     pub group: Option<String>,
     pub state: String,
+    /// Migrate back to the preferred node when it returns (PVE's default).
+    pub failback: bool,
+    /// PVE 9.2: the CRM may move it to balance the load.
+    pub auto_rebalance: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +108,12 @@ pub(crate) struct Guest {
     pub onboot: bool,
     /// QEMU: the agent is enabled but does not answer (guest-ping times out).
     pub agent_hangs: bool,
+    /// QEMU: the agent answers `network-get-interfaces` with its own
+    /// error `(class, desc)`, which PVE passes through as HTTP 200.
+    pub agent_error: Option<(&'static str, &'static str)>,
+    /// LXC: raw `lxc.*` keys, which the config API returns as the list
+    /// `"lxc": [[key, value], ...]`.
+    pub raw_lxc: Vec<(&'static str, &'static str)>,
     /// QEMU: has a cloud-init drive and `ciuser`/`cipassword`/`sshkeys`.
     pub cloudinit: bool,
     /// Snapshots in PVE's hash order; `current_parent` is the running
@@ -137,6 +148,10 @@ pub(crate) struct Volume {
     pub protected: bool,
     /// `qemu` or `lxc` for backups.
     pub subtype: Option<&'static str>,
+    /// PBS backups: the last verification's state (`ok`, `failed`).
+    pub verification: Option<&'static str>,
+    /// PBS backups: the encryption key's fingerprint.
+    pub encrypted: Option<&'static str>,
 }
 
 /// A worker task in a node's task list.
@@ -299,6 +314,8 @@ pub(crate) struct Cluster {
     pub volumes: Vec<Volume>,
     /// Every node's tasks, newest first.
     pub tasks: Vec<Task>,
+    /// Which wire shapes the handlers answer in.
+    pub shapes: Shapes,
     /// Bumped by every mutation; keys caches.
     pub generation: u64,
     pub resource_cache: Mutex<ResourceCache>,

@@ -4,7 +4,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::{Ctx, frac, pbool};
+use crate::Shapes;
 use crate::errors::{HandlerResult, Reply};
+use crate::shapes;
 use crate::state::{Cluster, Guest, GuestKind, Node, RunState};
 use crate::util::lock;
 
@@ -218,7 +220,32 @@ pub(crate) fn resources(ctx: &Ctx<'_>) -> HandlerResult {
             }
         }
     }
-    if want("sdn") {
+    // PVE 9 lists SDN zones and fabrics as `network` entries, which
+    // `?type=sdn` does not select: it keeps only legacy `sdn` entries, and
+    // this cluster has none.
+    let real = c.shapes == Shapes::Real;
+    if real && ty.is_none() {
+        for n in nodes.iter().filter(|n| n.online) {
+            for (kind, name, key, value, status) in shapes::NETWORKS {
+                if !ctx.can(&format!("/sdn/{kind}s/{name}"), "SDN.Audit") {
+                    continue;
+                }
+                let mut m = Map::new();
+                m.insert(
+                    "id".into(),
+                    format!("network/{}/{kind}/{name}", n.name).into(),
+                );
+                m.insert("type".into(), "network".into());
+                m.insert("network-type".into(), (*kind).into());
+                m.insert("network".into(), (*name).into());
+                m.insert((*key).into(), (*value).into());
+                m.insert("node".into(), n.name.clone().into());
+                m.insert("status".into(), (*status).into());
+                push(&mut out, Value::Object(m).to_string().as_bytes());
+            }
+        }
+    }
+    if want("sdn") && !real {
         for n in nodes.iter().filter(|n| n.online) {
             if !ctx.can("/sdn/zones/localnetwork", "SDN.Audit") {
                 continue;

@@ -231,6 +231,11 @@ fn lxc_config(g: &Guest) -> Map<String, Value> {
     m.insert("ostype".into(), g.ostype.into());
     m.insert("unprivileged".into(), 1.into());
     m.insert("features".into(), "nesting=1".into());
+    if !g.raw_lxc.is_empty() {
+        // The one list-valued config key: raw `lxc.*` lines as pairs.
+        let pairs: Vec<Value> = g.raw_lxc.iter().map(|(k, v)| json!([k, v])).collect();
+        m.insert("lxc".into(), Value::Array(pairs));
+    }
     common_config(g, &mut m);
     m
 }
@@ -371,6 +376,12 @@ pub(crate) fn agent_network(ctx: &Ctx<'_>) -> HandlerResult {
     }
     if g.agent_hangs || g.run == RunState::Paused {
         return Err(ApiError::new(500, "QEMU guest agent is not running\n"));
+    }
+    if let Some((class, desc)) = g.agent_error {
+        // qemu-server's Agent.pm hands the agent's answer back unchecked.
+        return Ok(Reply::Data(
+            json!({"result": {"error": {"class": class, "desc": desc}}}),
+        ));
     }
     let v = u64::from(g.vmid);
     let s = &g.stats;

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::cluster::memhost;
 use super::{Ctx, frac};
+use crate::Shapes;
 use crate::errors::{ApiError, HandlerResult, Reply};
 use crate::state::{Guest, GuestKind, RunState};
 
@@ -219,9 +220,19 @@ pub(crate) fn qemu_list(ctx: &Ctx<'_>) -> HandlerResult {
 
 pub(crate) fn lxc_list(ctx: &Ctx<'_>) -> HandlerResult {
     let c = ctx.cluster();
+    let old_perl = c.shapes == Shapes::Real;
     let list = visible(&c, ctx, GuestKind::Lxc)
         .into_iter()
-        .map(|g| Value::Object(lxc_status(g)))
+        .map(|g| {
+            let mut m = lxc_status(g);
+            if old_perl {
+                // Before pve-container 5.0.10 the vmid was last used as a
+                // string, and a non-template's flag was Perl's empty string.
+                m.insert("vmid".into(), g.vmid.to_string().into());
+                m.entry("template").or_insert_with(|| "".into());
+            }
+            Value::Object(m)
+        })
         .collect();
     Ok(Reply::Data(Value::Array(list)))
 }

@@ -2,8 +2,10 @@
 
 use serde_json::{Value, json};
 
-use super::Ctx;
+use super::{Ctx, pbool};
+use crate::Shapes;
 use crate::errors::{HandlerResult, Reply};
+use crate::shapes;
 use crate::state::{Guest, GuestKind};
 use crate::util::{ctime, now_secs};
 
@@ -14,16 +16,23 @@ fn sid(g: &Guest) -> String {
     }
 }
 
+/// A JSON boolean in PVE 9's shape, else Perl's 0/1.
+fn flag(real: bool, b: bool) -> Value {
+    if real { Value::Bool(b) } else { pbool(b) }
+}
+
 pub(crate) fn status_current(ctx: &Ctx<'_>) -> HandlerResult {
     let c = ctx.cluster();
     let now = now_secs();
+    // PVE 9 sends these flags as JSON booleans, older releases as 0/1.
+    let real = c.shapes == Shapes::Real;
     let quorate = c.nodes.iter().filter(|n| n.online).count() * 2 > c.nodes.len();
     let mut out = vec![json!({
         "id": "quorum",
         "type": "quorum",
         "node": c.local_node,
         "status": if quorate { "OK".to_string() } else { format!("No quorum on node '{}'!", c.local_node) },
-        "quorate": u8::from(quorate),
+        "quorate": flag(real, quorate),
     })];
     let managed: Vec<&Guest> = c.guests.values().filter(|g| g.ha.is_some()).collect();
     if !c.clustered || managed.is_empty() {
@@ -37,6 +46,15 @@ pub(crate) fn status_current(ctx: &Ctx<'_>) -> HandlerResult {
         "status": format!("{master} (active, {})", ctime(now - 4)),
         "timestamp": now - 4,
     }));
+    if real {
+        // PVE 9.2: whether the CRM's watchdog is armed; no node.
+        out.push(json!({
+            "id": "fencing",
+            "type": "fencing",
+            "armed-state": "armed",
+            "status": shapes::FENCING_STATUS,
+        }));
+    }
     let mut nodes: Vec<_> = c.nodes.iter().collect();
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
     for n in nodes {
@@ -74,8 +92,11 @@ pub(crate) fn status_current(ctx: &Ctx<'_>) -> HandlerResult {
             "request_state": ha.state,
             "max_restart": 1,
             "max_relocate": 1,
-            "failback": 1,
+            "failback": flag(real, ha.failback),
         });
+        if real {
+            e["auto-rebalance"] = ha.auto_rebalance.into();
+        }
         if let Some(grp) = &ha.group {
             e["group"] = grp.clone().into();
         }
@@ -105,7 +126,7 @@ pub(crate) fn resources(ctx: &Ctx<'_>) -> HandlerResult {
                 "state": ha.state,
                 "max_restart": 1,
                 "max_relocate": 1,
-                "failback": 1,
+                "failback": u8::from(ha.failback),
                 "digest": "a3c9d0e4b1f27c58e6d93a0b4c7e1f2a8d5b6c90",
             });
             if let Some(grp) = &ha.group {

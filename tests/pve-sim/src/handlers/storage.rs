@@ -6,6 +6,10 @@ use super::{Ctx, pbool};
 use crate::errors::{ApiError, HandlerResult, Reply};
 use crate::state::Storage;
 
+/// The PBS verify job that checked the verified backups.
+const VERIFY_UPID: &str =
+    "UPID:pbs:000011A2:00F0C3B1:00000002:6B0A5E10:verificationjob:main\\x3av\\x2dnightly:root@pam:";
+
 /// Digest of `storage.cfg` (one for the whole file).
 const STORAGE_CFG_DIGEST: &str = "5f0c2d8a91b7e3c4d6a8f0e2b4c6d8e0a2c4e6f8";
 
@@ -154,6 +158,15 @@ pub(crate) fn content(ctx: &Ctx<'_>) -> HandlerResult {
             }
             if let Some(st) = v.subtype {
                 m.insert("subtype".into(), st.into());
+            }
+            if let Some(state) = v.verification {
+                m.insert(
+                    "verification".into(),
+                    serde_json::json!({"state": state, "upid": VERIFY_UPID}),
+                );
+            }
+            if let Some(fp) = v.encrypted {
+                m.insert("encrypted".into(), fp.into());
             }
             Value::Object(m)
         })

@@ -4,6 +4,7 @@
 mod auth;
 mod endpoints;
 mod reads;
+mod shapes;
 mod transport;
 
 use std::collections::BTreeSet;

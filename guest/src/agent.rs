@@ -1,0 +1,76 @@
+//! Answers from the QEMU guest agent, as Proxmox relays them.
+//!
+//! `GET .../qemu/{vmid}/agent/<command>` wraps whatever the agent answered
+//! in `{"result": ...}`, and qemu-server's `Agent.pm` does not look inside:
+//! when the agent itself refuses a command (too old, or the command blocked
+//! in its configuration), the call still succeeds with HTTP 200 and
+//! `{"result": {"error": {"class": ..., "desc": ...}}}`. Every agent-backed
+//! read must check for that before reading the result, or the refusal
+//! reads as an empty answer.
+
+use serde_json::Value;
+
+use crate::error::{ToolError, quoted};
+
+/// The agent's answer to `command` for `label` (e.g. "VM 101"), or a tool
+/// error quoting the agent's own error class and description and saying
+/// what to check.
+pub fn result<'a>(data: &'a Value, label: &str, command: &str) -> Result<&'a Value, ToolError> {
+    let result = data.get("result").unwrap_or(data);
+    let Some(error) = result.get("error").filter(|e| e.is_object()) else {
+        return Ok(result);
+    };
+    let field = |k: &str| match error.get(k) {
+        Some(Value::String(s)) if !s.is_empty() => quoted(s, 200),
+        _ => "(none given)".to_owned(),
+    };
+    Err(ToolError::Upstream(format!(
+        "The QEMU guest agent in {label} refused {command}: class {}, description {}. \
+         Proxmox reached the agent, but the agent inside the guest does not support or allow \
+         this command: update the qemu-guest-agent package in the guest (older versions lack \
+         some commands), and check that {command} is not blocked in its configuration \
+         (block-rpcs / allow-rpcs in /etc/qemu/qemu-ga.conf, or the --block-rpcs / \
+         --allow-rpcs options of the qemu-guest-agent service).",
+        field("class"),
+        field("desc"),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_plain_answer_is_the_result() {
+        let data = json!({"result": [{"name": "lo"}]});
+        assert_eq!(
+            result(&data, "VM 1", "x").unwrap(),
+            &json!([{"name": "lo"}])
+        );
+        // A result that merely has an "error"-named interface is no error.
+        let data = json!({"result": [{"name": "error"}]});
+        assert!(result(&data, "VM 1", "x").is_ok());
+    }
+
+    #[test]
+    fn the_agents_error_is_quoted_with_the_fix() {
+        let data = json!({"result": {"error": {"class": "Unsupported",
+            "desc": "this feature or command is not currently supported"}}});
+        let e = result(&data, "VM 101", "network-get-interfaces").unwrap_err();
+        assert!(matches!(e, ToolError::Upstream(_)));
+        let m = e.message();
+        for needle in [
+            "VM 101",
+            "class \"Unsupported\"",
+            "description \"this feature or command is not currently supported\"",
+            "update the qemu-guest-agent package",
+            "block-rpcs",
+        ] {
+            assert!(m.contains(needle), "{needle}: {m}");
+        }
+        // Without the wrapper, and with the fields missing.
+        let e = result(&json!({"error": {}}), "VM 1", "x").unwrap_err();
+        assert!(e.message().contains("class (none given)"), "{e}");
+    }
+}
