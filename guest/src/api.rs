@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::cluster::Endpoint;
 use crate::error::ToolError;
+use crate::failure::{self, REASON_HEADER, Request};
 use crate::path::ApiPath;
-use crate::upstream::{self, REASON_HEADER, Request};
 
 /// The API prefix the component appends to an endpoint's base URL.
 pub const API_PREFIX: &str = "/api2/json";
@@ -64,10 +64,10 @@ pub fn decode_envelope(
     body: &[u8],
 ) -> Result<(Value, Option<u64>), ToolError> {
     if !(200..300).contains(&status) {
-        return Err(upstream::http_error(req, status, reason_header, body));
+        return Err(failure::http_error(req, status, reason_header, body));
     }
     let value: Value = serde_json::from_slice(body).map_err(|e| {
-        upstream::bad_body(
+        failure::bad_body(
             req,
             status,
             &format!("the body is not valid JSON ({e})"),
@@ -77,14 +77,14 @@ pub fn decode_envelope(
     match value {
         Value::Object(mut envelope) => match envelope.remove("data") {
             Some(data) => Ok((data, crate::json::uint(envelope.get("total")))),
-            None => Err(upstream::bad_body(
+            None => Err(failure::bad_body(
                 req,
                 status,
                 "the JSON has no \"data\" field",
                 body,
             )),
         },
-        _ => Err(upstream::bad_body(
+        _ => Err(failure::bad_body(
             req,
             status,
             "the JSON is not a {\"data\": ...} object",
@@ -193,7 +193,7 @@ impl Pve for Client {
 /// error wstd raised itself while building or sending the request.
 fn send_error(req: Request<'_>, e: &wstd::http::Error) -> ToolError {
     if let Some(code) = e.downcast_ref::<wstd::http::ErrorCode>() {
-        return upstream::transport_error(req, code);
+        return failure::transport_error(req, code);
     }
     if let Some(h) = e.downcast_ref::<wstd::http::error::HeaderError>() {
         return ToolError::Internal(format!(
@@ -203,7 +203,7 @@ fn send_error(req: Request<'_>, e: &wstd::http::Error) -> ToolError {
     }
     // wstd reports a failure to write the (empty) request body as an io
     // error string; treat it like a broken connection.
-    upstream::body_read_error(req, &format!("{e:#}"))
+    failure::body_read_error(req, &format!("{e:#}"))
 }
 
 /// Reads the whole body, up to [`MAX_BODY`] bytes.
@@ -213,8 +213,8 @@ async fn read_body(body: wstd::http::Body, req: Request<'_>) -> Result<Vec<u8>, 
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| match e.downcast_ref::<wstd::http::ErrorCode>() {
-            Some(code) => upstream::transport_error(req, code),
-            None => upstream::body_read_error(req, &format!("{e:#}")),
+            Some(code) => failure::transport_error(req, code),
+            None => failure::body_read_error(req, &format!("{e:#}")),
         })?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > MAX_BODY {

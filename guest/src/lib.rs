@@ -11,7 +11,7 @@
 //! - [`tools`]: the registry and one module per tool,
 //! - [`input`], [`arg`]: arguments → a tool's typed input, validated,
 //! - [`api`]: the `GET` client (wstd over wasi:http) and envelope decoding,
-//! - [`upstream`]: Proxmox and transport errors → actionable messages,
+//! - [`failure`]: Proxmox and transport errors → actionable messages,
 //! - [`resources`], [`resolve`]: guests from `/cluster/resources`, vmid →
 //!   node and type,
 //! - [`cluster`]: the `cluster` argument every tool takes → which
@@ -29,6 +29,7 @@ pub mod api;
 pub mod arg;
 pub mod cluster;
 pub mod error;
+pub mod failure;
 pub mod fetch;
 pub mod format;
 pub mod input;
@@ -40,7 +41,6 @@ pub mod resources;
 #[cfg(test)]
 pub mod schemas;
 pub mod tools;
-pub mod upstream;
 
 mod bindings {
     // The world's wasi imports are mapped onto the `wasip2` crate, which
