@@ -111,35 +111,43 @@ async fn a_wildcard_limit_counts_every_tool_together() {
     .await;
 }
 
+/// Under a `2/day` limit, one `pve_get_version` call fails on an injected
+/// `status`; then three more are made: (ok, limited).
+async fn version_calls_after_a_fault(status: u16, reason: &str) -> (usize, usize) {
+    let sim = simulator().await;
+    let p = with_policy(
+        &sim,
+        "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n",
+    )
+    .await;
+    sim.add_fault(Fault {
+        path_prefix: "/version".into(),
+        status,
+        reason: reason.into(),
+        times: Some(1),
+        delay: None,
+    });
+    let failed = p.server.err("pve_get_version", json!({})).await;
+    assert!(!failed.starts_with("Rate limit"), "{failed}");
+    assert!(
+        p.server.stderr().contains("outcome=\"upstream\"")
+            || p.server.stderr().contains("outcome=upstream"),
+        "the failure is an upstream one: {}",
+        p.server.stderr()
+    );
+    let (ok, limited) = count_version_calls(&p.server, 3).await;
+    (ok, limited.len())
+}
+
 #[tokio::test]
 async fn a_call_that_fails_upstream_gives_its_unit_back() {
     within(async {
-        let sim = simulator().await;
-        let p = with_policy(
-            &sim,
-            "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n",
-        )
-        .await;
         // 596: PVE's proxy got no answer from the node, so Proxmox never
-        // did the work.
-        sim.add_fault(Fault {
-            path_prefix: "/version".into(),
-            status: 596,
-            reason: "Broken pipe".into(),
-            times: Some(1),
-            delay: None,
-        });
-        let failed = p.server.err("pve_get_version", json!({})).await;
-        assert!(!failed.starts_with("Rate limit"), "{failed}");
-        assert!(
-            p.server.stderr().contains("outcome=\"upstream\"")
-                || p.server.stderr().contains("outcome=upstream"),
-            "the failure is an upstream one: {}",
-            p.server.stderr()
+        // did the work. Both units are still there.
+        assert_eq!(
+            version_calls_after_a_fault(596, "Broken pipe").await,
+            (2, 1)
         );
-        // Both units are still there.
-        let (ok, limited) = count_version_calls(&p.server, 3).await;
-        assert_eq!((ok, limited.len()), (2, 1), "{limited:?}");
     })
     .await;
 }
@@ -150,24 +158,9 @@ async fn a_call_that_fails_upstream_gives_its_unit_back() {
 #[tokio::test]
 async fn a_call_proxmox_answers_with_a_500_keeps_its_unit() {
     within(async {
-        let sim = simulator().await;
-        let p = with_policy(
-            &sim,
-            "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n",
-        )
-        .await;
-        sim.add_fault(Fault {
-            path_prefix: "/version".into(),
-            status: 500,
-            reason: "Configuration file 'nodes/pve1/qemu-server/999.conf' does not exist".into(),
-            times: Some(1),
-            delay: None,
-        });
-        let failed = p.server.err("pve_get_version", json!({})).await;
-        assert!(!failed.starts_with("Rate limit"), "{failed}");
+        let reason = "Configuration file 'nodes/pve1/qemu-server/999.conf' does not exist";
         // One unit is left, not two.
-        let (ok, limited) = count_version_calls(&p.server, 2).await;
-        assert_eq!((ok, limited.len()), (1, 1), "{limited:?}");
+        assert_eq!(version_calls_after_a_fault(500, reason).await, (1, 2));
     })
     .await;
 }
