@@ -284,6 +284,13 @@ impl NodeName {
     fn from_json(v: &Value) -> Result<Self, String> {
         let rule = "letters, digits and '-', e.g. \"pve1\"";
         match v {
+            // Proxmox reads "localhost" as whichever node answers, so a
+            // policy condition on `node` could not tell which node it is.
+            Value::String(s) if s.eq_ignore_ascii_case("localhost") => Err(
+                "\"localhost\" is not accepted as a node name: Proxmox takes it to mean \
+                 whichever node answers the request; name the node, e.g. from pve_list_nodes"
+                    .into(),
+            ),
             Value::String(s) if is_node_name(s) => Ok(NodeName(s.clone())),
             Value::String(s) => Err(format!(
                 "{} is not a valid node name ({rule})",
@@ -445,6 +452,21 @@ mod tests {
         assert!(err(node(json!("a".repeat(64)))).contains("not a valid node name"));
         assert!(err(node(json!(1))).ends_with("not a number"));
         assert!(err(node(Value::Null)).starts_with("missing required argument"));
+    }
+
+    #[test]
+    fn localhost_is_not_a_node_name() {
+        // Proxmox reads "localhost" as whichever node answers, so a policy
+        // on `node` could not tell which node a call is for.
+        for name in ["localhost", "LocalHost", "LOCALHOST"] {
+            let e = err(node(json!(name)));
+            assert!(
+                e.contains("\"localhost\"")
+                    && e.contains("name the node, e.g. from pve_list_nodes"),
+                "{e}"
+            );
+        }
+        assert_eq!(node(json!("localhost1")).unwrap().as_str(), "localhost1");
     }
 
     #[test]

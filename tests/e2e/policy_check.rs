@@ -239,3 +239,58 @@ fn without_a_file_it_checks_the_policy_serve_would_use() {
         "{stderr}"
     );
 }
+
+/// A Redis password in the URL's query (`pass=`, `password=`, `user=`, as
+/// the redis crate reads them for unix sockets) or user info is shown
+/// nowhere: not by `policy check`, not in a refusal when Redis is down,
+/// not in the server's log.
+#[tokio::test]
+async fn a_redis_password_is_never_shown() {
+    use crate::common::{simulator, within};
+    use crate::policy_harness::{refused, with_policy};
+
+    const SECRET: &str = "SECRETVALUE1234";
+    let urls = [
+        format!("unix:///nonexistent.sock?pass={SECRET}"),
+        format!("redis+unix:///nonexistent.sock?db=1&password={SECRET}"),
+        format!("unix:///nonexistent.sock?user={SECRET}&pass={SECRET}"),
+        format!("redis://user:{SECRET}@127.0.0.1:1/0"),
+    ];
+    for url in &urls {
+        let policy = format!(
+            "[policy]\nstate = \"{url}\"\n[policy.tools.pve_get_version]\nrate_limit = \"5/day\"\n"
+        );
+        for json in [false, true] {
+            let (code, stdout, stderr) = check(&policy, json);
+            assert_eq!(code, Some(0), "{url}: {stderr}");
+            assert!(stdout.contains("[REDACTED]"), "{url}: {stdout}");
+            assert!(
+                !stdout.contains(SECRET) && !stderr.contains(SECRET),
+                "{url} leaked: {stdout}{stderr}"
+            );
+        }
+    }
+    within(async {
+        let sim = simulator().await;
+        for url in &urls {
+            let policy = format!(
+                "[policy]\nstate = \"{url}\"\n[policy.tools.pve_get_version]\nrate_limit = \"5/day\"\n"
+            );
+            let p = with_policy(&sim, &policy).await;
+            let text = refused(
+                &p.server,
+                "pve_get_version",
+                serde_json::json!({}),
+                "policy.state_failure",
+            )
+            .await;
+            assert!(text.contains("[REDACTED]"), "{url}: {text}");
+            let log = p.server.stop().await;
+            assert!(
+                !text.contains(SECRET) && !log.contains(SECRET),
+                "{url} leaked: {text}\n{log}"
+            );
+        }
+    })
+    .await;
+}

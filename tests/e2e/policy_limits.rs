@@ -1,6 +1,6 @@
 //! Rate limits through the real binary: per session and global, exact
-//! under concurrency, the retry-after text, units given back when a call
-//! fails upstream, Redis shared by two server processes, and an
+//! under concurrency, the retry-after text, units given back when Proxmox
+//! did not answer (and kept when it answered, even with a 500), Redis shared by two server processes, and an
 //! unreachable Redis failing closed (or open when configured).
 //!
 //! Limits here are per day, so a window never ends during a test (except
@@ -111,33 +111,56 @@ async fn a_wildcard_limit_counts_every_tool_together() {
     .await;
 }
 
+/// Under a `2/day` limit, one `pve_get_version` call fails on an injected
+/// `status`; then three more are made: (ok, limited).
+async fn version_calls_after_a_fault(status: u16, reason: &str) -> (usize, usize) {
+    let sim = simulator().await;
+    let p = with_policy(
+        &sim,
+        "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n",
+    )
+    .await;
+    sim.add_fault(Fault {
+        path_prefix: "/version".into(),
+        status,
+        reason: reason.into(),
+        times: Some(1),
+        delay: None,
+    });
+    let failed = p.server.err("pve_get_version", json!({})).await;
+    assert!(!failed.starts_with("Rate limit"), "{failed}");
+    assert!(
+        p.server.stderr().contains("outcome=\"upstream\"")
+            || p.server.stderr().contains("outcome=upstream"),
+        "the failure is an upstream one: {}",
+        p.server.stderr()
+    );
+    let (ok, limited) = count_version_calls(&p.server, 3).await;
+    (ok, limited.len())
+}
+
 #[tokio::test]
 async fn a_call_that_fails_upstream_gives_its_unit_back() {
     within(async {
-        let sim = simulator().await;
-        let p = with_policy(
-            &sim,
-            "[policy.tools.pve_get_version]\nrate_limit = \"2/day\"\n",
-        )
-        .await;
-        sim.add_fault(Fault {
-            path_prefix: "/version".into(),
-            status: 500,
-            reason: "injected failure".into(),
-            times: Some(1),
-            delay: None,
-        });
-        let failed = p.server.err("pve_get_version", json!({})).await;
-        assert!(!failed.starts_with("Rate limit"), "{failed}");
-        assert!(
-            p.server.stderr().contains("outcome=\"upstream\"")
-                || p.server.stderr().contains("outcome=upstream"),
-            "the failure is an upstream one: {}",
-            p.server.stderr()
+        // 596: PVE's proxy got no answer from the node, so Proxmox never
+        // did the work. Both units are still there.
+        assert_eq!(
+            version_calls_after_a_fault(596, "Broken pipe").await,
+            (2, 1)
         );
-        // Both units are still there.
-        let (ok, limited) = count_version_calls(&p.server, 3).await;
-        assert_eq!((ok, limited.len()), (2, 1), "{limited:?}");
+    })
+    .await;
+}
+
+/// Proxmox answers some client mistakes ("Configuration file ... does not
+/// exist") with a 500: that is Proxmox doing its work, so the unit stays
+/// taken, or an agent could loop on such calls past its limit.
+#[tokio::test]
+async fn a_call_proxmox_answers_with_a_500_keeps_its_unit() {
+    within(async {
+        let reason = "Configuration file 'nodes/pve1/qemu-server/999.conf' does not exist";
+        // One unit is left, not two.
+        assert_eq!(version_calls_after_a_fault(500, reason).await, (1, 2));
     })
     .await;
 }

@@ -197,6 +197,53 @@ async fn an_absent_argument_cannot_satisfy_a_condition() {
     .await;
 }
 
+/// Proxmox reads `node = "localhost"` as whichever node answers, so it
+/// must not slip past `node not_in [...]`: the host refuses it under a
+/// condition on `node`, and the guest refuses it everywhere else, before
+/// any request.
+#[tokio::test]
+async fn localhost_cannot_stand_in_for_a_node() {
+    within(async {
+        let sim = simulator().await;
+        let p = with_policy(
+            &sim,
+            "[policy.tools.pve_get_node_metrics]\n\
+             conditions = [{ arg = \"node\", op = \"not_in\", value = [\"pve1\"] }]\n",
+        )
+        .await;
+        sim.clear_requests();
+        for name in ["localhost", "LOCALHOST"] {
+            let text = refused(
+                &p.server,
+                "pve_get_node_metrics",
+                json!({ "node": name }),
+                "policy.tools.pve_get_node_metrics.conditions[0]",
+            )
+            .await;
+            assert!(
+                text.contains("argument `node`")
+                    && text.contains("name the node, e.g. from pve_list_nodes"),
+                "{text}"
+            );
+        }
+        // No condition applies to pve_list_storage: the guest refuses it.
+        let text = p
+            .server
+            .err("pve_list_storage", json!({"node": "localhost"}))
+            .await;
+        assert!(
+            text.contains("node") && text.contains("name the node, e.g. from pve_list_nodes"),
+            "{text}"
+        );
+        assert!(sim.requests().is_empty(), "{:?}", paths(&sim));
+        // A named node still works.
+        p.server
+            .ok("pve_get_node_metrics", json!({"node": "pve2"}))
+            .await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn the_wildcard_rule_applies_to_every_tool_unless_a_tool_rule_decides() {
     within(async {

@@ -1,7 +1,8 @@
 //! Conditions on a call's arguments: `eq`, `in`, `not_in`, `lt`, `gt` and
 //! `regex`. A condition that cannot be shown to hold fails: an absent
 //! argument (or `null`, which the tools treat as absent), a value of the
-//! wrong type, an object.
+//! wrong type, an object, and `node = "localhost"`, which Proxmox reads as
+//! whichever node answers.
 
 use std::fmt;
 
@@ -155,6 +156,15 @@ impl Condition {
                 self.arg, self, self.arg
             ));
         };
+        if self.arg == NODE_ARG && names_local_node(actual) {
+            return Err(format!(
+                "argument `{}` = {} cannot be shown to satisfy `{}`: Proxmox takes \"localhost\" \
+                 to mean whichever node answers the request; name the node, e.g. from pve_list_nodes",
+                self.arg,
+                shown(actual),
+                self
+            ));
+        }
         let holds = match actual {
             // A list argument satisfies the condition when every item does.
             Value::Array(items) => !items.is_empty() && items.iter().all(|v| self.holds(v)),
@@ -207,6 +217,23 @@ impl fmt::Display for Condition {
             Expected::Pattern(_, p) => Value::String(p.clone()).to_string(),
         };
         write!(f, "{} {} {value}", self.arg, self.op.as_str())
+    }
+}
+
+/// The argument that names a Proxmox node in every tool.
+const NODE_ARG: &str = "node";
+
+/// Whether a `node` value (or any item of a list of them) is `localhost`,
+/// in any case: Proxmox resolves it to the node that answers, so which node
+/// it means is unknown here and no condition on `node` can be shown to hold.
+fn names_local_node(actual: &Value) -> bool {
+    let local = |v: &Value| {
+        v.as_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("localhost"))
+    };
+    match actual {
+        Value::Array(items) => items.iter().any(local),
+        one => local(one),
     }
 }
 
@@ -311,6 +338,44 @@ mod tests {
             assert!(err.contains("`x` is absent"), "{err}");
             assert!(err.contains("x not_in [100]"), "{err}");
         }
+    }
+
+    /// Proxmox reads `localhost` as whichever node answers, so no condition
+    /// on `node` can be shown to hold for it, `not_in` least of all.
+    #[test]
+    fn localhost_as_node_cannot_satisfy_a_condition() {
+        let on_node = |op, value: &str| {
+            let value: toml::Value =
+                toml::from_str::<toml::Table>(&format!("v = {value}")).unwrap()["v"].clone();
+            Condition::new("c".into(), "node".into(), op, &value).unwrap()
+        };
+        let conditions = [
+            on_node(Op::NotIn, "[\"pve1\"]"),
+            on_node(Op::Eq, "\"localhost\""),
+            on_node(Op::Regex, "\".*\""),
+        ];
+        for c in &conditions {
+            for name in [
+                json!("localhost"),
+                json!("LocalHost"),
+                json!(["pve2", "LOCALHOST"]),
+            ] {
+                let err = c.check(&args(json!({ "node": name }))).unwrap_err();
+                assert!(
+                    err.contains("argument `node`")
+                        && err.contains("localhost")
+                        && err.contains("name the node, e.g. from pve_list_nodes"),
+                    "{c} with {name}: {err}"
+                );
+            }
+        }
+        // Other arguments and real node names are unaffected.
+        assert!(conditions[0].check(&args(json!({"node": "pve2"}))).is_ok());
+        assert!(
+            cond(Op::Eq, "\"localhost\"")
+                .check(&args(json!({"x": "localhost"})))
+                .is_ok()
+        );
     }
 
     #[test]

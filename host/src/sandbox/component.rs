@@ -78,11 +78,18 @@ pub fn load(
         }
     }
     let component = compile(engine, wasm)?;
-    if let Err(e) = store(&dir, &path, &component) {
-        tracing::debug!(
-            "could not cache the compiled component in {}: {e:#}",
+    let stored = component
+        .serialize()
+        .map_err(|e| NotCached::Failed(e.into()))
+        .and_then(|bytes| store(&dir, &path, &bytes));
+    match stored {
+        Ok(()) => {}
+        // An operator should hear about this one: the directory is unsafe.
+        Err(refused @ NotCached::Unsafe(_)) => tracing::warn!("{refused}"),
+        Err(e) => tracing::debug!(
+            "could not cache the compiled component in {}: {e}",
             dir.display()
-        );
+        ),
     }
     Ok((component, LoadedFrom::Compiled))
 }
@@ -101,13 +108,77 @@ fn artifact_name(engine: &Engine, wasm: &[u8]) -> String {
     format!("{hex}-{:016x}.cwasm", hasher.finish())
 }
 
-fn store(dir: &Path, path: &Path, component: &Component) -> anyhow::Result<()> {
+/// Why a compiled component was not cached.
+#[derive(Debug)]
+enum NotCached {
+    /// The directory is someone else's or others can write it, so an
+    /// artifact there could be swapped for code this host would later load
+    /// without checks; the text names the directory and the fix.
+    Unsafe(String),
+    /// Writing the artifact failed.
+    Failed(anyhow::Error),
+}
+
+impl std::fmt::Display for NotCached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotCached::Unsafe(why) => f.write_str(why),
+            NotCached::Failed(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl From<std::io::Error> for NotCached {
+    fn from(e: std::io::Error) -> Self {
+        NotCached::Failed(e.into())
+    }
+}
+
+fn store(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), NotCached> {
+    use std::io::Write;
     create_private_dir(dir)?;
-    let bytes = component.serialize()?;
-    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &bytes)?;
-    // Rename is atomic, so a concurrent start never reads half a file.
-    std::fs::rename(&tmp, path)?;
+    private_dir(dir).map_err(NotCached::Unsafe)?;
+    // A fresh random name, created with O_EXCL: nothing planted in the
+    // directory (a symlink at a name we could be predicted to use) is ever
+    // opened, let alone written through.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    // Rename is atomic, so a concurrent start never reads half a file, and
+    // it replaces a symlink at `path` rather than following it.
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Whether `dir` may hold artifacts this host later loads: owned by this
+/// user and writable by nobody else. Otherwise, why not and what to do.
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = dir.display();
+    let elsewhere =
+        "point PVE_MCP_CACHE_DIR at a directory of your own (--no-cache turns caching off)";
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| format!("not caching the compiled component: cannot read {shown}: {e}"))?;
+    if meta.uid() != current_uid() {
+        return Err(format!(
+            "not caching the compiled component: {shown} is owned by uid {}, not by this \
+             user (uid {}); {elsewhere}",
+            meta.uid(),
+            current_uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "not caching the compiled component: {shown} can be written by group or others \
+             (mode {:o}); run `chmod 700 {shown}`, or {elsewhere}",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn private_dir(_dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
@@ -131,10 +202,7 @@ fn trusted_artifact(path: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
-    let dir_ok = path
-        .parent()
-        .and_then(|d| std::fs::metadata(d).ok())
-        .is_some_and(|d| d.uid() == current_uid() && d.mode() & 0o022 == 0);
+    let dir_ok = path.parent().is_some_and(|d| private_dir(d).is_ok());
     meta.is_file() && meta.uid() == current_uid() && meta.mode() & 0o022 == 0 && dir_ok
 }
 
@@ -151,4 +219,98 @@ fn current_uid() -> u32 {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(u32::MAX)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    use super::*;
+
+    const ARTIFACT: &str = "0123-abcd.cwasm";
+
+    fn private_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Symlinks planted at every name a store could predict (the old
+    /// `.{pid}.tmp`, the artifact itself) are replaced or ignored, never
+    /// written through.
+    #[test]
+    fn a_planted_symlink_is_never_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"original").unwrap();
+        let cache = private_dir();
+        let dir = cache.path();
+        for name in [format!(".{}.tmp", std::process::id()), ARTIFACT.into()] {
+            symlink(&victim, dir.join(name)).unwrap();
+        }
+        let path = dir.join(ARTIFACT);
+        // The store may succeed or fail, but never through the links.
+        let _ = store(dir, &path, b"compiled");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"original");
+        if let Ok(meta) = std::fs::symlink_metadata(&path)
+            && meta.is_file()
+        {
+            assert_eq!(std::fs::read(&path).unwrap(), b"compiled");
+        }
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_refused() {
+        let cache = private_dir();
+        let dir = cache.path();
+        for mode in [0o777, 0o770, 0o702] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = store(dir, &dir.join(ARTIFACT), b"compiled")
+                .map(|_| ())
+                .expect_err("a shared directory must be refused");
+            let err = err.to_string();
+            assert!(
+                err.contains(&dir.display().to_string()) && err.contains("chmod 700"),
+                "{mode:o}: {err}"
+            );
+            assert!(names(dir).is_empty(), "{mode:o}: {:?}", names(dir));
+        }
+    }
+
+    #[test]
+    fn a_directory_another_user_owns_is_refused() {
+        let cache = private_dir();
+        let dir = cache.path();
+        // Only root can give a directory away; elsewhere there is nothing
+        // to test.
+        if std::os::unix::fs::chown(dir, Some(65534), None).is_err() {
+            return;
+        }
+        let err = store(dir, &dir.join(ARTIFACT), b"compiled")
+            .map(|_| ())
+            .expect_err("another user's directory must be refused");
+        assert!(err.to_string().contains("owned by"), "{err}");
+        assert!(names(dir).is_empty(), "{:?}", names(dir));
+    }
+
+    #[test]
+    fn a_private_directory_caches_the_artifact() {
+        let cache = private_dir();
+        let dir = cache.path();
+        let path = dir.join(ARTIFACT);
+        store(dir, &path, b"compiled").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"compiled");
+        assert!(trusted_artifact(&path));
+        // No temporary file is left behind.
+        assert_eq!(names(dir), [ARTIFACT]);
+    }
 }

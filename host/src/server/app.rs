@@ -277,8 +277,8 @@ impl App {
     }
 
     /// Runs one authorized call and logs it, recording `decision` in the
-    /// audit log. Its rate-limit units are given back when it fails
-    /// upstream (Proxmox never did the work).
+    /// audit log. Its rate-limit units are given back when Proxmox was
+    /// never reached or did not answer (see `proxmox_failed`).
     pub async fn run(
         &self,
         caller: &Caller,
@@ -340,11 +340,14 @@ impl App {
     }
 }
 
-/// Whether a call failed because Proxmox (or the way to it) did, so its
-/// rate-limit units are given back: the guest says so, it sent only reads,
-/// the gate let every request through, and none got an answer Proxmox
-/// stands by (only no answer, or a 5xx). A 4xx is Proxmox doing its work on
-/// a bad request and counts, or an agent could loop on errors for free.
+/// Whether a call failed because Proxmox was never reached or did not
+/// answer, so its rate-limit units are given back: the guest says so, it
+/// sent only reads, the gate let every request through, and each got no
+/// answer (connect failure, timeout) or PVE's own 595/596, which its proxy
+/// sends when the node it forwards to does not answer. Any other status,
+/// 5xx included, is an answer from Proxmox and counts: PVE answers client
+/// mistakes such as a guest on the wrong node with a 500, so refunding
+/// those would let an agent loop on bad calls past its limit.
 fn proxmox_failed(report: &CallReport) -> bool {
     let said_upstream = matches!(
         report.outcome,
@@ -354,7 +357,66 @@ fn proxmox_failed(report: &CallReport) -> bool {
         }
     );
     said_upstream
-        && report.egress.iter().all(|r| {
-            r.denied.is_none() && r.method == "GET" && r.status.is_none_or(|status| status >= 500)
-        })
+        && report
+            .egress
+            .iter()
+            .all(|r| r.denied.is_none() && r.method == "GET" && r.status.is_none_or(is_no_answer))
+}
+
+/// PVE's proxy statuses for "the node did not answer": 595 (no connection
+/// to it) and 596 (the connection broke before an answer).
+fn is_no_answer(status: u16) -> bool {
+    matches!(status, 595 | 596)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::egress::{Denial, EgressRecord};
+
+    /// A call the guest says failed upstream, after one GET with `status`.
+    fn upstream_failure(status: Option<u16>, denied: Option<Denial>) -> CallReport {
+        CallReport {
+            outcome: CallOutcome::Failed {
+                kind: FailureKind::Upstream,
+                message: "Proxmox failed".into(),
+            },
+            egress: vec![EgressRecord {
+                method: "GET".into(),
+                authority: "pve.example:8006".into(),
+                path: "/api2/json/version".into(),
+                denied,
+                status,
+                failure: None,
+                elapsed: Duration::ZERO,
+            }],
+        }
+    }
+
+    #[test]
+    fn units_come_back_only_when_proxmox_gave_no_answer() {
+        // No answer at all (connect failure, timeout) or PVE's proxy saying
+        // the node did not answer (595, 596): Proxmox never did the work.
+        for status in [None, Some(595), Some(596)] {
+            assert!(
+                proxmox_failed(&upstream_failure(status, None)),
+                "{status:?} gives the unit back"
+            );
+        }
+        // Any answer from Proxmox, 5xx included, is Proxmox doing its work:
+        // its "does not exist" for a wrong node comes as a 500.
+        for status in [200, 400, 403, 404, 500, 501, 502, 503, 599] {
+            assert!(
+                !proxmox_failed(&upstream_failure(Some(status), None)),
+                "{status} keeps the unit"
+            );
+        }
+        // A request the gate refused counts too.
+        assert!(!proxmox_failed(&upstream_failure(
+            None,
+            Some(Denial::Authority)
+        )));
+    }
 }

@@ -47,15 +47,64 @@ return 0
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A Redis URL with any password removed, for logs and messages.
+/// A Redis URL with every credential removed, for logs and messages.
+///
+/// It is parsed as the redis crate parses it, and keeps only what says
+/// where Redis is: scheme, host, port, path, and the `db` and `protocol`
+/// query parameters. User info (`redis://user:pass@host`, where the crate
+/// reads TCP credentials) becomes `[REDACTED]@`; every other query value
+/// (`user` and `pass`, where it reads them for unix sockets, `password`,
+/// anything a later version might read) and any fragment become
+/// `[REDACTED]`. What does not parse as a Redis URL shows only its scheme.
 pub fn redacted_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => match rest.rsplit_once('@') {
-            Some((_, host)) => format!("{scheme}://[REDACTED]@{host}"),
-            None => url.to_string(),
-        },
-        None => "(not a URL)".to_string(),
+    const HIDDEN: &str = "[REDACTED]";
+    let Some(parsed) = redis::parse_redis_url(url) else {
+        return match url.split_once("://") {
+            Some((scheme, _))
+                if !scheme.is_empty()
+                    && scheme
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+            {
+                format!("{scheme}://{HIDDEN}")
+            }
+            _ => HIDDEN.to_string(),
+        };
+    };
+    let mut shown = format!("{}://", parsed.scheme());
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        shown.push_str(HIDDEN);
+        shown.push('@');
     }
+    shown.push_str(parsed.host_str().unwrap_or(""));
+    if let Some(port) = parsed.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(parsed.path());
+    if parsed.query().is_some() {
+        let pairs: Vec<String> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+                match key.as_ref() {
+                    "db" | "protocol" if plain(&value) => format!("{key}={value}"),
+                    // The names the crate (or a reader) uses say which
+                    // credential was given; any other name might be one.
+                    "db" | "protocol" | "user" | "username" | "pass" | "password" => {
+                        format!("{key}={HIDDEN}")
+                    }
+                    _ => HIDDEN.to_string(),
+                }
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    if parsed.fragment().is_some() {
+        shown.push('#');
+        shown.push_str(HIDDEN);
+    }
+    shown
 }
 
 /// Checks a `redis://` URL without connecting; the error names no
@@ -201,5 +250,61 @@ mod tests {
         assert!(check_url("http://x").is_err());
         assert!(!check_url("http://user:pw@x").unwrap_err().contains("pw"));
         assert!(check_url("redis://127.0.0.1:6379").is_ok());
+    }
+
+    /// Every place the redis crate reads a credential from: the URL's user
+    /// info (TCP) and the `user`/`pass` query parameters (unix sockets),
+    /// plus `password` and `username`, which a reader might try, and
+    /// percent-encoded or repeated forms of them.
+    #[test]
+    fn every_credential_form_is_redacted() {
+        let secret = "SECRETVALUE1234";
+        let cases = [
+            "unix:///run/redis.sock?pass=SECRETVALUE1234",
+            "unix:///run/redis.sock?db=1&pass=SECRETVALUE1234",
+            "redis+unix:///run/redis.sock?pass=SECRETVALUE1234",
+            "unix:///run/redis.sock?password=SECRETVALUE1234",
+            "unix:///run/redis.sock?user=SECRETVALUE1234&pass=SECRETVALUE1234",
+            "unix:///run/redis.sock?username=SECRETVALUE1234",
+            "unix:///run/redis.sock?p%61ss=SECRETVALUE1234",
+            "unix:///run/redis.sock?pass=a&pass=SECRETVALUE1234",
+            "unix:///run/redis.sock?SECRETVALUE1234",
+            "unix:///run/redis.sock#SECRETVALUE1234",
+            "redis://:SECRETVALUE1234@10.0.0.1:6379",
+            "redis://SECRETVALUE1234:SECRETVALUE1234@10.0.0.1:6379/0",
+            "redis://default:SECRETVALUE1234@10.0.0.1/0?protocol=resp3",
+            "redis://10.0.0.1:6379/0?password=SECRETVALUE1234",
+            "redis://:SECRETVALUE1234?x@10.0.0.1",
+            "redis://:SECRETVALUE1234#x@10.0.0.1",
+            "redis://:SECRET%56ALUE1234@10.0.0.1",
+            "not a url SECRETVALUE1234",
+        ];
+        for url in cases {
+            let shown = redacted_url(url);
+            assert!(
+                !shown.contains(secret) && !shown.contains("SECRET"),
+                "{url} is shown as {shown}"
+            );
+            if let Err(e) = check_url(url) {
+                assert!(!e.contains("SECRET"), "{url}: {e}");
+            }
+        }
+        // What is not a credential stays, so the message still says where.
+        assert_eq!(
+            redacted_url("unix:///run/redis.sock?db=2&pass=SECRETVALUE1234"),
+            "unix:///run/redis.sock?db=2&pass=[REDACTED]"
+        );
+        assert_eq!(
+            redacted_url("redis+unix:///run/redis.sock?user=u&pass=p"),
+            "redis+unix:///run/redis.sock?user=[REDACTED]&pass=[REDACTED]"
+        );
+        assert_eq!(
+            redacted_url("redis://u:p@[::1]:6380/3?protocol=resp3"),
+            "redis://[REDACTED]@[::1]:6380/3?protocol=resp3"
+        );
+        assert_eq!(
+            redacted_url("unix:///run/redis.sock"),
+            "unix:///run/redis.sock"
+        );
     }
 }
