@@ -1,6 +1,5 @@
 //! The client side of the admin endpoint, used by `pve-mcp approvals`.
 
-use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -23,27 +22,20 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BODY: usize = 64 << 20;
 
 /// Why an admin request failed, worded for the person at the terminal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
     /// Nothing answered at the address.
+    #[error("{0}")]
     Unreachable(String),
     /// The endpoint refused the token.
+    #[error("{0}")]
     Refused(String),
     /// The endpoint answered with an error (unknown id, expired, ...).
+    #[error("{0}")]
     Api(String),
     /// The argument cannot be an approval id.
+    #[error("{0}")]
     BadId(String),
-}
-
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClientError::Unreachable(m)
-            | ClientError::Refused(m)
-            | ClientError::Api(m)
-            | ClientError::BadId(m) => f.write_str(m),
-        }
-    }
 }
 
 /// A connection's worth of admin requests.

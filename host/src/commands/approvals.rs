@@ -69,13 +69,8 @@ pub async fn run(global: &Global, command: &ApprovalsCommand) -> ExitCode {
             println!("{}", text.trim_end());
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            match e {
-                ClientError::BadId(_) => ExitCode::from(2),
-                _ => ExitCode::from(1),
-            }
-        }
+        Err(e @ ClientError::BadId(_)) => super::usage_failure(&e.to_string()),
+        Err(e) => super::failure(&e.into()),
     }
 }
 

@@ -109,23 +109,16 @@ fn artifact_name(engine: &Engine, wasm: &[u8]) -> String {
 }
 
 /// Why a compiled component was not cached.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum NotCached {
     /// The directory is someone else's or others can write it, so an
     /// artifact there could be swapped for code this host would later load
     /// without checks; the text names the directory and the fix.
+    #[error("{0}")]
     Unsafe(String),
     /// Writing the artifact failed.
+    #[error("{0:#}")]
     Failed(anyhow::Error),
-}
-
-impl std::fmt::Display for NotCached {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NotCached::Unsafe(why) => f.write_str(why),
-            NotCached::Failed(e) => write!(f, "{e:#}"),
-        }
-    }
 }
 
 impl From<std::io::Error> for NotCached {

@@ -144,25 +144,14 @@ pub fn client_config(mode: &TlsMode) -> anyhow::Result<ClientConfig> {
 }
 
 /// The error a pin mismatch carries; its text reaches the agent and the log.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("certificate fingerprint mismatch: expected {expected}, server presented {seen}")]
 pub struct FingerprintMismatch {
     /// The configured fingerprint.
     pub expected: Fingerprint,
     /// What the server presented.
     pub seen: Fingerprint,
 }
-
-impl fmt::Display for FingerprintMismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "certificate fingerprint mismatch: expected {}, server presented {}",
-            self.expected, self.seen
-        )
-    }
-}
-
-impl std::error::Error for FingerprintMismatch {}
 
 /// Accepts exactly one end-entity certificate, by SHA-256 of its DER, or
 /// (with no pin, for `PVE_VERIFY_SSL=false`) any certificate. Either way the
