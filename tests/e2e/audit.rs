@@ -46,6 +46,37 @@ fn records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The records of `kind` for `tool`, in the log's order. Tests find records
+/// by what they say, not by line: every call that runs writes a
+/// `call-start` record before its `call` record, which shifts lines.
+fn all_of<'a>(records: &'a [Value], kind: &str, tool: &str) -> Vec<&'a Value> {
+    records
+        .iter()
+        .filter(|r| r["kind"] == kind && r["tool"] == tool)
+        .collect()
+}
+
+/// The one record of `kind` for `tool`.
+fn one<'a>(records: &'a [Value], kind: &str, tool: &str) -> &'a Value {
+    match all_of(records, kind, tool)[..] {
+        [record] => record,
+        ref found => panic!("{} {kind} records for {tool}: {records:#?}", found.len()),
+    }
+}
+
+/// The egress records of the call whose end record is `call`.
+fn egress_of<'a>(records: &'a [Value], call: &Value) -> Vec<&'a Value> {
+    records
+        .iter()
+        .filter(|r| r["kind"] == "egress" && r["call_seq"] == call["seq"])
+        .collect()
+}
+
+/// The exact line of a record, for hashing (one file, so line = seq - 1).
+fn line_of<'a>(lines: &'a [String], record: &Value) -> &'a str {
+    &lines[record["seq"].as_u64().unwrap() as usize - 1]
+}
+
 /// The chain's definition, computed here independently of the host.
 fn sha256_line(line: &str) -> String {
     let digest = Sha256::digest(line.as_bytes());
@@ -125,12 +156,20 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
         server.stop().await;
 
         let r = records(&log);
-        // 1: list_vms, 2: its GET; 3: the 404ing status call, 4: its GET;
-        // 5: the refused arguments (no request); 6: the policy's denial.
-        assert_eq!(r.len(), 6, "{first_run:#?}");
-        let call = &r[0];
-        assert_eq!(call["seq"], 1);
-        assert_eq!(call["prev"], GENESIS);
+        // list_vms: start, call, its GET; the 404ing status call: start,
+        // call, its GET; the refused arguments: start, call (the guest ran
+        // and sent nothing); the policy's denial: a call record only (it
+        // never ran, so it has no start record).
+        assert_eq!(r.len(), 9, "{first_run:#?}");
+        let start = one(&r, "call-start", "pve_list_vms");
+        assert_eq!(start["seq"], 1);
+        assert_eq!(start["prev"], GENESIS);
+        assert_eq!(start["access"], "read");
+        let call = one(&r, "call", "pve_list_vms");
+        assert_eq!(call["prev"], sha256_line(line_of(&first_run, start)));
+        assert_eq!(start["call_id"], call["call_id"]);
+        assert_eq!(start["args_hash"], call["args_hash"]);
+        assert_eq!(start["args"], call["args"]);
         assert_eq!(call["kind"], "call");
         assert_eq!(call["session"], "stdio");
         assert!(
@@ -157,39 +196,49 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
         assert_eq!(upstream[0]["decision"], "allow");
         assert!(upstream[0]["ms"].as_f64().unwrap() > 0.0);
 
-        let egress = &r[1];
+        let egress = one(&r, "egress", "pve_list_vms");
         assert_eq!(egress["kind"], "egress");
-        assert_eq!(egress["seq"], 2);
-        assert_eq!(egress["prev"], sha256_line(&first_run[0]));
-        assert_eq!(egress["call_seq"], 1);
+        assert_eq!(egress["seq"], call["seq"].as_u64().unwrap() + 1);
+        assert_eq!(egress["prev"], sha256_line(line_of(&first_run, call)));
+        assert_eq!(egress["call_seq"], call["seq"]);
         assert_eq!(egress["call_id"], call["call_id"]);
         assert_eq!(egress["decision"], "allow");
         assert_eq!(egress["rule"], "egress.gate");
         assert_eq!(egress["status"], 200);
         assert_eq!(egress["path"], "/api2/json/cluster/resources");
 
-        let failed = &r[2];
+        let status_calls = all_of(&r, "call", "pve_get_vm_status");
+        let by_args = |args: &Value| {
+            let hash = arguments_hash(&object(args));
+            *status_calls
+                .iter()
+                .find(|c| c["args_hash"] == hash)
+                .unwrap_or_else(|| panic!("no call with {args}: {r:#?}"))
+        };
+        let failed = by_args(&missing_args);
         assert_eq!(failed["tool"], "pve_get_vm_status");
         assert_eq!(failed["args_hash"], arguments_hash(&object(&missing_args)));
         assert_eq!(failed["outcome"], "upstream", "{failed}");
         assert!(failed["result_bytes"].as_u64().unwrap() > 0);
         assert_eq!(failed["upstream"][0]["status"], 500, "{failed}");
-        assert_eq!(r[3]["status"], 500);
+        assert_eq!(egress_of(&r, failed)[0]["status"], 500);
 
-        let refused = &r[4];
+        let refused = by_args(&secret_args);
         assert_eq!(refused["outcome"], "invalid-arguments", "{refused}");
         assert_eq!(refused["args_hash"], arguments_hash(&object(&secret_args)));
         assert_eq!(refused["args"]["password"], "[REDACTED]");
         assert_eq!(refused["args"]["vmid"], 100);
         assert_eq!(refused["upstream"], json!([]));
+        assert_eq!(all_of(&r, "call-start", "pve_get_vm_status").len(), 2);
 
-        let by_policy = &r[5];
+        let by_policy = one(&r, "call", "pve_list_nodes");
         assert_eq!(by_policy["tool"], "pve_list_nodes");
         assert_eq!(by_policy["decision"], "deny");
         assert_eq!(by_policy["rule"], "policy.tools.pve_list_nodes");
         assert_eq!(by_policy["outcome"], "policy");
         assert_eq!(by_policy["args_hash"], arguments_hash(&object(&json!({}))));
         assert_eq!(by_policy["upstream"], json!([]));
+        assert!(all_of(&r, "call-start", "pve_list_nodes").is_empty());
 
         // Second run, on the same file: the hostile component's denied
         // requests, continuing the chain rather than starting a new one.
@@ -202,21 +251,25 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
 
         let all = lines(&log);
         let r = records(&log);
-        let call = &r[6];
-        assert_eq!(call["seq"], 7);
+        let start = one(&r, "call-start", "hostile_egress");
+        assert_eq!(start["seq"], 10);
         assert_eq!(
-            call["prev"],
-            sha256_line(&first_run[5]),
+            start["prev"],
+            sha256_line(first_run.last().unwrap()),
             "restart broke the chain"
         );
+        let call = one(&r, "call", "hostile_egress");
+        assert_eq!(call["seq"], 11);
+        assert_eq!(call["call_id"], start["call_id"]);
         assert_eq!(call["tool"], "hostile_egress");
         assert_eq!(call["outcome"], "ok");
-        let egress: Vec<&Value> = r[7..].iter().collect();
+        let egress = egress_of(&r, call);
+        assert_eq!(egress.len(), all_of(&r, "egress", "hostile_egress").len());
         assert_eq!(egress.len(), call["upstream"].as_array().unwrap().len());
         assert!(egress.len() >= 10, "{call}");
         for e in &egress {
             assert_eq!(e["kind"], "egress");
-            assert_eq!(e["call_seq"], 7);
+            assert_eq!(e["call_seq"], 11);
         }
         let denied: Vec<&&Value> = egress.iter().filter(|e| e["decision"] == "deny").collect();
         assert!(denied.len() >= 10, "{all:#?}");
@@ -275,20 +328,33 @@ async fn edits_deletions_reorders_and_truncation_are_named_by_line() {
         }
         server.stop().await;
         let good = lines(&log);
-        assert_eq!(good.len(), 8, "a call and its GET, four times");
+        assert_eq!(
+            good.len(),
+            12,
+            "a call's start, its end and its GET, four times"
+        );
+        let r = records(&log);
         // Without include_arguments only the hash is recorded.
-        let first = &records(&log)[0];
+        let first = all_of(&r, "call", "pve_get_version")[0];
         assert!(first.get("args").is_none(), "{first}");
         assert_eq!(first["args_hash"], arguments_hash(&object(&json!({}))));
+        let first_start = all_of(&r, "call-start", "pve_get_version")[0];
+        assert!(first_start.get("args").is_none(), "{first_start}");
         let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stderr}");
 
-        // An edited record: the next line's prev no longer matches it.
+        // An edited record (the second call's outcome): the next line's
+        // prev no longer matches it.
+        let seq = all_of(&r, "call", "pve_get_version")[1]["seq"]
+            .as_u64()
+            .unwrap() as usize;
         let mut edited = good.clone();
-        edited[2] = edited[2].replace("\"outcome\":\"ok\"", "\"outcome\":\"tool-error\"");
-        assert_ne!(edited[2], good[2]);
+        edited[seq - 1] =
+            edited[seq - 1].replace("\"outcome\":\"ok\"", "\"outcome\":\"tool-error\"");
+        assert_ne!(edited[seq - 1], good[seq - 1]);
         let file = write_lines(dir.path(), "edited.jsonl", &edited);
-        assert_broken_at(&file, &[], 3, "record seq 3 was edited").await;
+        let what = format!("record seq {seq} was edited");
+        assert_broken_at(&file, &[], seq, &what).await;
 
         // A deleted record: the gap is where it was.
         let mut deleted = good.clone();
@@ -310,7 +376,7 @@ async fn edits_deletions_reorders_and_truncation_are_named_by_line() {
         let whole = std::fs::read_to_string(&log).unwrap();
         let file = dir.path().join("cut.jsonl");
         std::fs::write(&file, &whole[..whole.len() - 30]).unwrap();
-        assert_broken_at(&file, &[], 8, "incomplete").await;
+        assert_broken_at(&file, &[], good.len(), "incomplete").await;
 
         // A dropped tail of whole records keeps a valid chain; only the hash
         // saved from an earlier verification (the anchor) reveals it.
@@ -374,13 +440,14 @@ async fn rotation_keeps_one_chain_across_files() {
         for file in &chain {
             total += lines(file).len();
         }
-        assert_eq!(total, 16);
+        // A call's start, its end and its GET, eight times.
+        assert_eq!(total, 24);
 
         // The directory, and the files in a shell glob's order (the active
         // file sorts first), both verify.
         let (code, stdout, stderr) = verify(&[logs.to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stderr}");
-        assert!(stdout.contains("ok: 16 records, seq 1..16"), "{stdout}");
+        assert!(stdout.contains("ok: 24 records, seq 1..24"), "{stdout}");
         let mut glob: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
         glob.sort();
         let glob: Vec<&str> = glob.iter().map(String::as_str).collect();
@@ -423,7 +490,8 @@ async fn records_go_to_stderr_alone_or_next_to_the_file() {
         server.err("pve_get_vm_status", json!({"vmid": 1})).await;
         let stderr = server.stop().await;
         let only = audit_lines(&stderr);
-        assert_eq!(only.len(), 3, "{stderr}");
+        // Each call's start and end; the version call's GET.
+        assert_eq!(only.len(), 5, "{stderr}");
         assert!(!stderr.contains(ADMIN_TOKEN_SECRET));
         let file = write_lines(dir.path(), "from-stderr.jsonl", &only);
         let (code, _, err) = verify(&[file.to_str().unwrap()]).await;
@@ -439,7 +507,7 @@ async fn records_go_to_stderr_alone_or_next_to_the_file() {
         server.ok("pve_get_version", json!({})).await;
         let stderr = server.stop().await;
         assert_eq!(audit_lines(&stderr), lines(&log));
-        assert_eq!(lines(&log).len(), 2);
+        assert_eq!(lines(&log).len(), 3);
     })
     .await;
 }
@@ -458,7 +526,11 @@ async fn an_unwritable_log_refuses_calls_unless_told_to_continue() {
                 message.contains("refused") && message.contains("audit"),
                 "{message}"
             );
+            assert!(message.contains("call-start"), "{message}");
         }
+        // Write-ahead: the start record failed, so the guest never ran and
+        // nothing reached Proxmox, not even for the first call.
+        assert!(sim.requests().is_empty(), "{:#?}", sim.requests());
         // Still serving: the protocol works and the error was logged.
         let tools = server.client.list_all_tools().await.unwrap();
         assert_eq!(tools.len(), CATALOG.len());
@@ -511,10 +583,15 @@ async fn bad_audit_settings_stop_the_start_naming_the_key() {
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         let r = records(&log);
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[0]["tool"], "pve_get_version");
-        assert_eq!(r[0]["outcome"], "ok");
-        assert_eq!(r[1]["kind"], "egress");
+        assert_eq!(r.len(), 3, "{r:#?}");
+        let call = one(&r, "call", "pve_get_version");
+        assert_eq!(call["tool"], "pve_get_version");
+        assert_eq!(call["outcome"], "ok");
+        assert_eq!(one(&r, "egress", "pve_get_version")["kind"], "egress");
+        assert_eq!(
+            one(&r, "call-start", "pve_get_version")["call_id"],
+            call["call_id"]
+        );
     })
     .await;
 }
@@ -546,19 +623,70 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
         wait_until(
             "the cancelled call's audit record",
             std::time::Duration::from_secs(30),
-            async || (!lines(&log).is_empty()).then_some(()),
+            async || {
+                all_of(&records(&log), "call", "pve_list_vms")
+                    .first()
+                    .map(|_| ())
+            },
         )
         .await;
         server.stop().await;
         let r = records(&log);
-        assert_eq!(r.len(), 1, "{r:#?}");
-        assert_eq!(r[0]["tool"], "pve_list_vms");
-        assert_eq!(r[0]["outcome"], "cancelled");
+        // Its start, its cancelled end, and the GET it had sent.
+        assert_eq!(r.len(), 3, "{r:#?}");
+        let start = one(&r, "call-start", "pve_list_vms");
+        let call = one(&r, "call", "pve_list_vms");
+        assert!(start["seq"].as_u64() < call["seq"].as_u64(), "{r:#?}");
+        assert_eq!(start["call_id"], call["call_id"]);
+        assert_eq!(call["tool"], "pve_list_vms");
+        assert_eq!(call["outcome"], "cancelled");
+        // The request it sent before the cancel, which got no answer.
+        assert_eq!(call["upstream"][0]["path"], "/api2/json/cluster/resources");
+        assert_eq!(call["upstream"][0]["status"], Value::Null);
+        let egress = egress_of(&r, call);
+        assert_eq!(egress.len(), 1, "{r:#?}");
+        assert_eq!(egress[0]["path"], "/api2/json/cluster/resources");
+        assert_eq!(egress[0]["call_id"], call["call_id"]);
         // The chain goes on after it, in the next run.
         let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
         server.ok("pve_get_version", json!({})).await;
         server.stop().await;
-        assert_eq!(records(&log)[1]["seq"], 2);
+        let next = one(&records(&log), "call-start", "pve_get_version")["seq"].clone();
+        assert_eq!(next, 4);
+        let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_start_record_precedes_its_end_record_with_the_same_id() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(dir.path(), &format!("path = \"{}\"", log.display()));
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        server.ok("pve_get_version", json!({})).await;
+        server.ok("pve_list_vms", json!({})).await;
+        server.stop().await;
+        let r = records(&log);
+        for tool in ["pve_get_version", "pve_list_vms"] {
+            let start = one(&r, "call-start", tool);
+            let end = one(&r, "call", tool);
+            assert_eq!(start["call_id"], end["call_id"], "{r:#?}");
+            assert!(start["seq"].as_u64() < end["seq"].as_u64(), "{r:#?}");
+            assert_eq!(start["time"], end["time"]);
+            assert_eq!(start["args_hash"], end["args_hash"]);
+            assert_eq!(start["decision"], end["decision"]);
+            assert_eq!(start["rule"], end["rule"]);
+            assert_eq!(start["access"], "read");
+            // Nothing of the call is written between its start and the
+            // guest's first request: its GETs come after the end record.
+            for e in egress_of(&r, end) {
+                assert!(e["seq"].as_u64() > end["seq"].as_u64());
+            }
+        }
         let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stderr}");
     })
@@ -588,7 +716,7 @@ async fn two_servers_sharing_one_file_extend_one_chain() {
         b.stop().await;
         let (code, stdout, stderr) = verify(&[dir.path().to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stdout}{stderr}");
-        assert!(stdout.contains("ok: 16 records, seq 1..16"), "{stdout}");
+        assert!(stdout.contains("ok: 24 records, seq 1..24"), "{stdout}");
     })
     .await;
 }

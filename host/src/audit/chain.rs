@@ -8,8 +8,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use serde::Deserialize;
@@ -180,8 +178,12 @@ impl FileSink {
         records: &mut [Record],
     ) -> io::Result<Option<Vec<u8>>> {
         if !self.is_current()? {
-            // Rotated by another process while this one waited.
+            // Rotated by another process while this one waited. The length
+            // this process last saw was the old file's: a new file of the
+            // same length (records of fixed size, such as call-start ones,
+            // make that likely) must not pass for unchanged.
             self.file = None;
+            self.synced_len = None;
             return Ok(None);
         }
         let Some(file) = self.file.as_mut() else {
@@ -383,8 +385,9 @@ pub fn last_line(path: &Path) -> io::Result<(Option<Vec<u8>>, bool)> {
     }
 }
 
-/// One group of records written together (a call and its egress
-/// decisions), and who is waiting for them to be on disk.
+/// One group of records written together (a call's start record, or its
+/// end record and its egress decisions), and who is waiting for them to be
+/// on disk.
 pub struct Batch {
     /// The records, the call's first.
     pub records: Vec<Record>,
@@ -401,12 +404,10 @@ pub struct Sinks {
 }
 
 /// Starts the writer thread. It runs until every sender is gone, writing
-/// what is still queued; `failing` says whether the last batch could not be
-/// written.
+/// what is still queued.
 pub fn start_writer(
     mut sinks: Sinks,
     mut head: Head,
-    failing: Arc<AtomicBool>,
 ) -> io::Result<(mpsc::Sender<Batch>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Batch>();
     let handle = std::thread::Builder::new()
@@ -414,7 +415,6 @@ pub fn start_writer(
         .spawn(move || {
             for mut batch in rx {
                 let result = write_batch(&mut sinks, &mut head, &mut batch.records);
-                failing.store(result.is_err(), Ordering::SeqCst);
                 if let Err(e) = &result {
                     tracing::error!("audit log: a record could not be written: {e}");
                 }
@@ -435,6 +435,7 @@ fn format_batch(head: &Head, records: &mut [Record]) -> io::Result<(Vec<u8>, Hea
         match record {
             Record::Call(_) => call_seq = next.seq + 1,
             Record::Egress(entry) => entry.call_seq = call_seq,
+            Record::CallStart(_) => {}
         }
         let line = next
             .link(record)

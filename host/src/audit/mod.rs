@@ -2,16 +2,16 @@
 //! egress decision, hash-chained ([`chain`]) so `pve-mcp audit verify`
 //! ([`verify`]) finds any edited, dropped or reordered record.
 //!
-//! [`App::call`](crate::server::app::App::call) opens a [`CallAudit`] for every call
-//! and finishes it with the call's report; a write failure refuses the call
-//! unless `[audit] on_failure = "continue"`.
+//! [`App::run`](crate::server::app::App::run) opens a [`CallAudit`] for
+//! every call it runs, writes its `call-start` record before the guest
+//! starts ([`CallAudit::start`]) and finishes it with the call's report; a
+//! write failure refuses the call unless `[audit] on_failure = "continue"`.
+//! Calls refused by the policy never run, and get only their end record.
 
 pub mod chain;
 pub mod record;
 pub mod verify;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -20,13 +20,14 @@ use chrono::{SecondsFormat, Utc};
 use crate::caller::Caller;
 use crate::canonical::arguments_hash;
 use crate::config::audit::{AuditSettings, OnFailure};
+use crate::egress::{Access, EgressLog, EgressRecord};
 use crate::error::ConfigError;
 use crate::sandbox::CallReport;
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject};
 
 use chain::{Batch, FileSink, Head, Sinks};
-use record::{CallRecord, EgressEntry, Record};
+use record::{CallRecord, CallStartRecord, EgressEntry, Record};
 
 /// The decision recorded for a call, and the rule that made it, as the
 /// policy engine gave them.
@@ -81,7 +82,6 @@ impl From<&crate::policy::Decision> for AuditDecision {
 pub struct AuditLog {
     sender: mpsc::Sender<Batch>,
     writer: Option<std::thread::JoinHandle<()>>,
-    failing: Arc<AtomicBool>,
     include_arguments: bool,
     on_failure: OnFailure,
     redactor: Redactor,
@@ -116,21 +116,18 @@ impl AuditLog {
             seq = head.seq,
             "audit log open"
         );
-        let failing = Arc::new(AtomicBool::new(false));
         let sinks = Sinks {
             file,
             stderr: settings.stderr,
         };
-        let (sender, writer) =
-            chain::start_writer(sinks, head, failing.clone()).map_err(|e| ConfigError {
-                key: "audit".into(),
-                problem: format!("cannot start the audit writer thread: {e}"),
-                fix: "check the process's thread limit".into(),
-            })?;
+        let (sender, writer) = chain::start_writer(sinks, head).map_err(|e| ConfigError {
+            key: "audit".into(),
+            problem: format!("cannot start the audit writer thread: {e}"),
+            fix: "check the process's thread limit".into(),
+        })?;
         Ok(Some(AuditLog {
             sender,
             writer: Some(writer),
-            failing,
             include_arguments: settings.include_arguments,
             on_failure: settings.on_failure,
             redactor,
@@ -157,6 +154,7 @@ impl AuditLog {
             log: self,
             started: Instant::now(),
             refused: false,
+            egress: EgressLog::default(),
             record: Some(CallRecord {
                 time: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
                 call_id: call_id.to_string(),
@@ -176,8 +174,20 @@ impl AuditLog {
         }
     }
 
-    fn refuses(&self) -> bool {
-        self.on_failure == OnFailure::Refuse && self.failing.load(Ordering::SeqCst)
+    /// Queues records for the writer thread and waits until they are
+    /// written and flushed (or why not). Waiting on the oneshot keeps the
+    /// async runtime free while the thread does the blocking write.
+    async fn write(&self, records: Vec<Record>) -> Result<(), String> {
+        let (ack, written) = tokio::sync::oneshot::channel();
+        self.sender
+            .send(Batch {
+                records,
+                ack: Some(ack),
+            })
+            .map_err(|_| "the audit writer has stopped".to_string())?;
+        written
+            .await
+            .unwrap_or_else(|_| Err("the audit writer has stopped".to_string()))
     }
 }
 
@@ -193,26 +203,52 @@ impl Drop for AuditLog {
 }
 
 /// The record of one call in progress. If it is dropped unfinished (the
-/// client cancelled the call), the call is still recorded, as `cancelled`.
+/// client cancelled the call), the call is still recorded, as `cancelled`,
+/// with the upstream requests it had sent by then.
 pub struct CallAudit<'a> {
     log: &'a AuditLog,
     started: Instant,
     refused: bool,
+    /// Where the sandbox records the call's requests as they happen, so a
+    /// cancelled call's record can still list them.
+    egress: EgressLog,
     record: Option<CallRecord>,
 }
 
 impl CallAudit<'_> {
-    /// When the last record could not be written and the log fails closed,
-    /// the report that refuses this call before it runs.
-    pub fn refusal(&mut self) -> Option<CallReport> {
-        if !self.log.refuses() {
-            return None;
+    /// The log to hand to
+    /// [`Sandbox::call_recording`](crate::sandbox::Sandbox::call_recording)
+    /// for this call.
+    pub fn egress_log(&self) -> EgressLog {
+        self.egress.clone()
+    }
+
+    /// Writes the call's `call-start` record and waits until it is written
+    /// and flushed (fsynced too with `fsync = true`): the write-ahead record
+    /// that must be on disk before the guest can send anything. If it
+    /// cannot be and the log fails closed, the report that refuses the call
+    /// before it runs; `None` means run it.
+    pub async fn start(&mut self, access: Access) -> Option<CallReport> {
+        let call = self.record.as_ref()?;
+        let start = Record::CallStart(CallStartRecord::of(call, access.name()));
+        let error = self.log.write(vec![start]).await.err()?;
+        match self.log.on_failure {
+            OnFailure::Refuse => {
+                self.refused = true;
+                Some(CallReport {
+                    outcome: refused(&format!(
+                        "its call-start audit record could not be written ({error})"
+                    )),
+                    egress: Vec::new(),
+                })
+            }
+            OnFailure::Continue => {
+                tracing::error!(
+                    "audit call-start record lost ({error}); the call goes ahead because [audit] on_failure = \"continue\""
+                );
+                None
+            }
         }
-        self.refused = true;
-        Some(CallReport {
-            outcome: refused("the audit log could not be written for an earlier call"),
-            egress: Vec::new(),
-        })
     }
 
     /// Writes the call's record and one per egress decision, and waits until
@@ -230,51 +266,12 @@ impl CallAudit<'_> {
             outcome_name(&report.outcome).to_string()
         };
         call.result_bytes = result_bytes(&report.outcome);
-        call.upstream = report
-            .egress
-            .iter()
-            .map(|e| record::upstream(e, redactor))
-            .collect();
-        let mut records = Vec::with_capacity(1 + report.egress.len());
-        for e in &report.egress {
-            records.push(Record::Egress(EgressEntry {
-                time: call.time.clone(),
-                call_id: call.call_id.clone(),
-                call_seq: 0,
-                session: call.session.clone(),
-                token: call.token.clone(),
-                tool: call.tool.clone(),
-                method: redactor.redact(&e.method).into_owned(),
-                authority: redactor.redact(&e.authority).into_owned(),
-                path: redactor.redact(&e.path).into_owned(),
-                decision: if e.denied.is_some() { "deny" } else { "allow" },
-                rule: record::egress_rule(e.denied.as_ref()),
-                reason: e
-                    .denied
-                    .as_ref()
-                    .map(|d| redactor.redact(&d.to_string()).into_owned()),
-                status: e.status,
-                failure: e
-                    .failure
-                    .as_ref()
-                    .map(|f| redactor.redact(&f.to_string()).into_owned()),
-                ms: record::millis(e.elapsed),
-            }));
-        }
-        records.insert(0, Record::Call(call));
-        let (ack, written) = tokio::sync::oneshot::channel();
-        let sent = self.log.sender.send(Batch {
-            records,
-            ack: Some(ack),
-        });
-        let result = match sent {
-            Err(_) => Err("the audit writer has stopped".to_string()),
-            Ok(()) => written
-                .await
-                .unwrap_or_else(|_| Err("the audit writer has stopped".to_string())),
-        };
+        let records = end_records(call, &report.egress, redactor);
+        let result = self.log.write(records).await;
         if let Err(error) = result {
             match self.log.on_failure {
+                // Already refused by its start record: that reason stands.
+                OnFailure::Refuse if self.refused => {}
                 OnFailure::Refuse => {
                     report.outcome =
                         refused(&format!("its audit record could not be written ({error})"));
@@ -293,16 +290,58 @@ impl CallAudit<'_> {
 impl Drop for CallAudit<'_> {
     fn drop(&mut self) {
         // Unfinished means the call's future was dropped: the client
-        // cancelled it. Its egress is unknown here; the call is not.
+        // cancelled it. The requests it sent so far are in the shared
+        // egress log (each is entered as it leaves). Sending to the writer
+        // thread never blocks, and nobody waits for the ack.
         if let Some(mut call) = self.record.take() {
             call.outcome = "cancelled".into();
             call.ms = record::millis(self.started.elapsed());
-            let _ = self.log.sender.send(Batch {
-                records: vec![Record::Call(call)],
-                ack: None,
-            });
+            let egress = match self.egress.lock() {
+                Ok(records) => records.clone(),
+                // A hook panicked mid-push; the call is recorded anyway.
+                Err(poisoned) => poisoned.into_inner().clone(),
+            };
+            let records = end_records(call, &egress, &self.log.redactor);
+            let _ = self.log.sender.send(Batch { records, ack: None });
         }
     }
+}
+
+/// A call's end record followed by one record per egress decision, the
+/// call's summary of them filled in.
+fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redactor) -> Vec<Record> {
+    call.upstream = egress
+        .iter()
+        .map(|e| record::upstream(e, redactor))
+        .collect();
+    let mut records = Vec::with_capacity(1 + egress.len());
+    for e in egress {
+        records.push(Record::Egress(EgressEntry {
+            time: call.time.clone(),
+            call_id: call.call_id.clone(),
+            call_seq: 0,
+            session: call.session.clone(),
+            token: call.token.clone(),
+            tool: call.tool.clone(),
+            method: redactor.redact(&e.method).into_owned(),
+            authority: redactor.redact(&e.authority).into_owned(),
+            path: redactor.redact(&e.path).into_owned(),
+            decision: if e.denied.is_some() { "deny" } else { "allow" },
+            rule: record::egress_rule(e.denied.as_ref()),
+            reason: e
+                .denied
+                .as_ref()
+                .map(|d| redactor.redact(&d.to_string()).into_owned()),
+            status: e.status,
+            failure: e
+                .failure
+                .as_ref()
+                .map(|f| redactor.redact(&f.to_string()).into_owned()),
+            ms: record::millis(e.elapsed),
+        }));
+    }
+    records.insert(0, Record::Call(call));
+    records
 }
 
 fn refused(why: &str) -> CallOutcome {
@@ -346,5 +385,162 @@ fn result_bytes(outcome: &CallOutcome) -> usize {
         }
         CallOutcome::Failed { message, .. } => message.len(),
         CallOutcome::UnknownTool(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::path::Path;
+
+    /// The record of `kind` for `tool`, found by content: the order of a
+    /// log's lines is the chain's business, not these tests'.
+    fn find<'a>(records: &'a [Value], kind: &str, tool: &str) -> &'a Value {
+        records
+            .iter()
+            .find(|r| r["kind"] == kind && r["tool"] == tool)
+            .unwrap_or_else(|| panic!("no {kind} record for {tool} in {records:#?}"))
+    }
+
+    fn records(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn open(path: &Path, on_failure: OnFailure) -> AuditLog {
+        let settings = AuditSettings {
+            path: Some(path.to_path_buf()),
+            on_failure,
+            ..AuditSettings::default()
+        };
+        AuditLog::open(&settings, Redactor::new([]))
+            .unwrap()
+            .unwrap()
+    }
+
+    fn ok() -> CallReport {
+        CallReport {
+            outcome: CallOutcome::Output {
+                summary: "ok".into(),
+                structured: serde_json::json!({}),
+                is_error: false,
+            },
+            egress: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_start_record_is_on_disk_before_start_returns_and_its_end_names_the_same_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = open(&path, OnFailure::Refuse);
+        let decision = AuditDecision::allowed("policy.default");
+        let mut call = log.begin(
+            "call-7",
+            &Caller::stdio(),
+            "t",
+            &JsonObject::new(),
+            &decision,
+        );
+        assert!(
+            call.start(Access::Write).await.is_none(),
+            "a good log runs the call"
+        );
+        // Written and flushed before the guest would start: readable now.
+        let before = records(&path);
+        assert_eq!(before.len(), 1, "{before:#?}");
+        let start = find(&before, "call-start", "t");
+        assert_eq!(start["call_id"], "call-7");
+        assert_eq!(start["access"], "write");
+        assert_eq!(start["decision"], "allow");
+        assert_eq!(start["rule"], "policy.default");
+        assert_eq!(start["seq"], 1);
+        let report = call.finish(ok()).await;
+        assert!(matches!(report.outcome, CallOutcome::Output { .. }));
+        let after = records(&path);
+        let end = find(&after, "call", "t");
+        assert_eq!(end["call_id"], start["call_id"]);
+        assert_eq!(end["outcome"], "ok");
+        assert!(end["seq"].as_u64() > start["seq"].as_u64());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_unwritable_start_record_refuses_the_call_before_it_runs() {
+        // /dev/full opens, and fails every write with "no space left"; the
+        // failing-log tests in chain.rs and the e2e suite use it too.
+        let full = Path::new("/dev/full");
+        let log = open(full, OnFailure::Refuse);
+        let decision = AuditDecision::allowed("policy.default");
+        let mut call = log.begin(
+            "call-1",
+            &Caller::stdio(),
+            "t",
+            &JsonObject::new(),
+            &decision,
+        );
+        let refusal = call.start(Access::Write).await.expect("refused");
+        let CallOutcome::Failed { kind, message } = &refusal.outcome else {
+            panic!("{refusal:?}");
+        };
+        assert_eq!(*kind, FailureKind::Sandbox);
+        assert!(message.contains("call-start audit record"), "{message}");
+        assert!(message.contains("on_failure = \"refuse\""), "{message}");
+        // The refusal is still offered to the log, and still refused.
+        let report = call.finish(refusal).await;
+        assert!(matches!(report.outcome, CallOutcome::Failed { .. }));
+
+        // Told to continue, the call runs without its start record.
+        let log = open(full, OnFailure::Continue);
+        let mut call = log.begin(
+            "call-2",
+            &Caller::stdio(),
+            "t",
+            &JsonObject::new(),
+            &decision,
+        );
+        assert!(call.start(Access::Read).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_call_is_recorded_as_cancelled_with_the_requests_it_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = open(&path, OnFailure::Refuse);
+        let decision = AuditDecision::allowed("policy.default");
+        let mut call = log.begin(
+            "call-3",
+            &Caller::stdio(),
+            "t",
+            &JsonObject::new(),
+            &decision,
+        );
+        assert!(call.start(Access::Read).await.is_none());
+        // As the egress hook enters a request when it leaves: no answer yet.
+        call.egress_log().lock().unwrap().push(EgressRecord {
+            method: "GET".into(),
+            authority: "h:8006".into(),
+            path: "/api2/json/cluster/resources".into(),
+            denied: None,
+            status: None,
+            failure: None,
+            elapsed: std::time::Duration::ZERO,
+        });
+        drop(call);
+        // Dropping the log waits for its writer, so the batch is written.
+        drop(log);
+        let r = records(&path);
+        let end = find(&r, "call", "t");
+        assert_eq!(end["outcome"], "cancelled");
+        assert_eq!(end["call_id"], "call-3");
+        assert_eq!(end["upstream"][0]["path"], "/api2/json/cluster/resources");
+        assert_eq!(end["upstream"][0]["status"], Value::Null);
+        let egress = find(&r, "egress", "t");
+        assert_eq!(egress["call_seq"], end["seq"]);
+        assert_eq!(find(&r, "call-start", "t")["call_id"], "call-3");
     }
 }

@@ -50,6 +50,14 @@ impl Access {
     pub fn allows(self, method: &Method) -> bool {
         self.methods().contains(method)
     }
+
+    /// `read` or `write`, as the audit log names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
 }
 
 pub const REASON_HEADER: &str = "pve-mcp-reason-phrase";
@@ -251,6 +259,10 @@ impl WasiHttpHooks for CallHooks {
                         return Err(HttpError::HttpRequestDenied);
                     }
                     let request = Request::from_parts(parts, Full::new(body.unwrap_or_default()));
+                    // Recorded as it leaves (no status yet) and completed
+                    // when the answer comes: a call cancelled while this
+                    // waits still shows that the request was sent.
+                    let slot = push(&log, record.clone());
                     let result = forward(&endpoint.upstream, request, max_response).await;
                     record.elapsed = started.elapsed();
                     match &result {
@@ -269,7 +281,7 @@ impl WasiHttpHooks for CallHooks {
                     if let Some(failure) = &record.failure {
                         tracing::warn!(tool = %tool, cluster = %endpoint.cluster, path = %record.path, "upstream failed: {failure}");
                     }
-                    push(&log, record);
+                    complete(&log, slot, record);
                     let response = result.map_err(|(_, e)| e)?;
                     Ok((response, Box::new(async { Ok(()) }) as IoFuture))
                 })
@@ -289,12 +301,22 @@ fn deny(log: &EgressLog, tool: &str, mut record: EgressRecord, denial: Denial) {
         "egress denied"
     );
     record.denied = Some(denial);
-    push(log, record);
+    let _ = push(log, record);
 }
 
-fn push(log: &EgressLog, record: EgressRecord) {
-    if let Ok(mut records) = log.lock() {
-        records.push(record);
+/// Appends a record; returns its index, for [`complete`].
+fn push(log: &EgressLog, record: EgressRecord) -> Option<usize> {
+    let mut records = log.lock().ok()?;
+    records.push(record);
+    Some(records.len() - 1)
+}
+
+/// Replaces the record `push` put at `slot` with its finished form.
+fn complete(log: &EgressLog, slot: Option<usize>, record: EgressRecord) {
+    if let (Some(slot), Ok(mut records)) = (slot, log.lock())
+        && let Some(entry) = records.get_mut(slot)
+    {
+        *entry = record;
     }
 }
 

@@ -311,7 +311,13 @@ impl Sandbox {
     /// Runs one tool call in a fresh instance. Never panics and never
     /// returns a Rust error: every failure is a [`CallOutcome`].
     pub async fn call(&self, request: CallRequest<'_>) -> CallReport {
-        let egress = EgressLog::default();
+        self.call_recording(request, EgressLog::default()).await
+    }
+
+    /// [`Sandbox::call`], recording the call's requests in `egress` as
+    /// they happen, so the caller still has them if it drops the call
+    /// unfinished (the audit log records a cancelled call's requests).
+    pub async fn call_recording(&self, request: CallRequest<'_>, egress: EgressLog) -> CallReport {
         let outcome = match self.slots.acquire().await {
             Ok(_permit) => self.run(&request, egress.clone()).await,
             Err(_) => CallOutcome::sandbox("the server is shutting down"),

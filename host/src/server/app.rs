@@ -293,7 +293,13 @@ impl App {
             .as_ref()
             .map(|log| log.begin(&id, caller, tool, arguments, decision));
         let started = Instant::now();
-        let report = match audit.as_mut().and_then(|a| a.refusal()) {
+        // Write-ahead: the call-start record is on disk before the guest
+        // can send anything, or (failing closed) the guest never runs.
+        let refusal = match audit.as_mut() {
+            Some(audit) => audit.start(grant.access).await,
+            None => None,
+        };
+        let report = match refusal {
             Some(refused) => {
                 // It never ran: its rate-limit units are given back.
                 if !grant.permit.is_empty() {
@@ -303,14 +309,18 @@ impl App {
             }
             None => {
                 let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+                let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
                 let report = self
                     .sandbox
-                    .call(CallRequest {
-                        tool,
-                        arguments: &arguments,
-                        request_id: &id,
-                        access: grant.access,
-                    })
+                    .call_recording(
+                        CallRequest {
+                            tool,
+                            arguments: &arguments,
+                            request_id: &id,
+                            access: grant.access,
+                        },
+                        egress,
+                    )
                     .await;
                 if proxmox_failed(&report) && !grant.permit.is_empty() {
                     grant.permit.rollback().await;
