@@ -473,20 +473,22 @@ fn write_batch(sinks: &mut Sinks, head: &mut Head, records: &mut [Record]) -> Re
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::audit::record::{CallRecord, EgressEntry};
+    use crate::audit::record::{CallHead, CallRecord, EgressEntry};
 
     pub(crate) fn call(tool: &str) -> Record {
         Record::Call(CallRecord {
-            time: "2026-01-01T00:00:00.000Z".into(),
-            call_id: "call-1".into(),
-            session: "stdio".into(),
-            client: None,
-            token: None,
-            tool: tool.into(),
-            args_hash: "sha256:x".into(),
-            args: None,
-            decision: "allow".into(),
-            rule: "none".into(),
+            head: CallHead {
+                time: "2026-01-01T00:00:00.000Z".into(),
+                call_id: "call-1".into(),
+                session: "stdio".into(),
+                client: None,
+                token: None,
+                tool: tool.into(),
+                args_hash: "sha256:x".into(),
+                args: None,
+                decision: "allow".into(),
+                rule: "none".into(),
+            },
             outcome: "ok".into(),
             ms: 1.0,
             result_bytes: 2,

@@ -27,7 +27,7 @@ use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject};
 
 use chain::{Batch, FileSink, Head, Sinks};
-use record::{CallRecord, CallStartRecord, EgressEntry, Record};
+use record::{CallHead, CallRecord, CallStartRecord, EgressEntry, Record};
 
 /// The decision recorded for a call, and the rule that made it, as the
 /// policy engine gave them.
@@ -156,16 +156,18 @@ impl AuditLog {
             refused: false,
             egress: EgressLog::default(),
             record: Some(CallRecord {
-                time: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
-                call_id: call_id.to_string(),
-                session: r(&caller.session),
-                client: caller.client.as_deref().map(r),
-                token: caller.token.as_deref().map(r),
-                tool: r(tool),
-                args_hash: arguments_hash(arguments),
-                args,
-                decision: r(&decision.decision),
-                rule: r(&decision.rule),
+                head: CallHead {
+                    time: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+                    call_id: call_id.to_string(),
+                    session: r(&caller.session),
+                    client: caller.client.as_deref().map(r),
+                    token: caller.token.as_deref().map(r),
+                    tool: r(tool),
+                    args_hash: arguments_hash(arguments),
+                    args,
+                    decision: r(&decision.decision),
+                    rule: r(&decision.rule),
+                },
                 outcome: String::new(),
                 ms: 0.0,
                 result_bytes: 0,
@@ -230,7 +232,10 @@ impl CallAudit<'_> {
     /// before it runs; `None` means run it.
     pub async fn start(&mut self, access: Access) -> Option<CallReport> {
         let call = self.record.as_ref()?;
-        let start = Record::CallStart(CallStartRecord::of(call, access.name()));
+        let start = Record::CallStart(CallStartRecord {
+            head: call.head.clone(),
+            access: access.name(),
+        });
         let error = self.log.write(vec![start]).await.err()?;
         match self.log.on_failure {
             OnFailure::Refuse => {
@@ -317,12 +322,12 @@ fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redacto
     let mut records = Vec::with_capacity(1 + egress.len());
     for e in egress {
         records.push(Record::Egress(EgressEntry {
-            time: call.time.clone(),
-            call_id: call.call_id.clone(),
+            time: call.head.time.clone(),
+            call_id: call.head.call_id.clone(),
             call_seq: 0,
-            session: call.session.clone(),
-            token: call.token.clone(),
-            tool: call.tool.clone(),
+            session: call.head.session.clone(),
+            token: call.head.token.clone(),
+            tool: call.head.tool.clone(),
             method: redactor.redact(&e.method).into_owned(),
             authority: redactor.redact(&e.authority).into_owned(),
             path: redactor.redact(&e.path).into_owned(),

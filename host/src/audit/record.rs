@@ -21,59 +21,11 @@ pub enum Record {
     Egress(EgressEntry),
 }
 
-/// A call about to run. It carries what is known before the guest starts,
-/// so a call whose end record is lost (the disk failed, the process died)
-/// is still on record as having been let through.
+/// What a call's start and end records both say: who called which tool
+/// with what, and what the policy decided. Flattened into both, so the two
+/// can always be matched field for field.
 #[derive(Debug, Clone, Serialize)]
-pub struct CallStartRecord {
-    /// When the call started, RFC 3339 UTC (its end record has the same).
-    pub time: String,
-    /// The host's id for the call; its end record names the same.
-    pub call_id: String,
-    /// The MCP session (`stdio` over stdio).
-    pub session: String,
-    /// The client's name and version from its MCP `initialize`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-    /// The name of the bearer token, over HTTP with auth on.
-    pub token: Option<String>,
-    /// The tool.
-    pub tool: String,
-    /// `sha256:` of the arguments' canonical JSON.
-    pub args_hash: String,
-    /// The redacted arguments, only with `include_arguments`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub args: Option<Value>,
-    /// What the policy decided.
-    pub decision: String,
-    /// The rule that decided it.
-    pub rule: String,
-    /// `read` or `write`: the methods the egress gate lets the call send.
-    pub access: &'static str,
-}
-
-impl CallStartRecord {
-    /// The start record of the call `call` will record at its end.
-    pub fn of(call: &CallRecord, access: &'static str) -> CallStartRecord {
-        CallStartRecord {
-            time: call.time.clone(),
-            call_id: call.call_id.clone(),
-            session: call.session.clone(),
-            client: call.client.clone(),
-            token: call.token.clone(),
-            tool: call.tool.clone(),
-            args_hash: call.args_hash.clone(),
-            args: call.args.clone(),
-            decision: call.decision.clone(),
-            rule: call.rule.clone(),
-            access,
-        }
-    }
-}
-
-/// One tool call, as recorded.
-#[derive(Debug, Clone, Serialize)]
-pub struct CallRecord {
+pub struct CallHead {
     /// When the call started, RFC 3339 UTC.
     pub time: String,
     /// The host's id for the call (also in its log lines).
@@ -96,6 +48,26 @@ pub struct CallRecord {
     pub decision: String,
     /// The rule that decided it.
     pub rule: String,
+}
+
+/// A call about to run. It carries what is known before the guest starts,
+/// so a call whose end record is lost (the disk failed, the process died)
+/// is still on record as having been let through.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallStartRecord {
+    /// The same head as the call's end record.
+    #[serde(flatten)]
+    pub head: CallHead,
+    /// `read` or `write`: the methods the egress gate lets the call send.
+    pub access: &'static str,
+}
+
+/// One tool call, as recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    /// Who called what, and the policy's decision.
+    #[serde(flatten)]
+    pub head: CallHead,
     /// `ok`, `tool-error`, a failure kind, `refused` or `cancelled`.
     pub outcome: String,
     /// Wall time of the call in milliseconds.
