@@ -688,21 +688,62 @@ async fn a_client_that_can_ask_its_person_gets_a_form() {
     .await;
 }
 
+/// A pending call keeps its rate-limit unit, so neither opening
+/// approvals nor polling them gets past the tool's `rate_limit`: here the
+/// pending call and its approved retry spend the day's two units.
 #[tokio::test]
-async fn only_a_call_that_runs_spends_its_rate_limit() {
+async fn a_pending_call_keeps_its_rate_limit_unit() {
     within(async {
         let sim = simulator().await;
-        let setup = Setup::with_rule("", "", "rate_limit = \"1/day\"");
+        let setup = Setup::with_rule("", "", "rate_limit = \"2/day\"");
         let server = Server::start(&sim, setup.opts()).await;
-        // Waiting for a person spends nothing: the retry is not rate-limited.
         let id = pending(&server, vm(100)).await;
-        assert_eq!(approval_id(&server.err(TOOL, vm(100)).await), id);
         setup.decide("approve", &id).await;
         server.ok(TOOL, vm(100)).await;
-        // The call that ran spent the day's one unit.
         let text = server.err(TOOL, vm(100)).await;
         assert!(text.starts_with("Rate limit reached"), "{text}");
         assert_eq!(runs(&sim), 1);
+    })
+    .await;
+}
+
+/// One bearer token at `max_pending_per_caller` is refused a new approval,
+/// saying how many are open and what to do; another token is not held up.
+#[tokio::test]
+async fn one_token_at_its_pending_cap_does_not_stop_another() {
+    within(async {
+        let sim = simulator().await;
+        const OTHER: &str = "9d2b7c4e1a6f3e8d5c2b9a7f4e1d6c3b";
+        let http = format!(
+            "max_pending_per_caller = 2\n\n[http]\nlisten = \"127.0.0.1:0\"\n[http.tokens]\nagent = \"{}\"\nother = \"{OTHER}\"\n",
+            crate::http::TOKEN
+        );
+        let setup = Setup::new(&http, "");
+        let server =
+            crate::http::HttpServer::spawn(&sim, setup.opts(), &["serve"], crate::http::http_client())
+                .await;
+        let agent = server.client_with(Some(crate::http::TOKEN)).await.unwrap();
+        let other = server.client_with(Some(OTHER)).await.unwrap();
+        for vmid in [100, 101] {
+            let (refused, text) = http_call(&agent, vm(vmid)).await;
+            assert!(refused && text.contains("is pending"), "{text}");
+        }
+        let (refused, text) = http_call(&agent, vm(102)).await;
+        assert!(refused, "{text}");
+        for part in [
+            "2 approvals requested by you (token:agent)",
+            "max_pending_per_caller",
+            "pve-mcp approvals deny",
+        ] {
+            assert!(text.contains(part), "{part:?} in {text}");
+        }
+        // A retry of an open one still gets its approval's id.
+        let (_, text) = http_call(&agent, vm(100)).await;
+        assert!(text.starts_with("Still waiting"), "{text}");
+        let (refused, text) = http_call(&other, vm(102)).await;
+        assert!(refused && text.contains("is pending"), "{text}");
+        assert_eq!(setup.list().await.len(), 3);
+        assert_eq!(runs(&sim), 0);
     })
     .await;
 }

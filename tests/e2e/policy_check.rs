@@ -294,3 +294,23 @@ async fn a_redis_password_is_never_shown() {
     })
     .await;
 }
+
+/// `policy check --config` refuses what `serve` refuses: a misspelt
+/// section (`[Policy...]`) is an unknown key, not "no policy".
+#[test]
+fn a_misspelt_policy_section_is_refused_as_serve_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pve-mcp.toml");
+    std::fs::write(
+        &config,
+        "[sandbox]\nmemory_mib = 64\n\n[Policy.tools.pve_list_vms]\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let out = run(&["--config", config.to_str().unwrap(), "policy", "check"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown field `Policy`") && stderr.contains("line 4"),
+        "{stderr}"
+    );
+}

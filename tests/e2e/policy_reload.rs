@@ -203,3 +203,44 @@ async fn http_sessions_are_told_when_a_reload_changes_the_tool_list() {
     })
     .await;
 }
+
+/// The deny rule the misspelt-section test starts with is in force.
+async fn assert_still_denied(server: &Server) {
+    let t = refused(
+        server,
+        "pve_get_version",
+        json!({}),
+        "policy.tools.pve_get_version",
+    )
+    .await;
+    assert!(t.ends_with("kept"), "{t}");
+}
+
+/// A section name misspelt in the configuration file (`[Policy...]`) is
+/// rejected on reload as it is at start, not read as "no `[policy]`
+/// section": the deny rule stays, and the log names the key.
+#[tokio::test]
+async fn a_misspelt_policy_section_in_the_config_keeps_the_old_policy() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("pve-mcp.toml");
+        let deny = "[policy.tools.pve_get_version]\naction = \"deny\"\nreason = \"kept\"\n";
+        write_policy(&config, deny);
+        let opts = Opts::default()
+            .arg("--config")
+            .arg(config.to_str().unwrap());
+        let server = Server::start(&sim, opts).await;
+        assert_still_denied(&server).await;
+
+        let seen = server.stderr().matches(REJECTED).count();
+        write_policy(&config, &deny.replace("[policy.", "[Policy."));
+        hangup(&server);
+        wait_for_log(&server, REJECTED, seen).await;
+        let log = server.stderr();
+        assert!(log.contains("WARN") && log.contains("`Policy`"), "{log}");
+        assert!(!log.contains("no [policy] section"), "{log}");
+        assert_still_denied(&server).await;
+    })
+    .await;
+}

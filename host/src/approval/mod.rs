@@ -44,6 +44,11 @@ pub enum Authorization {
     /// Do not run it; return this text as a tool error (`isError`), so the
     /// agent reads why and what to do.
     Refused(String),
+    /// Not yet: an approval is pending and the agent is to retry once a
+    /// person decides. Returned as a tool error like [`Authorization::Refused`],
+    /// but the call keeps its rate-limit units: each pending call counts, so
+    /// an agent cannot open approvals (or poll them) past its `rate_limit`.
+    Pending(String),
 }
 
 /// The approval step of one MCP call, as the server acts on it.
@@ -51,7 +56,8 @@ pub enum Authorization {
 pub enum Step {
     /// Approved: run it with this grant.
     Approved(Grant),
-    /// Not run (its units given back); return this as a tool error.
+    /// Not run; return this as a tool error. Its units were given back,
+    /// unless it was left pending (see [`Authorization::Pending`]).
     Refused(String),
     /// The client cancelled the call while it waited (units given back).
     Cancelled,
@@ -130,7 +136,9 @@ impl Approvals {
 
     /// The approval step of an MCP call the policy marked
     /// `require_approval`: [`Approvals::authorize`], cancellable by the
-    /// client, giving the call's rate-limit units back unless it runs.
+    /// client, giving the call's rate-limit units back when it is cancelled
+    /// or refused (a person declined or denied it, the store is full or
+    /// unavailable), and keeping them when it runs or is left pending.
     pub async fn gate(
         &self,
         context: &RequestContext<RoleServer>,
@@ -148,6 +156,9 @@ impl Approvals {
         };
         match authorization {
             Authorization::Run => Step::Approved(grant),
+            // Keeping the unit is what makes pending calls count against the
+            // tool's rate limit (dropping the permit gives nothing back).
+            Authorization::Pending(text) => Step::Refused(text),
             Authorization::Refused(text) => {
                 grant.permit.rollback().await;
                 Step::Refused(text)
@@ -247,7 +258,7 @@ impl Approvals {
                         "Still waiting for a person to approve this call to {tool}. Approval {id} is pending"
                     ),
                 };
-                Authorization::Refused(format!(
+                Authorization::Pending(format!(
                     "{lead} (expires in {left}). Ask a person to run `pve-mcp approvals approve {id}`, then retry exactly the same call: it runs once. A call with other arguments needs its own approval."
                 ))
             }
@@ -268,6 +279,17 @@ impl Approvals {
                 Authorization::Refused(format!(
                     "Not approved: {tool} needs a person's approval, and too many approvals are already open ({}). Ask a person to review them with `pve-mcp approvals list`.",
                     store::MAX_RECORDS
+                ))
+            }
+            Check::CallerFull { open } => {
+                tracing::warn!(
+                    tool,
+                    caller,
+                    open,
+                    "this caller has too many approvals pending; the call is refused"
+                );
+                Authorization::Refused(format!(
+                    "Not approved: {tool} needs a person's approval, and {open} approvals requested by you ({caller}) are already waiting for a person, the most one caller may have open ([approvals] max_pending_per_caller). Nothing new was opened and {tool} was not run. Wait for a person to approve or deny the open ones and retry them, or ask them to deny the stale ones (`pve-mcp approvals list`, then `pve-mcp approvals deny ID`); they also expire on their own."
                 ))
             }
         }
@@ -319,7 +341,7 @@ mod tests {
 
     fn refused(a: Authorization) -> String {
         match a {
-            Authorization::Refused(text) => text,
+            Authorization::Refused(text) | Authorization::Pending(text) => text,
             Authorization::Run => panic!("expected a refusal"),
         }
     }

@@ -3,7 +3,9 @@
 //!
 //! Each approval is a hash `PREFIX rec:ID`; `PREFIX bind:KEY` points from a
 //! call's binding key to the approval identical calls use; the sorted set
-//! `PREFIX index` lists every kept id, scored by when it may be purged.
+//! `PREFIX index` lists every kept id, scored by when it may be purged;
+//! `PREFIX open:CALLER` (the caller's hash) lists a caller's pending ids,
+//! scored by when they expire, for `max_pending_per_caller`.
 //! Every step that reads and then writes is one Lua script, so two replicas
 //! retrying the same call at once cannot both consume one approval. Keys
 //! expire on their own `retain` after the approval does.
@@ -22,9 +24,9 @@ use super::store::{
 pub const DEFAULT_PREFIX: &str = "pve-mcp:approvals:";
 
 const CHECK_OR_REQUEST: &str = r#"
--- KEYS: binding, index
+-- KEYS: binding, index, the caller's open set
 -- ARGV: prefix, now, new_id, tool, arguments_hash, arguments, caller,
---       expires, purge, max_records
+--       expires, purge, max_records, max_pending_per_caller
 local now = tonumber(ARGV[2])
 local expired = ''
 local id = redis.call('GET', KEYS[1])
@@ -48,6 +50,21 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[10]) then
   return {'full', ''}
 end
+-- The caller's pending approvals, scored by when they expire: drop the
+-- expired ones and those a person decided, count the rest. The set never
+-- grows past the cap, so this loop is short.
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
+local open = 0
+for _, oid in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  if redis.call('HGET', ARGV[1] .. 'rec:' .. oid, 'state') == 'pending' then
+    open = open + 1
+  else
+    redis.call('ZREM', KEYS[3], oid)
+  end
+end
+if open >= tonumber(ARGV[11]) then
+  return {'caller-full', tostring(open)}
+end
 local rec = ARGV[1] .. 'rec:' .. ARGV[3]
 redis.call('HSET', rec, 'id', ARGV[3], 'tool', ARGV[4], 'arguments_hash', ARGV[5],
   'arguments', ARGV[6], 'caller', ARGV[7], 'created_ms', ARGV[2], 'expires_ms', ARGV[8],
@@ -55,6 +72,8 @@ redis.call('HSET', rec, 'id', ARGV[3], 'tool', ARGV[4], 'arguments_hash', ARGV[5
 redis.call('PEXPIREAT', rec, ARGV[9])
 redis.call('SET', KEYS[1], ARGV[3], 'PXAT', ARGV[9])
 redis.call('ZADD', KEYS[2], ARGV[9], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[8], ARGV[3])
+redis.call('PEXPIREAT', KEYS[3], ARGV[8])
 return {'created', expired, unpack(redis.call('HGETALL', rec))}
 "#;
 
@@ -118,6 +137,7 @@ impl RedisApprovals {
             .check_script
             .key(self.key("bind", &request.binding_key()))
             .key(self.key("index", ""))
+            .key(self.key("open", &request.caller_key()))
             .arg(&self.prefix)
             .arg(now)
             .arg(new_id)
@@ -128,6 +148,7 @@ impl RedisApprovals {
             .arg(expires)
             .arg(purge)
             .arg(self.limits.max_records)
+            .arg(self.limits.max_pending_per_caller)
             .invoke_async(&mut self.connection.clone())
             .await
             .map_err(redis_error)?;
@@ -135,8 +156,15 @@ impl RedisApprovals {
             [status, expired, fields @ ..] => (status.as_str(), expired, fields),
             _ => return Err(malformed("the reply to a call's check")),
         };
-        if status == "full" {
-            return Ok(Check::Full);
+        match status {
+            "full" => return Ok(Check::Full),
+            "caller-full" => {
+                let open = expired
+                    .parse()
+                    .map_err(|_| malformed("the count of a caller's open approvals"))?;
+                return Ok(Check::CallerFull { open });
+            }
+            _ => {}
         }
         let approval = parse_approval(fields)?;
         Ok(match status {
@@ -390,6 +418,7 @@ pub(crate) mod tests {
             eprintln!("SKIPPED: redis-server is not installed");
             return;
         };
+        contract::pending_cap_is_per_caller(&store(&redis, "t6:", contract::capped()).await).await;
         let limits = StoreLimits::with_ttl(contract::TTL);
         // Each case on its own prefix: a fresh store on the same server.
         contract::approve_then_consume_once(&store(&redis, "t1:", limits).await).await;

@@ -56,7 +56,10 @@ pub fn start(
     mut secrets: Vec<Secret>,
 ) -> Result<Running, ConfigError> {
     let needing = tools_needing_approval(policy, tools);
-    let limits = StoreLimits::with_ttl(settings.ttl);
+    let limits = StoreLimits {
+        max_pending_per_caller: settings.max_pending_per_caller,
+        ..StoreLimits::with_ttl(settings.ttl)
+    };
     let store: Arc<dyn ApprovalStore> = match &policy.state {
         StateSpec::Memory => Arc::new(MemoryApprovals::new(limits)),
         // The policy's own check of the URL already passed; the connection

@@ -15,6 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::config::approvals::DEFAULT_MAX_PENDING_PER_CALLER;
+
 /// Milliseconds since the Unix epoch.
 pub type Millis = u64;
 
@@ -122,17 +124,29 @@ impl Request {
     /// The key that identical calls share: caller, tool and arguments.
     /// Hashed so that a long caller name cannot make a long store key.
     pub fn binding_key(&self) -> String {
-        let mut hasher = Sha256::new();
-        for part in [&self.caller, &self.tool, &self.arguments_hash] {
-            hasher.update(part.as_bytes());
-            hasher.update([0]);
-        }
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        key_of(&[&self.caller, &self.tool, &self.arguments_hash])
     }
+
+    /// The key of the caller alone, under which a shared store counts the
+    /// caller's open approvals; hashed like [`Request::binding_key`].
+    pub fn caller_key(&self) -> String {
+        key_of(&[&self.caller])
+    }
+}
+
+/// The hex SHA-256 of `parts`, each ended by a NUL so that no two lists
+/// of parts run together into the same text.
+fn key_of(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The outcome of the step a call takes when it needs approval.
@@ -154,6 +168,12 @@ pub enum Check {
     Denied(Approval),
     /// Too many approvals are open; nothing was recorded.
     Full,
+    /// This caller already has `open` pending approvals, its cap
+    /// (`[approvals] max_pending_per_caller`); nothing was recorded.
+    CallerFull {
+        /// The caller's pending approvals.
+        open: usize,
+    },
 }
 
 /// A person's decision.
@@ -204,6 +224,10 @@ pub struct StoreLimits {
     /// The most approvals kept at once; beyond it new requests are refused
     /// rather than letting an agent fill memory or Redis.
     pub max_records: usize,
+    /// The most pending approvals one caller may have, so that one agent
+    /// cannot reach `max_records` and block every other caller for the ttl
+    /// (`[approvals] max_pending_per_caller`).
+    pub max_pending_per_caller: usize,
 }
 
 /// Expired and used approvals stay listed this long.
@@ -213,12 +237,13 @@ pub const RETAIN: Duration = Duration::from_secs(3600);
 pub const MAX_RECORDS: usize = 10_000;
 
 impl StoreLimits {
-    /// The limits for this time to live.
+    /// The limits for this time to live, with the default per-caller cap.
     pub fn with_ttl(ttl: Duration) -> StoreLimits {
         StoreLimits {
             ttl,
             retain: RETAIN,
             max_records: MAX_RECORDS,
+            max_pending_per_caller: DEFAULT_MAX_PENDING_PER_CALLER,
         }
     }
 
@@ -336,6 +361,14 @@ impl MemoryApprovals {
         }
         if records.by_id.len() >= self.limits.max_records {
             return Check::Full;
+        }
+        let open = records
+            .by_id
+            .values()
+            .filter(|a| a.caller == request.caller && a.state_at(now) == State::Pending)
+            .count();
+        if open >= self.limits.max_pending_per_caller {
+            return Check::CallerFull { open };
         }
         let approval = Approval {
             id: new_id.to_string(),
@@ -565,8 +598,64 @@ pub(crate) mod tests {
         ));
     }
 
+    /// One caller at its cap of pending approvals is refused a new one,
+    /// while another caller still gets one; a decision frees a place.
+    pub(crate) async fn pending_cap_is_per_caller(store: &dyn ApprovalStore) {
+        let t = now_ms();
+        for (i, hash) in ["a", "b"].iter().enumerate() {
+            let req = request("token:alice", "pve_list_vms", hash);
+            let check = store.check_or_request(&req, &format!("ap-cap{i}"), t).await;
+            assert!(matches!(
+                check.unwrap(),
+                Check::Pending { created: true, .. }
+            ));
+        }
+        let third = request("token:alice", "pve_list_vms", "c");
+        assert_eq!(
+            store
+                .check_or_request(&third, "ap-cap2", t + 1)
+                .await
+                .unwrap(),
+            Check::CallerFull { open: 2 }
+        );
+        // An identical retry of an open one still answers "pending".
+        let retry = request("token:alice", "pve_list_vms", "a");
+        assert!(matches!(
+            store
+                .check_or_request(&retry, "ap-cap3", t + 1)
+                .await
+                .unwrap(),
+            Check::Pending { created: false, .. }
+        ));
+        let bob = request("token:bob", "pve_list_vms", "c");
+        assert!(matches!(
+            store
+                .check_or_request(&bob, "ap-cap4", t + 2)
+                .await
+                .unwrap(),
+            Check::Pending { created: true, .. }
+        ));
+        store.decide("ap-cap0", Verdict::Deny, t + 3).await.unwrap();
+        assert!(matches!(
+            store
+                .check_or_request(&third, "ap-cap5", t + 4)
+                .await
+                .unwrap(),
+            Check::Pending { created: true, .. }
+        ));
+    }
+
+    /// The limits [`pending_cap_is_per_caller`] runs with.
+    pub(crate) fn capped() -> StoreLimits {
+        StoreLimits {
+            max_pending_per_caller: 2,
+            ..StoreLimits::with_ttl(TTL)
+        }
+    }
+
     #[tokio::test]
     async fn memory_store_contract() {
+        pending_cap_is_per_caller(&MemoryApprovals::new(capped())).await;
         let limits = StoreLimits::with_ttl(TTL);
         approve_then_consume_once(&MemoryApprovals::new(limits)).await;
         binding_is_exact(&MemoryApprovals::new(limits)).await;

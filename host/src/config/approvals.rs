@@ -22,6 +22,10 @@ pub const TOKEN_FILE_ENV: &str = "PVE_MCP_ADMIN_TOKEN_FILE";
 pub const DEFAULT_TTL: Duration = Duration::from_secs(900);
 /// At most a week: an approval is for a call someone is waiting on.
 const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
+/// Open (pending) approvals one caller may have unless configured.
+pub const DEFAULT_MAX_PENDING_PER_CALLER: usize = 20;
+/// `[approvals] max_pending_per_caller` from the environment.
+pub const MAX_PENDING_PER_CALLER_ENV: &str = "PVE_MCP_APPROVALS_MAX_PENDING_PER_CALLER";
 /// The admin endpoint's address unless configured.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:7391";
 
@@ -30,6 +34,7 @@ pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:7391";
 #[serde(deny_unknown_fields)]
 pub struct FileApprovals {
     ttl_secs: Option<u64>,
+    max_pending_per_caller: Option<u64>,
     elicitation: Option<bool>,
     admin_listen: Option<String>,
     admin_socket: Option<PathBuf>,
@@ -69,6 +74,10 @@ pub struct AdminToken {
 pub struct ApprovalSettings {
     /// How long a pending, approved or denied approval counts.
     pub ttl: Duration,
+    /// How many pending approvals one caller (bearer token, or session
+    /// without one) may have open at once; a further call that needs a new
+    /// approval is refused, so one agent cannot fill the store for all.
+    pub max_pending_per_caller: usize,
     /// Whether clients that declare elicitation are asked with a form.
     /// Off when the client cannot be trusted to put the question to a
     /// person (a harness that answers forms itself): then every approval
@@ -84,6 +93,7 @@ impl Default for ApprovalSettings {
     fn default() -> Self {
         ApprovalSettings {
             ttl: DEFAULT_TTL,
+            max_pending_per_caller: DEFAULT_MAX_PENDING_PER_CALLER,
             elicitation: true,
             admin: AdminAddress::Tcp(
                 DEFAULT_ADMIN_LISTEN
@@ -136,9 +146,20 @@ impl ApprovalSettings {
             }
             (None, None) => ApprovalSettings::default().admin,
         };
+        // At most the store-wide cap (crate::approval::store::MAX_RECORDS):
+        // a higher one would never be reached.
+        let max_pending_per_caller = layers
+            .whole_number(
+                MAX_PENDING_PER_CALLER_ENV,
+                "max_pending_per_caller",
+                file.max_pending_per_caller,
+                (1, 10_000),
+            )?
+            .map_or(DEFAULT_MAX_PENDING_PER_CALLER, |n| n as usize);
         let admin_token = load_token(file, &layers)?;
         Ok(ApprovalSettings {
             ttl,
+            max_pending_per_caller,
             elicitation: file.elicitation.unwrap_or(true),
             admin,
             admin_token,
@@ -264,6 +285,7 @@ mod tests {
     fn defaults_without_a_section() {
         let s = load("[pve]\nbase_url = \"x\"\n", &[]).unwrap();
         assert_eq!(s.ttl, DEFAULT_TTL);
+        assert_eq!(s.max_pending_per_caller, DEFAULT_MAX_PENDING_PER_CALLER);
         assert!(s.elicitation);
         assert_eq!(
             s.admin,
@@ -278,11 +300,12 @@ mod tests {
     #[test]
     fn section_is_read_and_env_token_overrides() {
         let s = load(
-            &format!("[approvals]\nttl_secs = 60\nelicitation = false\nadmin_listen = \"[::1]:9000\"\nadmin_token = \"{TOKEN}\"\n"),
+            &format!("[approvals]\nttl_secs = 60\nmax_pending_per_caller = 5\nelicitation = false\nadmin_listen = \"[::1]:9000\"\nadmin_token = \"{TOKEN}\"\n"),
             &[],
         )
         .unwrap();
         assert_eq!(s.ttl, Duration::from_secs(60));
+        assert_eq!(s.max_pending_per_caller, 5);
         assert!(!s.elicitation);
         assert_eq!(s.admin, AdminAddress::Tcp("[::1]:9000".parse().unwrap()));
         let token = s.admin_token.unwrap();
@@ -298,6 +321,12 @@ mod tests {
         let token = s.admin_token.unwrap();
         assert_eq!(token.secret.expose(), "from-the-environment-xyz");
         assert_eq!(token.key, TOKEN_ENV);
+        let s = load(
+            "[approvals]\nmax_pending_per_caller = 5\n",
+            &[(MAX_PENDING_PER_CALLER_ENV, "7")],
+        )
+        .unwrap();
+        assert_eq!(s.max_pending_per_caller, 7);
     }
 
     #[test]
@@ -344,6 +373,16 @@ mod tests {
                 "approvals.admin_socket",
             ),
             ("[approvals]\nttl_secs = 0\n", &[], "approvals.ttl_secs"),
+            (
+                "[approvals]\nmax_pending_per_caller = 0\n",
+                &[],
+                "approvals.max_pending_per_caller",
+            ),
+            (
+                "",
+                &[(MAX_PENDING_PER_CALLER_ENV, "lots")],
+                MAX_PENDING_PER_CALLER_ENV,
+            ),
             (
                 "[approvals]\nadmin_token = \"short-secret\"\n",
                 &[],

@@ -31,15 +31,20 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 /// Reads `path` (given as `--config`) and deserializes all of it into `T`;
 /// a syntax error or a bad key is reported with its line.
 pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
-    let key = format!("--config {}", path.display());
-    let text = read_text(path, "--config")?;
-    toml::from_str(&text).map_err(|e| {
+    parse(&read_text(path, "--config")?, path)
+}
+
+/// Deserializes the text of the `--config` file at `path` into `T`, with
+/// the same messages as [`read`]: for a caller that already holds the text
+/// (the policy's reload reads it once, for its spans too).
+pub fn parse<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
         let line = e
             .span()
-            .map(|s| format!(" (line {})", line_of(&text, s.start)))
+            .map(|s| format!(" (line {})", line_of(text, s.start)))
             .unwrap_or_default();
         ConfigError::new(
-            format!("{key}{line}"),
+            format!("--config {}{line}", path.display()),
             e.message().trim().to_string(),
             "fix that line: a misspelt key is reported with the keys its section takes, and every setting is listed in docs/configuration.md",
         )

@@ -272,20 +272,7 @@ pub fn load(
     };
 
     let number = |env_key: &str, key: &str, value: Option<u64>, range: (u64, u64)| {
-        let Some(raw) = layers.text(env_key, key, value) else {
-            return Ok(None);
-        };
-        match raw.value.trim().parse::<u64>() {
-            Ok(n) if (range.0..=range.1).contains(&n) => Ok(Some(n)),
-            _ => Err(ConfigError::new(
-                raw.key,
-                format!(
-                    "{:?} is not a whole number between {} and {}",
-                    raw.value, range.0, range.1
-                ),
-                format!("use a whole number between {} and {}", range.0, range.1),
-            )),
-        }
+        layers.whole_number(env_key, key, value, range)
     };
     let max_body_bytes = number(
         "MCP_MAX_BODY_KIB",

@@ -159,6 +159,32 @@ impl<'a> Layers<'a> {
         self.pick(env_key, key, file.map(|v| v.to_string()), |v| v)
     }
 
+    /// A whole-number setting within `range` (inclusive), from the variable
+    /// or the file; out of range or not a number is an error naming the key
+    /// and the range.
+    pub fn whole_number(
+        &self,
+        env_key: &str,
+        key: &str,
+        file: Option<u64>,
+        range: (u64, u64),
+    ) -> Result<Option<u64>, ConfigError> {
+        let Some(raw) = self.text(env_key, key, file) else {
+            return Ok(None);
+        };
+        match raw.value.trim().parse::<u64>() {
+            Ok(n) if (range.0..=range.1).contains(&n) => Ok(Some(n)),
+            _ => Err(ConfigError::new(
+                raw.key,
+                format!(
+                    "{:?} is not a whole number between {} and {}",
+                    raw.value, range.0, range.1
+                ),
+                format!("use a whole number between {} and {}", range.0, range.1),
+            )),
+        }
+    }
+
     /// A boolean setting; the variable takes the forms of [`parse_bool`].
     pub fn boolean(
         &self,

@@ -293,6 +293,15 @@ fn valid_cluster_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
 }
 
+/// Checks the text of the `--config` file at `path` exactly as start-up
+/// does: every key of every section, top-level ones included, so a
+/// misspelt section (`[Policy]`) is an error here too. A policy reload and
+/// `policy check` call this before reading `[policy]`, so neither takes a
+/// file `serve` would refuse.
+pub fn check_file_text(text: &str, path: &Path) -> Result<(), ConfigError> {
+    file::parse::<FileConfig>(text, path).map(|_| ())
+}
+
 impl FileConfig {
     /// The file parsed once (every section from the same parse) and how
     /// messages name it; no file is an empty one.

@@ -179,9 +179,7 @@ impl PolicySource {
         let Some(config) = config else {
             return Ok(PolicySource::Builtin);
         };
-        let text = read(config, "--config")?;
-        let name = config.display().to_string();
-        let file: ConfigFile = toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
+        let (text, name, file) = read_config(config)?;
         let Some(policy) = file.policy else {
             return Ok(PolicySource::Config(config.to_path_buf()));
         };
@@ -230,10 +228,7 @@ impl PolicySource {
                 Policy::parse(&text, &path.display().to_string(), tools)
             }
             PolicySource::Config(path) => {
-                let text = read(path, "--config")?;
-                let name = path.display().to_string();
-                let file: ConfigFile =
-                    toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
+                let (text, name, file) = read_config(path)?;
                 match file.policy {
                     None => Ok(Policy {
                         origin: format!("{name} (no [policy] section: read-only)"),
@@ -270,6 +265,19 @@ impl Policy {
         }
         check(section.into_inner(), text, name, tools)
     }
+}
+
+/// Reads the configuration file at `path`: its text, its name for
+/// messages, and its `[policy]`. The whole file is first checked as
+/// start-up checks it, so a misspelt section (`[Policy.tools.x]`) is an
+/// unknown key, as at start, and never reads as "no `[policy]` section":
+/// a reload would otherwise drop every rule of the running policy.
+fn read_config(path: &Path) -> Result<(String, String, ConfigFile), ConfigError> {
+    let text = read(path, "--config")?;
+    crate::config::check_file_text(&text, path)?;
+    let name = path.display().to_string();
+    let file: ConfigFile = toml::from_str(&text).map_err(|e| parse_error(&e, &text, &name))?;
+    Ok((text, name, file))
 }
 
 /// A file holding only a policy: nothing else may be in it.
@@ -578,5 +586,32 @@ mod tests {
             e.key.contains("policy.file") && e.key.contains("line 2"),
             "{e}"
         );
+    }
+
+    /// A misspelt section is an unknown key, as at start: never "no
+    /// `[policy]`", which would drop every rule on a reload.
+    #[test]
+    fn the_config_file_is_checked_as_strictly_as_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("c.toml");
+        std::fs::write(
+            &config,
+            "[Policy.tools.pve_get_version]\naction = \"deny\"\n",
+        )
+        .unwrap();
+        let e = PolicySource::resolve(None, Some(&config)).unwrap_err();
+        assert!(e.problem.contains("unknown field `Policy`"), "{e}");
+        assert!(e.key.contains("line 1"), "{e}");
+        let e = PolicySource::Config(config.clone()).load(&[]).unwrap_err();
+        assert!(e.problem.contains("unknown field `Policy`"), "{e}");
+        // The same message as start-up's file check.
+        assert_eq!(
+            crate::config::check_file_text(&std::fs::read_to_string(&config).unwrap(), &config)
+                .unwrap_err(),
+            e
+        );
+        std::fs::write(&config, "[policy]\ndefualt = \"deny\"\n").unwrap();
+        let e = PolicySource::Config(config).load(&[]).unwrap_err();
+        assert!(e.problem.contains("unknown field `defualt`"), "{e}");
     }
 }
