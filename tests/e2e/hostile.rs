@@ -11,9 +11,22 @@ use crate::common::*;
 
 /// A server running the hostile component with a short deadline.
 async fn hostile(sim: &pve_sim::Simulator) -> (Server, tempfile::TempDir) {
+    hostile_with(sim, |_| String::new()).await
+}
+
+/// [`hostile`], with more configuration: `extra` gets the directory the
+/// config file is in and returns the text to append to it.
+async fn hostile_with(
+    sim: &pve_sim::Simulator,
+    extra: impl FnOnce(&std::path::Path) -> String,
+) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("pve-mcp.toml");
-    std::fs::write(&config, "[sandbox]\ntimeout_secs = 4\nmemory_mib = 64\n").unwrap();
+    let text = format!(
+        "[sandbox]\ntimeout_secs = 4\nmemory_mib = 64\n{}",
+        extra(dir.path())
+    );
+    std::fs::write(&config, text).unwrap();
     let opts = Opts::default()
         .arg("--component")
         .arg(HOSTILE_WASM)
@@ -234,6 +247,76 @@ async fn a_stalled_upstream_is_cut_off_by_the_timeout() {
             let a = result.structured_content.clone().unwrap();
             assert_ne!(a["outcome"], "ok", "{a}");
         }
+        still_serving(&server).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_component_refused_too_often_is_stopped_and_its_refusals_summarised() {
+    within(async {
+        let sim = simulator().await;
+        let (server, dir) = hostile_with(&sim, |dir| {
+            let audit = dir.join("audit.jsonl");
+            format!("\n[audit]\npath = \"{}\"\n", audit.display())
+        })
+        .await;
+        let audit = dir.path().join("audit.jsonl");
+
+        // 100,000 refused requests with 8 KiB paths, unless the host stops it.
+        let started = std::time::Instant::now();
+        let message = server.err("hostile_refusal_flood", json!({})).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            message.contains("too many requests")
+                && message.contains("refused")
+                && message.contains("bug in the component or an attack"),
+            "{message}"
+        );
+        assert!(sim.requests().is_empty(), "{:?}", sim.requests());
+
+        let text = std::fs::read_to_string(&audit).unwrap();
+        assert!(text.len() < 1 << 20, "{} bytes of audit log", text.len());
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let call = records
+            .iter()
+            .find(|r| r["kind"] == "call" && r["tool"] == "hostile_refusal_flood")
+            .expect("the call's record");
+        assert_eq!(call["outcome"], "sandbox", "{call}");
+        let egress: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["kind"] == "egress" && r["call_seq"] == call["seq"])
+            .collect();
+        let (summaries, denials): (Vec<&Value>, Vec<&Value>) = egress
+            .iter()
+            .partition(|r| r["rule"] == "egress.refused-more");
+        assert!(
+            !denials.is_empty() && denials.len() <= 32,
+            "{} denial records",
+            denials.len()
+        );
+        for d in &denials {
+            assert_eq!(d["decision"], "deny", "{d}");
+            let path = d["path"].as_str().unwrap();
+            assert!(
+                path.len() <= 512 + "…[truncated]".len() && path.ends_with("…[truncated]"),
+                "{path}"
+            );
+        }
+        assert_eq!(summaries.len(), 1, "{egress:?}");
+        let reason = summaries[0]["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("and ") && reason.ends_with(" more refused"),
+            "{reason}"
+        );
+
         still_serving(&server).await;
     })
     .await;

@@ -20,7 +20,7 @@ use chrono::{SecondsFormat, Utc};
 use crate::caller::Caller;
 use crate::canonical::arguments_hash;
 use crate::config::audit::{AuditSettings, OnFailure};
-use crate::egress::{Access, EgressLog, EgressRecord};
+use crate::egress::{Access, Denial, EgressLog, EgressRecord};
 use crate::error::ConfigError;
 use crate::sandbox::CallReport;
 use crate::secret::Redactor;
@@ -315,8 +315,11 @@ impl Drop for CallAudit<'_> {
 /// A call's end record followed by one record per egress decision, the
 /// call's summary of them filled in.
 fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redactor) -> Vec<Record> {
+    // The summary of refusals past the cap is no request: it gets its own
+    // egress record (`egress.refused-more`) but no place in this list.
     call.upstream = egress
         .iter()
+        .filter(|e| !matches!(e.denied, Some(Denial::RefusedMore(_))))
         .map(|e| record::upstream(e, redactor))
         .collect();
     let mut records = Vec::with_capacity(1 + egress.len());

@@ -144,6 +144,7 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
         Some(Denial::Method) => "egress.method",
         Some(Denial::BodyOnGet) => "egress.body-on-get",
         Some(Denial::BodyTooLarge) => "egress.body-too-large",
+        Some(Denial::RefusedMore(_)) => "egress.refused-more",
     }
 }
 

@@ -4,6 +4,7 @@
 //! the credentials only after the check.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -71,6 +72,33 @@ const MAX_REQUEST_BODY: usize = 512 << 10;
 const DRAIN_LIMIT: usize = 1 << 20;
 const DRAIN_TIME: Duration = Duration::from_secs(1);
 
+/// How many requests the gate may refuse in one call before the call is
+/// ended. A correct component is refused at most a handful of times (the
+/// hostile suite's widest probe makes about 20 deliberate mistakes); 32
+/// leaves room for that and for a tool retrying a few refused requests,
+/// while a component looping on refusals (a bug or an attack: each refusal
+/// costs the host a log line and an audit record) is stopped at once.
+pub const MAX_REFUSALS: usize = 32;
+
+/// The longest method, authority or path kept in a record, in bytes. The
+/// Proxmox API's paths are far shorter; a longer one is cut on a character
+/// boundary and ends in [`TRUNCATED`], so the audit shows that it was cut.
+pub const MAX_RECORDED_LEN: usize = 512;
+
+/// Ends a value cut to [`MAX_RECORDED_LEN`].
+pub const TRUNCATED: &str = "…[truncated]";
+
+// The bookkeeping a call's refusals cost is bounded by a constant, whatever
+// the guest sends: at most MAX_REFUSALS records are kept, each holding a
+// method, authority and path of at most 512 + 14 bytes (TRUNCATED is 14
+// bytes) and a denial of under 100 bytes, so with the record's ~150 bytes
+// of fixed fields one kept record is under 2 KiB and the 32 of them plus
+// the one summary record under 66 KiB. Every later refusal only increments
+// the summary's counter. The audit log turns each record into one line of
+// about the same size (and the call record lists method and path again), so
+// a call's refusals cost under 200 KiB of host memory and audit log, next to
+// the per-call guest memory cap (`memory_mib`, 64 MiB by default).
+
 /// One cluster the gate lets requests through to.
 pub struct GateEndpoint {
     /// The cluster's configured name.
@@ -104,6 +132,10 @@ pub enum Denial {
     /// A body over Proxmox's own 512 KiB limit.
     #[error("request body over 512 KiB")]
     BodyTooLarge,
+    /// Not one request: the summary that ends a call's refusals once
+    /// [`MAX_REFUSALS`] were kept, counting the refused requests after them.
+    #[error("and {0} more refused")]
+    RefusedMore(usize),
 }
 
 impl Gate {
@@ -152,8 +184,47 @@ pub struct EgressRecord {
     pub elapsed: Duration,
 }
 
-/// The records of one call, shared between its hooks and the caller.
+/// The records of one call, shared between its hooks and the caller. At
+/// most [`MAX_REFUSALS`] denied requests are recorded one by one; past them
+/// one record whose denial is [`Denial::RefusedMore`] counts the rest.
 pub type EgressLog = Arc<Mutex<Vec<EgressRecord>>>;
+
+/// How many requests a call has had refused, and the signal that ends the
+/// call when there are too many. Shared by the call's hooks (including
+/// their in-flight futures) and the sandbox that runs the call.
+#[derive(Debug, Default)]
+pub struct Refusals {
+    count: AtomicUsize,
+    stop: tokio::sync::Notify,
+}
+
+impl Refusals {
+    /// Whether the call has had more than [`MAX_REFUSALS`] requests refused
+    /// and must end: every later request fails at once.
+    pub fn exhausted(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > MAX_REFUSALS
+    }
+
+    /// Resolves once the call is [`exhausted`](Refusals::exhausted), so the
+    /// sandbox can drop a guest that is waiting on the host.
+    pub async fn exhausted_signal(&self) {
+        let notified = self.stop.notified();
+        if self.exhausted() {
+            return;
+        }
+        notified.await;
+    }
+
+    /// Counts one refusal; returns how many there have been, this one
+    /// included.
+    fn count_one(&self) -> usize {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > MAX_REFUSALS {
+            self.stop.notify_waiters();
+        }
+        n
+    }
+}
 
 /// The per-call hooks: the gate, the methods this call may use, and where
 /// to record what it did.
@@ -163,6 +234,7 @@ pub struct CallHooks {
     access: Access,
     max_response_bytes: usize,
     log: EgressLog,
+    refusals: Arc<Refusals>,
 }
 
 impl CallHooks {
@@ -180,7 +252,14 @@ impl CallHooks {
             access,
             max_response_bytes,
             log,
+            refusals: Arc::default(),
         }
+    }
+
+    /// The call's refusal count, which the sandbox watches to end a call
+    /// that has had too many requests refused.
+    pub fn refusals(&self) -> Arc<Refusals> {
+        self.refusals.clone()
     }
 }
 
@@ -209,14 +288,25 @@ impl WasiHttpHooks for CallHooks {
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
         let started = Instant::now();
+        let log = self.log.clone();
+        let tool = self.tool.clone();
+        let refusals = self.refusals.clone();
+        // A call past its refusals is being stopped: nothing more goes out,
+        // and the request is not even looked at (nor its body read).
+        if refusals.exhausted() {
+            deny_more(&log, &tool, &refusals);
+            return Box::new(async { Err(HttpError::HttpRequestDenied) });
+        }
         let mut record = EgressRecord {
-            method: request.method().to_string(),
-            authority: request
-                .uri()
-                .authority()
-                .map(|a| a.to_string())
-                .unwrap_or_default(),
-            path: request.uri().path().to_string(),
+            method: bounded(request.method().as_str()),
+            authority: bounded(
+                request
+                    .uri()
+                    .authority()
+                    .map(|a| a.as_str())
+                    .unwrap_or_default(),
+            ),
+            path: bounded(request.uri().path()),
             denied: None,
             status: None,
             failure: None,
@@ -225,13 +315,13 @@ impl WasiHttpHooks for CallHooks {
         let decision = self
             .gate
             .check(request.method(), request.uri(), self.access);
-        let log = self.log.clone();
-        let tool = self.tool.clone();
         match decision {
             Err(denial) => {
-                deny(&log, &tool, record, denial);
+                deny(&log, &tool, &refusals, record, denial);
                 Box::new(async move {
-                    drain(request.into_body()).await;
+                    if !refusals.exhausted() {
+                        drain(request.into_body()).await;
+                    }
                     Err(HttpError::HttpRequestDenied)
                 })
             }
@@ -255,7 +345,12 @@ impl WasiHttpHooks for CallHooks {
                         Some(_) => None,
                     };
                     if let Some(denial) = denial {
-                        deny(&log, &tool, record, denial);
+                        deny(&log, &tool, &refusals, record, denial);
+                        return Err(HttpError::HttpRequestDenied);
+                    }
+                    // Refused too often while the body was read: stopping.
+                    if refusals.exhausted() {
+                        deny_more(&log, &tool, &refusals);
                         return Err(HttpError::HttpRequestDenied);
                     }
                     let request = Request::from_parts(parts, Full::new(body.unwrap_or_default()));
@@ -290,8 +385,32 @@ impl WasiHttpHooks for CallHooks {
     }
 }
 
-/// Logs and records a refused request.
-fn deny(log: &EgressLog, tool: &str, mut record: EgressRecord, denial: Denial) {
+/// `value`, cut to [`MAX_RECORDED_LEN`] bytes (on a character boundary,
+/// with [`TRUNCATED`] after it) when longer.
+fn bounded(value: &str) -> String {
+    if value.len() <= MAX_RECORDED_LEN {
+        return value.to_string();
+    }
+    let mut end = MAX_RECORDED_LEN;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{TRUNCATED}", &value[..end])
+}
+
+/// Logs and records a refused request: the first [`MAX_REFUSALS`] each get
+/// a record and a log line, the rest only the summary's count.
+fn deny(
+    log: &EgressLog,
+    tool: &str,
+    refusals: &Refusals,
+    mut record: EgressRecord,
+    denial: Denial,
+) {
+    let n = refusals.count_one();
+    if n > MAX_REFUSALS {
+        return summarise(log, tool, n);
+    }
     tracing::warn!(
         tool,
         method = %record.method,
@@ -302,6 +421,46 @@ fn deny(log: &EgressLog, tool: &str, mut record: EgressRecord, denial: Denial) {
     );
     record.denied = Some(denial);
     let _ = push(log, record);
+}
+
+/// Counts a request refused unseen because the call is being stopped.
+fn deny_more(log: &EgressLog, tool: &str, refusals: &Refusals) {
+    summarise(log, tool, refusals.count_one());
+}
+
+/// Enters refusal `n` (past [`MAX_REFUSALS`]) in the call's summary record,
+/// adding that record (and one log line) the first time.
+fn summarise(log: &EgressLog, tool: &str, n: usize) {
+    let more = n - MAX_REFUSALS;
+    let Ok(mut records) = log.lock() else {
+        return;
+    };
+    // Past the cap nothing new is entered but this summary (a request
+    // already in flight may still finish its own record), so the search
+    // from the end is short.
+    let summary = records.iter_mut().rev().find_map(|r| match &mut r.denied {
+        Some(Denial::RefusedMore(count)) => Some(count),
+        _ => None,
+    });
+    match summary {
+        // Counts race between threads; the largest is the total so far.
+        Some(count) => *count = (*count).max(more),
+        None => {
+            tracing::warn!(
+                tool,
+                "egress denied {n} requests in one call, over the limit of {MAX_REFUSALS}; stopping the call"
+            );
+            records.push(EgressRecord {
+                method: String::new(),
+                authority: String::new(),
+                path: String::new(),
+                denied: Some(Denial::RefusedMore(more)),
+                status: None,
+                failure: None,
+                elapsed: Duration::ZERO,
+            });
+        }
+    }
 }
 
 /// Appends a record; returns its index, for [`complete`].
@@ -476,5 +635,84 @@ mod gate_tests {
         }
         assert!(!Access::Write.allows(&Method::PATCH));
         assert!(Access::Write.allows(&Method::DELETE));
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_cut_on_a_character_boundary_with_a_marker() {
+        assert_eq!(bounded("/api2/json/version"), "/api2/json/version");
+        let exact = "a".repeat(MAX_RECORDED_LEN);
+        assert_eq!(bounded(&exact), exact);
+        let long = format!("/api2/json/{}", "a".repeat(100_000));
+        let cut = bounded(&long);
+        assert_eq!(cut.len(), MAX_RECORDED_LEN + TRUNCATED.len());
+        assert!(cut.starts_with("/api2/json/aaa") && cut.ends_with(TRUNCATED));
+        // "€" is 3 bytes: 512 falls inside one, so the cut is at 510.
+        let wide = "€".repeat(1000);
+        assert_eq!(bounded(&wide), format!("{}{TRUNCATED}", "€".repeat(170)));
+    }
+
+    /// A GET to a host that is not the configured endpoint, with a long
+    /// path: refused by the gate.
+    fn refused_request() -> Request<WasiBody> {
+        let uri = format!("https://203.0.113.7:8006/api2/json/{}", "a".repeat(10_000));
+        let body = http_body_util::Empty::<bytes::Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        Request::get(uri).body(body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn refusals_past_the_cap_end_the_call_and_are_only_counted() {
+        let gate = Arc::new(Gate::new(Vec::new()));
+        let log = EgressLog::default();
+        let mut hooks = CallHooks::new(gate, "t", Access::Read, 1 << 20, log.clone());
+        let refusals = hooks.refusals();
+        for i in 0..1000 {
+            let sent = hooks.send_request(refused_request(), None, Box::new(async { Ok(()) }));
+            assert!(matches!(
+                Box::into_pin(sent).await,
+                Err(HttpError::HttpRequestDenied)
+            ));
+            assert_eq!(refusals.exhausted(), i >= MAX_REFUSALS, "after {i}");
+        }
+        // The sandbox's wait for the signal ends at once.
+        tokio::time::timeout(Duration::from_secs(1), refusals.exhausted_signal())
+            .await
+            .expect("the stop signal");
+        let records = log.lock().unwrap();
+        assert_eq!(records.len(), MAX_REFUSALS + 1);
+        for r in &records[..MAX_REFUSALS] {
+            assert_eq!(r.denied, Some(Denial::Authority));
+            assert_eq!(r.path.len(), MAX_RECORDED_LEN + TRUNCATED.len());
+            assert!(r.path.ends_with(TRUNCATED));
+        }
+        assert_eq!(
+            records[MAX_REFUSALS].denied,
+            Some(Denial::RefusedMore(1000 - MAX_REFUSALS))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_stop_signal_waits_until_the_cap_is_passed() {
+        let refusals = Arc::new(Refusals::default());
+        for _ in 0..MAX_REFUSALS {
+            refusals.count_one();
+        }
+        let waiting = tokio::spawn({
+            let refusals = refusals.clone();
+            async move { refusals.exhausted_signal().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished());
+        refusals.count_one();
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("woken")
+            .unwrap();
     }
 }

@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tokio::sync::Semaphore;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{
     Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap,
+    UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -20,7 +21,7 @@ pub mod guest_log;
 
 use crate::config::SandboxLimits;
 use crate::egress::Access;
-use crate::egress::{CallHooks, EgressLog, EgressRecord, Gate};
+use crate::egress::{CallHooks, EgressLog, EgressRecord, Gate, MAX_REFUSALS};
 use crate::secret::Redactor;
 use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
@@ -254,8 +255,18 @@ impl Sandbox {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
-        let ticks = self.limits.timeout.as_millis() / EPOCH_TICK.as_millis() + 1;
-        store.set_epoch_deadline(ticks as u64);
+        // Checked every tick: the guest is interrupted (a trap) when its
+        // time is up, and within a tick of the gate refusing it too often,
+        // even if it never waits on the host again.
+        let deadline = Instant::now() + self.limits.timeout + EPOCH_TICK;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |store| {
+            if Instant::now() >= deadline || store.data().hooks.refusals().exhausted() {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
         store
     }
 
@@ -342,12 +353,17 @@ impl Sandbox {
                 .collect(),
             request_id: request.request_id.to_string(),
         };
+        let refusals = store.data().hooks.refusals();
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            instance
-                .pve_mcp_guest_tools()
-                .call_call_tool(&mut store, &context, request.tool, request.arguments)
-                .await
+            // A guest refused too often is dropped here if it is waiting on
+            // the host, and trapped by the epoch callback if it is running.
+            tokio::select! {
+                result = instance
+                    .pve_mcp_guest_tools()
+                    .call_call_tool(&mut store, &context, request.tool, request.arguments) => result,
+                () = refusals.exhausted_signal() => Err(Trap::Interrupt.into()),
+            }
         };
         // The epoch deadline stops a guest burning CPU; this timeout stops
         // one waiting on the network, and dropping the future cancels the
@@ -362,6 +378,15 @@ impl Sandbox {
                 "guest stderr: {}",
                 self.redactor.redact(&guest_log)
             );
+        }
+        if refusals.exhausted() {
+            tracing::warn!(
+                tool = request.tool,
+                "sandbox stopped a call: the egress gate refused more than {MAX_REFUSALS} of its requests"
+            );
+            return CallOutcome::sandbox(format!(
+                "the tool component made too many requests that pve-mcp's egress gate refused (more than {MAX_REFUSALS} in one call) and was stopped; this is a bug in the component or an attack by it, not something a different request or retry can fix"
+            ));
         }
         match result {
             Err(_) => CallOutcome::sandbox(format!(

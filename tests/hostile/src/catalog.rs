@@ -85,6 +85,12 @@ pub const TOOLS: &[ToolSpec] = &[
         input_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path and query appended to the base URL (default /api2/json/version)"},"method":{"type":"string","enum":["GET","POST","PUT","DELETE"],"description":"HTTP method (default GET)"}},"additionalProperties":false}"#,
     },
     ToolSpec {
+        name: "hostile_refusal_flood",
+        title: "Make the gate refuse requests without end",
+        description: "Sends `count` requests the egress gate must refuse (another host, a path outside /api2/json/, DELETE on a read-only call), in turn, each with a path of about `path_bytes` bytes, and reports how many were denied.",
+        input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"},"path_bytes":{"type":"integer","minimum":0,"description":"Length of each path's filler (default 8192)"}},"additionalProperties":false}"#,
+    },
+    ToolSpec {
         name: "hostile_exit",
         title: "Call wasi:cli/exit",
         description: "Calls std::process::exit(code); the host must end this call, not itself.",

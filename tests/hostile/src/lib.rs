@@ -26,6 +26,8 @@ mod methods;
 #[cfg(target_arch = "wasm32")]
 mod net;
 #[cfg(target_arch = "wasm32")]
+mod refusals;
+#[cfg(target_arch = "wasm32")]
 mod slow;
 
 #[cfg(target_arch = "wasm32")]
@@ -170,6 +172,15 @@ mod component {
                         }
                     };
                     crate::slow::run(&base()?, &path, method)
+                }
+                "hostile_refusal_flood" => {
+                    let count = args.u64_or("count", 100_000).map_err(bad)?;
+                    let path_bytes = args.u64_or("path_bytes", 8192).map_err(bad)?;
+                    crate::refusals::run(
+                        &base()?,
+                        count,
+                        usize::try_from(path_bytes).unwrap_or(usize::MAX),
+                    )
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 _ => return Err(ToolError::UnknownTool(name)),
