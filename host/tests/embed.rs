@@ -14,7 +14,7 @@ use pve_mcp::sandbox::component::{CacheDir, GUEST_WASM};
 use pve_mcp::sandbox::{CallRequest, Sandbox};
 use pve_mcp::secret::{Redactor, Secret};
 use pve_mcp::tls::client::TlsMode;
-use pve_mcp::tools::CallOutcome;
+use pve_mcp::tools::{CallOutcome, JsonObject};
 use pve_mcp::upstream::Upstream;
 use pve_sim::{SimConfig, Simulator, tokens};
 
@@ -62,6 +62,8 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
             arguments: "{}",
             request_id: "embed-1",
             access: Access::Read,
+            // The default cluster: what the call's arguments name.
+            cluster: sandbox.cluster_for(&JsonObject::new()),
         })
         .await;
     let CallOutcome::Output {
@@ -80,6 +82,7 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
         assert_eq!(request.method, "GET");
         assert!(request.denied.is_none(), "{request:?}");
         assert_eq!(request.status, Some(200), "{request:?}");
+        assert_eq!(request.cluster.as_deref(), Some("lab"), "{request:?}");
     }
 }
 
@@ -95,6 +98,7 @@ async fn bad_arguments_are_answered_by_the_component_without_a_request() {
             arguments: r#"{"vmid": "not a number"}"#,
             request_id: "embed-2",
             access: Access::Read,
+            cluster: sandbox.cluster_for(&JsonObject::new()),
         })
         .await;
     let CallOutcome::Failed { message, .. } = &report.outcome else {

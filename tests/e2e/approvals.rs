@@ -862,6 +862,8 @@ async fn the_audit_log_records_pending_and_approved_calls() {
         assert_eq!(calls[1]["decision"], "approved", "{}", calls[1]);
         assert_eq!(calls[1]["rule"], rule.as_str(), "{}", calls[1]);
         assert_eq!(calls[1]["outcome"], "ok", "{}", calls[1]);
+        assert_eq!(calls[1]["approver"], "operator", "{}", calls[1]);
+        assert!(calls[0].get("approver").is_none(), "{}", calls[0]);
         assert_eq!(calls[0]["args_hash"], calls[1]["args_hash"]);
         assert!(!text.contains(ADMIN_TOKEN));
 
@@ -876,6 +878,66 @@ async fn the_audit_log_records_pending_and_approved_calls() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    })
+    .await;
+}
+
+/// The audit records of a log file whose `kind` is `call`.
+fn call_records(audit: &Path) -> Vec<Value> {
+    std::fs::read_to_string(audit)
+        .expect("the audit log")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON record"))
+        .filter(|r| r["kind"] == "call")
+        .collect()
+}
+
+/// Finding 5: with `approver = "operator"` the client is never asked, even
+/// one that would approve at once (an agent answering its own form): the
+/// call waits for `pve-mcp approvals approve`, and the audit says the
+/// operator decided. With `approver = "client"` the form decides, and the
+/// audit says so.
+#[tokio::test]
+async fn the_rule_names_who_approves_and_the_audit_records_it() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let audit_section = format!("\n[audit]\npath = \"{}\"\n", audit.display());
+        let setup = Setup::with_rule(&audit_section, "", "approver = \"operator\"");
+        let person = Person::answering(accept(true));
+        let (client, _log) =
+            with_person(&sim, &setup.opts(), setup.dir.path(), person.clone()).await;
+        let result = call(&client, vm(100)).await;
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let id = approval_id(&text(&result));
+        assert!(
+            person.asked.lock().unwrap().is_empty(),
+            "an operator's approval must not be asked of the client"
+        );
+        assert_eq!(runs(&sim), 0);
+        setup.decide("approve", &id).await;
+        assert_eq!(call(&client, vm(100)).await.is_error, Some(false));
+        assert_eq!(runs(&sim), 1);
+        let _ = client.cancel().await;
+        let calls = call_records(&audit);
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(calls[1]["decision"], "approved", "{}", calls[1]);
+        assert_eq!(calls[1]["approver"], "operator", "{}", calls[1]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let audit_section = format!("\n[audit]\npath = \"{}\"\n", audit.display());
+        let setup = Setup::with_rule(&audit_section, "", "approver = \"client\"");
+        let (client, _log) =
+            with_person(&sim, &setup.opts(), setup.dir.path(), person.clone()).await;
+        assert_eq!(call(&client, vm(100)).await.is_error, Some(false));
+        assert_eq!(person.asked.lock().unwrap().len(), 1);
+        assert_eq!(runs(&sim), 2);
+        let _ = client.cancel().await;
+        let calls = call_records(&audit);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0]["approver"], "client", "{}", calls[0]);
     })
     .await;
 }

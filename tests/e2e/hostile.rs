@@ -321,3 +321,83 @@ async fn a_component_refused_too_often_is_stopped_and_its_refusals_summarised() 
     })
     .await;
 }
+
+/// Finding 2: a call admitted for one cluster cannot reach another. The
+/// component tries a GET and a POST on every cluster it is told of; only
+/// the one the call names (or the default) is reached, with the policy
+/// letting the tool write, and the audit names the cluster per request.
+#[tokio::test]
+async fn a_call_reaches_only_the_cluster_it_was_admitted_for() {
+    within(async {
+        let main = simulator().await;
+        let lab = lab_simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = two_clusters(&main, &lab, &dir);
+        let log = dir.path().join("audit.jsonl");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "\n[sandbox]\ntimeout_secs = 8\n\n[audit]\npath = \"{}\"\n\n\
+             [policy.tools.hostile_clusters]\naction = \"allow\"\nwrite = true\n\
+             conditions = [{{ arg = \"cluster\", op = \"eq\", value = \"lab\" }}]\n",
+            log.display()
+        ));
+        std::fs::write(&config, text).unwrap();
+        let opts = Opts {
+            env_cluster: false,
+            tls: Tls::Nothing,
+            ..Opts::default()
+        }
+        .arg("--component")
+        .arg(HOSTILE_WASM)
+        .arg("--config")
+        .arg(&config);
+        let server = Server::start(&main, opts).await;
+
+        // Admitted for lab (spelt in another case: the same cluster).
+        let report = server
+            .ok("hostile_clusters", json!({"cluster": "LAB"}))
+            .await;
+        let all = attempts(&report);
+        assert_eq!(all.len(), 4, "{report}");
+        for a in &all {
+            if a["cluster"] == "lab" {
+                assert_ne!(a["outcome"], "denied", "lab is this call's cluster: {a}");
+                assert!(a["status"].as_u64().is_some(), "lab answered: {a}");
+            } else {
+                assert_eq!(a["outcome"], "denied", "main is not this call's: {a}");
+            }
+        }
+        assert!(main.requests().is_empty(), "{:?}", main.requests());
+        let on_lab: Vec<_> = lab.requests().iter().map(|r| r.method.clone()).collect();
+        assert_eq!(on_lab, ["GET", "POST"]);
+
+        // Left out, the cluster is the default (main), and the condition
+        // judges that: refused before anything is sent.
+        let text = server.err("hostile_clusters", json!({})).await;
+        assert!(
+            text.contains("policy.tools.hostile_clusters.conditions[0]") && text.contains("main"),
+            "{text}"
+        );
+        assert!(main.requests().is_empty());
+        server.stop().await;
+
+        let records: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let egress: Vec<&Value> = records.iter().filter(|r| r["kind"] == "egress").collect();
+        assert_eq!(egress.len(), 4, "{records:?}");
+        for e in egress {
+            match e["cluster"].as_str() {
+                Some("lab") => assert_eq!(e["decision"], "allow", "{e}"),
+                Some("main") => {
+                    assert_eq!(e["decision"], "deny", "{e}");
+                    assert_eq!(e["rule"], "egress.cluster", "{e}");
+                }
+                other => panic!("an egress record without its cluster ({other:?}): {e}"),
+            }
+        }
+    })
+    .await;
+}

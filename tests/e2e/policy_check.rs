@@ -167,7 +167,7 @@ fn the_table_shows_every_tool_and_its_effective_decision() {
     );
     assert_eq!(
         row("pve_get_vm_config"),
-        "pve_get_vm_config approval GET policy.tools.pve_get_vm_config"
+        "pve_get_vm_config approval GET policy.tools.pve_get_vm_config approver client"
     );
     assert_eq!(
         row("pve_get_version"),
@@ -189,6 +189,8 @@ fn json_output_has_the_same_decisions() {
     assert_eq!(tool("pve_list_backups")["methods"], serde_json::json!([]));
     assert_eq!(tool("pve_list_nodes")["hidden"], true);
     assert_eq!(tool("pve_get_vm_config")["decision"], "approval");
+    assert_eq!(tool("pve_get_vm_config")["approver"], "client");
+    assert_eq!(tool("pve_list_vms")["approver"], Value::Null);
     assert_eq!(tool("pve_list_vms")["methods"], serde_json::json!(["GET"]));
     assert_eq!(tool("pve_list_vms")["may_write"], false);
     let limits = tool("pve_list_vms")["rate_limits"].clone();

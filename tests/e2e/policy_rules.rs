@@ -277,14 +277,21 @@ conditions = [{ arg = "cluster", op = "eq", value = "default" }]
         p.server
             .ok("pve_get_version", json!({"cluster": "default"}))
             .await;
+        // A condition on `cluster` judges the cluster the call is bound
+        // to: the default when it is left out, as configured when spelt
+        // in another case.
+        p.server.ok("pve_get_version", json!({})).await;
+        p.server
+            .ok("pve_get_version", json!({"cluster": "DEFAULT"}))
+            .await;
         let text = refused(
             &p.server,
             "pve_get_version",
-            json!({}),
+            json!({"cluster": "prod"}),
             "policy.tools.\"*\".conditions[0]",
         )
         .await;
-        assert!(text.contains("`cluster` is absent"), "{text}");
+        assert!(text.contains("\"prod\""), "{text}");
     })
     .await;
 }

@@ -2,10 +2,13 @@
 //!
 //! A call that needs approval runs only once a person has said yes:
 //!
-//! - **At the client**, when it declared the `elicitation` capability: the
-//!   host asks with a one-field form ([`elicit`]) naming the tool and its
-//!   redacted arguments, and runs the call if the person approves.
-//! - **Pending-then-retry** otherwise: the call returns a tool error with an
+//! - **At the client**, when the rule's approver is `"client"` and the client
+//!   declared the `elicitation` capability: the host asks with a one-field
+//!   form ([`elicit`]) naming the tool and its redacted arguments, and runs
+//!   the call if the person approves. Only as trustworthy as the client: an
+//!   agent that answers its own forms approves itself, so destructive tools
+//!   default to the operator.
+//! - **By the operator** (pending-then-retry) otherwise: the call returns a tool error with an
 //!   approval id; a person runs `pve-mcp approvals approve ID`, which
 //!   talks to the server's loopback admin endpoint ([`client`]; the
 //!   transport layer serves it over the [`store`]); the agent retries, and
@@ -31,7 +34,7 @@ use rmcp::{Peer, RoleServer};
 
 use crate::caller::Caller;
 use crate::canonical::arguments_hash;
-use crate::policy::Grant;
+use crate::policy::{Approver, Grant};
 use crate::secret::Redactor;
 use crate::tools::JsonObject;
 use store::{ApprovalStore, Check, Millis, Request, now_ms};
@@ -39,8 +42,9 @@ use store::{ApprovalStore, Check, Millis, Request, now_ms};
 /// Whether a call that needs approval may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Authorization {
-    /// A person approved exactly this call; run it.
-    Run,
+    /// A person approved exactly this call; run it. Says who: the person
+    /// at the client, or the operator.
+    Run(Approver),
     /// Do not run it; return this text as a tool error (`isError`), so the
     /// agent reads why and what to do.
     Refused(String),
@@ -54,8 +58,8 @@ pub enum Authorization {
 /// The approval step of one MCP call, as the server acts on it.
 #[derive(Debug)]
 pub enum Step {
-    /// Approved: run it with this grant.
-    Approved(Grant),
+    /// Approved by this approver: run it with this grant.
+    Approved(Grant, Approver),
     /// Not run; return this as a tool error. Its units were given back,
     /// unless it was left pending (see [`Authorization::Pending`]).
     Refused(String),
@@ -135,7 +139,8 @@ impl Approvals {
     }
 
     /// The approval step of an MCP call the policy marked
-    /// `require_approval`: [`Approvals::authorize`], cancellable by the
+    /// `require_approval`: [`Approvals::authorize`], asking the client only
+    /// when the grant's approver is the client, cancellable by the
     /// client, giving the call's rate-limit units back when it is cancelled
     /// or refused (a person declined or denied it, the store is full or
     /// unavailable), and keeping them when it runs or is left pending.
@@ -147,15 +152,16 @@ impl Approvals {
         arguments: &JsonObject,
         grant: Grant,
     ) -> Step {
+        let client = (grant.approver == Approver::Client).then_some(&context.peer);
         let authorization = tokio::select! {
-            a = self.authorize(Some(&context.peer), caller, tool, arguments) => a,
+            a = self.authorize(client, caller, tool, arguments) => a,
             _ = context.ct.cancelled() => {
                 grant.permit.rollback().await;
                 return Step::Cancelled;
             }
         };
         match authorization {
-            Authorization::Run => Step::Approved(grant),
+            Authorization::Run(by) => Step::Approved(grant, by),
             // Keeping the unit is what makes pending calls count against the
             // tool's rate limit (dropping the permit gives nothing back).
             Authorization::Pending(text) => Step::Refused(text),
@@ -166,28 +172,29 @@ impl Approvals {
         }
     }
 
-    /// Decides whether this call may run: asks the person at the client if
-    /// it can show a form, otherwise consumes or requests an approval.
+    /// Decides whether this call may run: asks the person at the client
+    /// (`client`, when given and it can show a form), otherwise consumes or
+    /// requests an operator's approval.
     pub async fn authorize(
         &self,
-        peer: Option<&Peer<RoleServer>>,
+        client: Option<&Peer<RoleServer>>,
         caller: &Caller,
         tool: &str,
         arguments: &JsonObject,
     ) -> Authorization {
         let shown = redact::preview(arguments, &self.redactor);
         let who = binding(caller);
-        if let Some(peer) = peer.filter(|p| self.elicitation && elicit::supported(p)) {
+        if let Some(peer) = client.filter(|p| self.elicitation && elicit::supported(p)) {
             let question = format!(
                 "Approve a call to {tool}?\nArguments: {shown}\nRequested by: {who}\nApproving runs this call once."
             );
             match elicit::ask(peer, question, self.ttl).await {
                 elicit::Answer::Approved => {
-                    tracing::info!(tool, caller = %who, outcome = "approved", via = "elicitation", "approval");
-                    return Authorization::Run;
+                    tracing::info!(tool, caller = %who, outcome = "approved", approver = "client", "approval");
+                    return Authorization::Run(Approver::Client);
                 }
                 elicit::Answer::NotApproved(refusal) => {
-                    tracing::info!(tool, caller = %who, outcome = "not-approved", reason = %refusal.reason(), via = "elicitation", "approval");
+                    tracing::info!(tool, caller = %who, outcome = "not-approved", reason = %refusal.reason(), approver = "client", "approval");
                     return Authorization::Refused(format!(
                         "Not approved: {}; {tool} was not run. Do not retry the same call unless the person asks you to.",
                         refusal.reason()
@@ -204,19 +211,25 @@ impl Approvals {
             arguments_hash: arguments_hash(arguments),
             arguments: shown,
         };
-        self.pending_then_retry(&request).await
+        self.pending_then_retry(&request, client.is_some()).await
     }
 
-    /// The retry step: consume a granted approval or report what to do.
-    async fn pending_then_retry(&self, request: &Request) -> Authorization {
+    /// The operator's step: consume a granted approval or report what to
+    /// do. `client_asked`: whether the client could have been asked instead.
+    async fn pending_then_retry(&self, request: &Request, client_asked: bool) -> Authorization {
         let tool = request.tool.as_str();
         if !self.admin {
             tracing::warn!(
                 tool,
                 "a call needs approval but the admin endpoint is off (no admin token)"
             );
+            let why = if client_asked {
+                "which this server can only ask for through an approval form in the client, and none was answered"
+            } else {
+                "which the policy leaves to an operator (approver = \"operator\") through `pve-mcp approvals`"
+            };
             return Authorization::Refused(format!(
-                "Not approved: {tool} needs a person's approval, which this server can only ask for through an approval form in the client, and none was answered; it has no approvals admin endpoint (no admin token is configured). Ask the operator to set PVE_MCP_ADMIN_TOKEN."
+                "Not approved: {tool} needs a person's approval, {why}; this server has no approvals admin endpoint (no admin token is configured). Ask the operator to set PVE_MCP_ADMIN_TOKEN."
             ));
         }
         let now = now_ms();
@@ -236,8 +249,8 @@ impl Approvals {
         let caller = request.caller.as_str();
         match check {
             Check::Granted(approval) => {
-                tracing::info!(approval = %approval.id, tool, caller, outcome = "granted", "approval");
-                Authorization::Run
+                tracing::info!(approval = %approval.id, tool, caller, outcome = "granted", approver = "operator", "approval");
+                Authorization::Run(Approver::Operator)
             }
             Check::Pending {
                 approval,
@@ -342,7 +355,7 @@ mod tests {
     fn refused(a: Authorization) -> String {
         match a {
             Authorization::Refused(text) | Authorization::Pending(text) => text,
-            Authorization::Run => panic!("expected a refusal"),
+            Authorization::Run(_) => panic!("expected a refusal"),
         }
     }
 
@@ -394,7 +407,7 @@ mod tests {
             approvals
                 .authorize(None, &caller, "pve_get_vm_status", &reordered)
                 .await,
-            Authorization::Run
+            Authorization::Run(Approver::Operator)
         );
         let after = refused(
             approvals

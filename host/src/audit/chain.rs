@@ -478,6 +478,7 @@ pub(crate) mod tests {
     pub(crate) fn call(tool: &str) -> Record {
         Record::Call(CallRecord {
             head: CallHead {
+                approver: None,
                 time: "2026-01-01T00:00:00.000Z".into(),
                 call_id: "call-1".into(),
                 session: "stdio".into(),
@@ -504,6 +505,7 @@ pub(crate) mod tests {
             session: "stdio".into(),
             token: None,
             tool: "x".into(),
+            cluster: None,
             method: "GET".into(),
             authority: "a".into(),
             path: "/p".into(),

@@ -22,6 +22,7 @@ use crate::canonical::arguments_hash;
 use crate::config::audit::{AuditSettings, OnFailure};
 use crate::egress::{Access, Denial, EgressLog, EgressRecord};
 use crate::error::ConfigError;
+use crate::policy::Approver;
 use crate::sandbox::CallReport;
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject};
@@ -38,6 +39,8 @@ pub struct AuditDecision {
     pub decision: String,
     /// The rule that decided, e.g. `policy.tools.pve_list_vms`.
     pub rule: String,
+    /// Who decided an approval: `operator` or `client`.
+    pub approver: Option<String>,
 }
 
 impl AuditDecision {
@@ -46,16 +49,19 @@ impl AuditDecision {
         AuditDecision {
             decision: "allow".into(),
             rule: rule.into(),
+            approver: None,
         }
     }
 }
 
 impl AuditDecision {
-    /// A call that ran because a person approved it, under this rule.
-    pub fn approved(rule: &str) -> AuditDecision {
+    /// A call that ran because a person approved it, under this rule:
+    /// the operator, or the person at the client.
+    pub fn approved(rule: &str, approver: Approver) -> AuditDecision {
         AuditDecision {
             decision: "approved".into(),
             rule: rule.into(),
+            approver: Some(approver.as_str().into()),
         }
     }
 
@@ -65,6 +71,7 @@ impl AuditDecision {
         AuditDecision {
             decision: "not-approved".into(),
             rule: rule.into(),
+            approver: None,
         }
     }
 }
@@ -74,6 +81,7 @@ impl From<&crate::policy::Decision> for AuditDecision {
         AuditDecision {
             decision: decision.kind().into(),
             rule: decision.rule().into(),
+            approver: None,
         }
     }
 }
@@ -167,6 +175,7 @@ impl AuditLog {
                     args,
                     decision: r(&decision.decision),
                     rule: r(&decision.rule),
+                    approver: decision.approver.clone(),
                 },
                 outcome: String::new(),
                 ms: 0.0,
@@ -331,6 +340,7 @@ fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redacto
             session: call.head.session.clone(),
             token: call.head.token.clone(),
             tool: call.head.tool.clone(),
+            cluster: e.cluster.clone(),
             method: redactor.redact(&e.method).into_owned(),
             authority: redactor.redact(&e.authority).into_owned(),
             path: redactor.redact(&e.path).into_owned(),
@@ -530,6 +540,7 @@ mod tests {
         assert!(call.start(Access::Read).await.is_none());
         // As the egress hook enters a request when it leaves: no answer yet.
         call.egress_log().lock().unwrap().push(EgressRecord {
+            cluster: Some("main".into()),
             method: "GET".into(),
             authority: "h:8006".into(),
             path: "/api2/json/cluster/resources".into(),
@@ -547,7 +558,9 @@ mod tests {
         assert_eq!(end["call_id"], "call-3");
         assert_eq!(end["upstream"][0]["path"], "/api2/json/cluster/resources");
         assert_eq!(end["upstream"][0]["status"], Value::Null);
+        assert_eq!(end["upstream"][0]["cluster"], "main");
         let egress = find(&r, "egress", "t");
+        assert_eq!(egress["cluster"], "main");
         assert_eq!(egress["call_seq"], end["seq"]);
         assert_eq!(find(&r, "call-start", "t")["call_id"], "call-3");
     }

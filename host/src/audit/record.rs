@@ -48,6 +48,9 @@ pub struct CallHead {
     pub decision: String,
     /// The rule that decided it.
     pub rule: String,
+    /// Who approved it (`operator` or `client`), when a person did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
 }
 
 /// A call about to run. It carries what is known before the guest starts,
@@ -81,6 +84,9 @@ pub struct CallRecord {
 /// One upstream request, as summarised in its call's record.
 #[derive(Debug, Clone, Serialize)]
 pub struct UpstreamRequest {
+    /// The configured cluster the request was for, when its authority is
+    /// one of theirs.
+    pub cluster: Option<String>,
     /// HTTP method.
     pub method: String,
     /// Path without the query.
@@ -108,6 +114,9 @@ pub struct EgressEntry {
     pub token: Option<String>,
     /// The tool that made the request.
     pub tool: String,
+    /// The configured cluster the request was for, when its authority is
+    /// one of theirs.
+    pub cluster: Option<String>,
     /// HTTP method.
     pub method: String,
     /// The authority the guest asked for.
@@ -140,6 +149,7 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
     match denied {
         None => "egress.gate",
         Some(Denial::Authority) => "egress.authority",
+        Some(Denial::OtherCluster) => "egress.cluster",
         Some(Denial::Path(_)) => "egress.path",
         Some(Denial::Method) => "egress.method",
         Some(Denial::BodyOnGet) => "egress.body-on-get",
@@ -151,6 +161,7 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
 /// The summary of one request for its call's record.
 pub fn upstream(record: &EgressRecord, redactor: &Redactor) -> UpstreamRequest {
     UpstreamRequest {
+        cluster: record.cluster.clone(),
         method: redactor.redact(&record.method).into_owned(),
         path: redactor.redact(&record.path).into_owned(),
         decision: if record.denied.is_some() {
@@ -228,6 +239,7 @@ mod tests {
             session: "stdio".into(),
             token: None,
             tool: "x".into(),
+            cluster: None,
             method: "GET".into(),
             authority: "h:1".into(),
             path: "/p".into(),

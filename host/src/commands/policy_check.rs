@@ -78,6 +78,9 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             if let Some(reason) = &e.reason {
                 details.push(format!("reason: {reason}"));
             }
+            if e.action == Action::RequireApproval && !e.hidden {
+                details.push(format!("approver {}", e.approver.as_str()));
+            }
             if e.action != Action::Deny {
                 details.extend(e.limits.iter().map(|l| format!("limit {}", l.describe())));
                 details.extend(e.conditions.iter().map(|c| format!("if {c}")));
@@ -135,6 +138,8 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
                 "reason": e.reason,
                 "hidden": e.hidden,
                 "may_write": e.access == Access::Write,
+                "approver": (e.action == Action::RequireApproval && !e.hidden)
+                    .then(|| e.approver.as_str()),
                 "methods": methods(e.access, e.action),
                 "rate_limits": e.limits.iter().map(|l| json!({
                     "rule": l.name,

@@ -1,7 +1,7 @@
 //! The egress gate: the one place a guest's HTTP request can leave the
 //! sandbox. It sits in wasi-http's `send_request` hook, checks every request
-//! against the configured endpoints and the call's allowed methods, and adds
-//! the credentials only after the check.
+//! against the one cluster the call was admitted for and the call's allowed
+//! methods, and adds the credentials only after the check.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -114,12 +114,21 @@ pub struct Gate {
     endpoints: Vec<GateEndpoint>,
 }
 
+/// The one configured cluster a call may reach: an index into the gate's
+/// endpoints, made only by [`Gate::resolve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterIndex(usize);
+
 /// Why the gate refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Denial {
     /// Scheme, host or port is not a configured endpoint.
     #[error("not a configured Proxmox endpoint")]
     Authority,
+    /// A configured endpoint, but not the cluster this call was admitted
+    /// for (its `cluster` argument, or the default).
+    #[error("not the cluster this call was admitted for")]
+    OtherCluster,
     /// The path is outside the API or tries to escape it.
     #[error("{0}")]
     Path(String),
@@ -149,25 +158,78 @@ impl Gate {
         &self.endpoints
     }
 
-    /// Decides one request: the index of the endpoint it goes to, or why
-    /// not.
-    pub fn check(&self, method: &Method, uri: &http::Uri, access: Access) -> Result<usize, Denial> {
-        let index = self
-            .endpoints
-            .iter()
-            .position(|e| e.endpoint.matches(uri))
-            .ok_or(Denial::Authority)?;
+    /// The cluster a call names in its `cluster` argument, by the rule the
+    /// component applies (the exact name, else the one name equal ignoring
+    /// case), or the first when it names none. `None` when that names no
+    /// configured cluster (the component then refuses the argument) or none
+    /// is configured: such a call may reach no cluster at all.
+    pub fn resolve(&self, wanted: Option<&serde_json::Value>) -> Option<ClusterIndex> {
+        let names = || self.endpoints.iter().map(|e| e.cluster.as_str());
+        let index = match wanted {
+            None | Some(serde_json::Value::Null) => (!self.endpoints.is_empty()).then_some(0),
+            Some(serde_json::Value::String(wanted)) => {
+                names().position(|n| n == wanted).or_else(|| {
+                    let mut folded = names()
+                        .enumerate()
+                        .filter(|(_, n)| n.eq_ignore_ascii_case(wanted));
+                    match (folded.next(), folded.next()) {
+                        (Some((i, _)), None) => Some(i),
+                        _ => None,
+                    }
+                })
+            }
+            Some(_) => None,
+        };
+        index.map(ClusterIndex)
+    }
+
+    /// The configured name of a resolved cluster.
+    pub fn cluster_name(&self, cluster: ClusterIndex) -> &str {
+        &self.endpoints[cluster.0].cluster
+    }
+
+    /// Decides one request of a call bound to `bound`: the endpoint it goes
+    /// to, or why not. A request to another configured cluster is refused
+    /// like one to an unknown host, so a call admitted for one cluster
+    /// cannot read or write another.
+    pub fn check(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        access: Access,
+        bound: Option<ClusterIndex>,
+    ) -> Result<ClusterIndex, Denial> {
+        let index = match bound {
+            Some(b) if self.endpoints[b.0].endpoint.matches(uri) => b,
+            _ if self.endpoints.iter().any(|e| e.endpoint.matches(uri)) => {
+                return Err(Denial::OtherCluster);
+            }
+            _ => return Err(Denial::Authority),
+        };
         check_api_path(uri.path()).map_err(|d| Denial::Path(d.to_string()))?;
         if !access.allows(method) {
             return Err(Denial::Method);
         }
         Ok(index)
     }
+
+    /// The name of the configured cluster whose endpoint `uri` is, for the
+    /// record of a request (the bound one first, when two share an
+    /// endpoint).
+    fn cluster_of(&self, uri: &http::Uri, bound: Option<ClusterIndex>) -> Option<String> {
+        bound
+            .filter(|b| self.endpoints[b.0].endpoint.matches(uri))
+            .map(|b| b.0)
+            .or_else(|| self.endpoints.iter().position(|e| e.endpoint.matches(uri)))
+            .map(|i| self.endpoints[i].cluster.clone())
+    }
 }
 
 /// What happened to one request the guest made, for the log and the audit.
 #[derive(Debug, Clone)]
 pub struct EgressRecord {
+    /// The configured cluster whose endpoint the request was for, if any.
+    pub cluster: Option<String>,
     /// HTTP method.
     pub method: String,
     /// Authority as the guest gave it.
@@ -226,23 +288,26 @@ impl Refusals {
     }
 }
 
-/// The per-call hooks: the gate, the methods this call may use, and where
-/// to record what it did.
+/// The per-call hooks: the gate, the cluster and methods this call may
+/// use, and where to record what it did.
 pub struct CallHooks {
     gate: Arc<Gate>,
     tool: Arc<str>,
     access: Access,
+    cluster: Option<ClusterIndex>,
     max_response_bytes: usize,
     log: EgressLog,
     refusals: Arc<Refusals>,
 }
 
 impl CallHooks {
-    /// Hooks for one call of `tool`.
+    /// Hooks for one call of `tool`, bound to `cluster` (none: every
+    /// request is refused).
     pub fn new(
         gate: Arc<Gate>,
         tool: &str,
         access: Access,
+        cluster: Option<ClusterIndex>,
         max_response_bytes: usize,
         log: EgressLog,
     ) -> Self {
@@ -250,6 +315,7 @@ impl CallHooks {
             gate,
             tool: tool.into(),
             access,
+            cluster,
             max_response_bytes,
             log,
             refusals: Arc::default(),
@@ -298,6 +364,7 @@ impl WasiHttpHooks for CallHooks {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         let mut record = EgressRecord {
+            cluster: self.gate.cluster_of(request.uri(), self.cluster),
             method: bounded(request.method().as_str()),
             authority: bounded(
                 request
@@ -314,7 +381,7 @@ impl WasiHttpHooks for CallHooks {
         };
         let decision = self
             .gate
-            .check(request.method(), request.uri(), self.access);
+            .check(request.method(), request.uri(), self.access, self.cluster);
         match decision {
             Err(denial) => {
                 deny(&log, &tool, &refusals, record, denial);
@@ -329,7 +396,7 @@ impl WasiHttpHooks for CallHooks {
                 let gate = self.gate.clone();
                 let max_response = self.max_response_bytes;
                 Box::new(async move {
-                    let endpoint = &gate.endpoints[index];
+                    let endpoint = &gate.endpoints[index.0];
                     // Buffered: a streamed GET body races hyper's keep-alive
                     // reuse, and the size and GET checks need it whole.
                     let (parts, body) = request.into_parts();
@@ -451,6 +518,7 @@ fn summarise(log: &EgressLog, tool: &str, n: usize) {
                 "egress denied {n} requests in one call, over the limit of {MAX_REFUSALS}; stopping the call"
             );
             records.push(EgressRecord {
+                cluster: None,
                 method: String::new(),
                 authority: String::new(),
                 path: String::new(),
@@ -585,14 +653,22 @@ mod gate_tests {
             endpoint("a", "https://10.0.0.1:8006"),
             endpoint("b", "https://pve-b:8006"),
         ]);
-        let check = |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), Access::Read);
+        // Bound to the cluster each URL is for: what a call's own cluster
+        // looks like.
+        let bound = |u: &str| {
+            let uri: http::Uri = u.parse().unwrap();
+            gate.cluster_of(&uri, None)
+                .and_then(|name| gate.resolve(Some(&serde_json::Value::String(name))))
+        };
+        let check =
+            |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), Access::Read, bound(u));
         assert_eq!(
             check(Method::GET, "https://10.0.0.1:8006/api2/json/version"),
-            Ok(0)
+            Ok(ClusterIndex(0))
         );
         assert_eq!(
             check(Method::GET, "https://PVE-B:8006/api2/json/nodes"),
-            Ok(1)
+            Ok(ClusterIndex(1))
         );
         assert_eq!(
             check(Method::POST, "https://10.0.0.1:8006/api2/json/version"),
@@ -628,13 +704,56 @@ mod gate_tests {
                 gate.check(
                     &method,
                     &"https://10.0.0.1:8006/api2/json/version".parse().unwrap(),
-                    Access::Read
+                    Access::Read,
+                    Some(ClusterIndex(0))
                 ),
                 Err(Denial::Method)
             );
         }
         assert!(!Access::Write.allows(&Method::PATCH));
         assert!(Access::Write.allows(&Method::DELETE));
+    }
+
+    #[test]
+    fn a_call_reaches_only_the_cluster_it_is_bound_to() {
+        let gate = Gate::new(vec![
+            endpoint("prod", "https://10.0.0.1:8006"),
+            endpoint("dev", "https://pve-b:8006"),
+            endpoint("Dev2", "https://pve-c:8006"),
+        ]);
+        let name = |c: Option<ClusterIndex>| c.map(|c| gate.cluster_name(c).to_string());
+        let resolve = |v: serde_json::Value| name(gate.resolve(Some(&v)));
+        // The component's rule: exact, else the one equal ignoring case,
+        // else the default when none is named.
+        assert_eq!(name(gate.resolve(None)), Some("prod".into()));
+        assert_eq!(resolve(serde_json::Value::Null), Some("prod".into()));
+        assert_eq!(resolve("dev".into()), Some("dev".into()));
+        assert_eq!(resolve("DEV2".into()), Some("Dev2".into()));
+        assert_eq!(resolve("staging".into()), None);
+        assert_eq!(resolve(7.into()), None);
+        assert_eq!(Gate::new(Vec::new()).resolve(None), None);
+
+        let dev = gate.resolve(Some(&"dev".into()));
+        let check =
+            |u: &str, bound| gate.check(&Method::GET, &u.parse().unwrap(), Access::Read, bound);
+        assert_eq!(
+            check("https://pve-b:8006/api2/json/nodes", dev),
+            dev.ok_or(Denial::Authority)
+        );
+        // Another configured cluster is refused as firmly as a stranger.
+        assert_eq!(
+            check("https://10.0.0.1:8006/api2/json/nodes", dev),
+            Err(Denial::OtherCluster)
+        );
+        assert_eq!(
+            check("https://203.0.113.9:8006/api2/json/nodes", dev),
+            Err(Denial::Authority)
+        );
+        // A call bound to nothing reaches nothing.
+        assert_eq!(
+            check("https://pve-b:8006/api2/json/nodes", None),
+            Err(Denial::OtherCluster)
+        );
     }
 }
 
@@ -670,7 +789,7 @@ mod refusal_tests {
     async fn refusals_past_the_cap_end_the_call_and_are_only_counted() {
         let gate = Arc::new(Gate::new(Vec::new()));
         let log = EgressLog::default();
-        let mut hooks = CallHooks::new(gate, "t", Access::Read, 1 << 20, log.clone());
+        let mut hooks = CallHooks::new(gate, "t", Access::Read, None, 1 << 20, log.clone());
         let refusals = hooks.refusals();
         for i in 0..1000 {
             let sent = hooks.send_request(refused_request(), None, Box::new(async { Ok(()) }));

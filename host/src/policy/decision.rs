@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::rules::Approver;
 use crate::egress::Access;
 use crate::state::{CounterStore, Reservation};
 
@@ -15,6 +16,8 @@ pub struct Grant {
     pub rule: String,
     /// The methods the egress gate lets this call send.
     pub access: Access,
+    /// Who approves it, when the policy requires approval.
+    pub approver: Approver,
     /// Its rate-limit reservations: roll them back if the call does not
     /// run or fails upstream.
     pub permit: Permit,

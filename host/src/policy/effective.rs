@@ -4,7 +4,7 @@
 use super::DEFAULT_RULE;
 use super::conditions::Condition;
 use super::rate_limit::RateLimit;
-use super::rules::{self, Action, DefaultMode, Policy};
+use super::rules::{self, Action, Approver, DefaultMode, Policy};
 use crate::egress::Access;
 use crate::tools::ToolInfo;
 
@@ -22,6 +22,8 @@ pub struct Effective<'a> {
     pub reason: Option<String>,
     /// What an allowed call may send.
     pub access: Access,
+    /// Who approves when the verdict is `require_approval`.
+    pub approver: Approver,
     /// Conditions checked on every call.
     pub conditions: Vec<&'a Condition>,
     /// Limits counted on every call.
@@ -35,6 +37,16 @@ impl Policy {
         let any = self.tools.get("*");
         let rules = || own.into_iter().chain(any);
         let conditions = rules().flat_map(|r| r.conditions.iter()).collect();
+        // A destructive tool's approval goes to an operator unless a rule
+        // says otherwise: its client may be the very agent asking.
+        let approver =
+            rules()
+                .find_map(|r| r.approver)
+                .unwrap_or(if tool.annotations.destructive {
+                    Approver::Operator
+                } else {
+                    Approver::Client
+                });
         let limits = rules().flat_map(|r| r.limits.iter()).collect();
         let hider = own
             .filter(|r| r.hide.is_some())
@@ -51,6 +63,7 @@ impl Policy {
                         .unwrap_or_else(|| format!("{} is not available to this agent", tool.name)),
                 ),
                 access: Access::Read,
+                approver,
                 conditions,
                 limits,
             };
@@ -78,6 +91,7 @@ impl Policy {
             rule,
             reason,
             access: Access::writing_if(action != Action::Deny && may_write),
+            approver,
             conditions,
             limits,
         }
@@ -190,6 +204,48 @@ pub(crate) mod tests {
         assert_eq!(
             verdict(&p, "poke"),
             (Action::RequireApproval, "policy.tools.poke".into(), true)
+        );
+    }
+
+    #[test]
+    fn a_destructive_tool_is_approved_by_the_operator_unless_a_rule_says_otherwise() {
+        let approver = |text: &str, name: &str| {
+            let p = policy(text);
+            p.effective(&tool(name, name == "look")).approver
+        };
+        // poke declares destructiveHint; look does not.
+        let both = "[policy.tools.poke]\naction = \"require_approval\"\n\
+                    [policy.tools.look]\naction = \"require_approval\"\n";
+        assert_eq!(approver(both, "poke"), Approver::Operator);
+        assert_eq!(approver(both, "look"), Approver::Client);
+        // The tool's own rule wins over the wildcard's.
+        let text = "[policy.tools.\"*\"]\naction = \"require_approval\"\napprover = \"operator\"\n\
+                    [policy.tools.poke]\napprover = \"client\"\n";
+        assert_eq!(approver(text, "poke"), Approver::Client);
+        assert_eq!(approver(text, "look"), Approver::Operator);
+        // An approver on a rule that allows or denies is a mistake.
+        for action in ["allow", "deny"] {
+            let e = Policy::parse(
+                &format!("[policy.tools.poke]\naction = \"{action}\"\napprover = \"client\"\n"),
+                "p.toml",
+                &tools(),
+            )
+            .unwrap_err();
+            assert!(
+                e.key.contains("policy.tools.poke.approver (p.toml line 3)")
+                    && e.problem.contains("only applies to require_approval"),
+                "{e}"
+            );
+        }
+        let e = Policy::parse(
+            "[policy.tools.poke]\naction = \"require_approval\"\napprover = \"agent\"\n",
+            "p.toml",
+            &tools(),
+        )
+        .unwrap_err();
+        assert!(
+            e.problem.contains("operator") && e.problem.contains("client"),
+            "{e}"
         );
     }
 

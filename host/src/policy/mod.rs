@@ -29,7 +29,9 @@ pub mod rules;
 
 pub use decision::{Decision, Grant, Permit};
 pub use effective::Effective;
-pub use rules::{Action, DefaultMode, Policy, PolicySource, Rule, StateFailure, StateSpec};
+pub use rules::{
+    Action, Approver, DefaultMode, Policy, PolicySource, Rule, StateFailure, StateSpec,
+};
 
 use crate::caller::Caller;
 use crate::state::{CounterStore, MemoryStore, RedisStore, Reserve, Window};
@@ -140,6 +142,7 @@ impl Engine {
         let grant = Grant {
             rule: effective.rule,
             access: effective.access,
+            approver: effective.approver,
             permit,
         };
         match effective.action {
@@ -250,6 +253,7 @@ mod tests {
             rule,
             access,
             permit,
+            ..
         }) = engine
             .decide(&caller, &poke, &args(json!({"vmid": 100})))
             .await

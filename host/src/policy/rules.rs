@@ -86,6 +86,29 @@ impl Action {
     }
 }
 
+/// Who may approve a call a rule marks `require_approval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approver {
+    /// A person out of band: `pve-mcp approvals approve ID` or the admin
+    /// endpoint. The agent's own client is never asked.
+    Operator,
+    /// The person at the MCP client, through its approval form when it can
+    /// show one (else as [`Approver::Operator`]). Only as trustworthy as the
+    /// client: an agent that answers its own forms approves itself.
+    Client,
+}
+
+impl Approver {
+    /// As written in the policy and the audit log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approver::Operator => "operator",
+            Approver::Client => "client",
+        }
+    }
+}
+
 /// The checked rules for one tool, or for every tool (`"*"`).
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -100,6 +123,8 @@ pub struct Rule {
     /// Whether an allowed call may send non-GET requests; by default, when
     /// the tool does not declare `readOnlyHint`.
     pub write: Option<bool>,
+    /// Who approves, when the verdict is `require_approval`.
+    pub approver: Option<Approver>,
     /// Every limit must have budget left.
     pub limits: Vec<RateLimit>,
     /// Every condition must hold.
@@ -311,6 +336,7 @@ struct FileRule {
     reason: Option<Spanned<String>>,
     hide: Option<Spanned<bool>>,
     write: Option<Spanned<bool>>,
+    approver: Option<Spanned<Approver>>,
     rate_limit: Option<Spanned<String>>,
     rate_limit_per_token: Option<Spanned<String>>,
     rate_limit_global: Option<Spanned<String>>,
@@ -326,7 +352,7 @@ struct FileCondition {
     value: Spanned<toml::Value>,
 }
 
-const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, rate_limit, rate_limit_per_token, rate_limit_global, conditions";
+const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, approver (operator, client), rate_limit, rate_limit_per_token, rate_limit_global, conditions";
 
 fn at(
     text: &str,
@@ -463,6 +489,22 @@ fn check_rule(
             "add action = \"allow\" (or \"require_approval\") to this rule",
         ));
     }
+    if let Some(approver) = &rule.approver
+        && matches!(action, Some(Action::Allow | Action::Deny))
+    {
+        return Err(at(
+            text,
+            file,
+            &key("approver"),
+            approver.span(),
+            format!(
+                "approver = {:?} only applies to require_approval, and this rule says action = {:?}",
+                approver.get_ref().as_str(),
+                action.map(Action::as_str).unwrap_or_default()
+            ),
+            "set action = \"require_approval\", or drop approver",
+        ));
+    }
     let mut limits = Vec::new();
     for (scope, spec) in [
         (Scope::Session, &rule.rate_limit),
@@ -521,6 +563,7 @@ fn check_rule(
         reason: rule.reason.map(|r| r.into_inner()),
         hide: rule.hide.map(|h| h.into_inner()),
         write: rule.write.map(|w| w.into_inner()),
+        approver: rule.approver.map(|a| a.into_inner()),
         limits,
         conditions,
     })

@@ -21,7 +21,7 @@ pub mod guest_log;
 
 use crate::config::SandboxLimits;
 use crate::egress::Access;
-use crate::egress::{CallHooks, EgressLog, EgressRecord, Gate, MAX_REFUSALS};
+use crate::egress::{CallHooks, ClusterIndex, EgressLog, EgressRecord, Gate, MAX_REFUSALS};
 use crate::secret::Redactor;
 use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
@@ -46,6 +46,10 @@ mod bindings {
 }
 
 use bindings::exports::pve_mcp::guest::tools as guest;
+
+/// The argument every tool of the component takes to name the cluster it
+/// talks to (see `call-context` in the WIT); the call is bound to it.
+pub const CLUSTER_ARG: &str = "cluster";
 
 /// How often the epoch advances; deadlines are counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -141,6 +145,9 @@ pub struct CallRequest<'a> {
     /// The methods the egress gate lets this call send, decided by the
     /// policy (GET only unless the call may write).
     pub access: Access,
+    /// The one cluster the egress gate lets this call reach, from
+    /// [`Sandbox::cluster_for`] on its arguments; `None` reaches none.
+    pub cluster: Option<ClusterIndex>,
 }
 
 /// A call's outcome plus what it did on the network.
@@ -225,8 +232,7 @@ impl Sandbox {
 
     fn new_store(
         &self,
-        tool: &str,
-        access: Access,
+        request: &CallRequest<'_>,
         egress: EgressLog,
         log: &CappedPipe,
     ) -> Store<CallState> {
@@ -243,8 +249,9 @@ impl Sandbox {
             table: ResourceTable::new(),
             hooks: CallHooks::new(
                 self.gate.clone(),
-                tool,
-                access,
+                request.tool,
+                request.access,
+                request.cluster,
                 self.limits.max_response_bytes,
                 egress,
             ),
@@ -272,14 +279,16 @@ impl Sandbox {
 
     async fn read_tools(&self) -> anyhow::Result<Vec<ToolInfo>> {
         let log = CappedPipe::new(self.limits.max_log_bytes);
-        let mut store = self.new_store(
-            "list-tools",
-            // Listing tools may only read; a call's methods come from the
-            // policy.
-            Access::Read,
-            EgressLog::default(),
-            &log,
-        );
+        let listing = CallRequest {
+            tool: "list-tools",
+            arguments: "",
+            request_id: "list-tools",
+            // Listing tools may reach nothing: a component learns no
+            // cluster from it, and a call's access comes from the policy.
+            access: Access::Read,
+            cluster: None,
+        };
+        let mut store = self.new_store(&listing, EgressLog::default(), &log);
         let instance = self.pre.instantiate_async(&mut store).await?;
         let descriptors = instance
             .pve_mcp_guest_tools()
@@ -319,6 +328,17 @@ impl Sandbox {
         Ok(tools)
     }
 
+    /// The cluster a call with these arguments is for: the one its
+    /// `cluster` argument names, or the default (see [`Gate::resolve`]).
+    pub fn cluster_for(&self, arguments: &crate::tools::JsonObject) -> Option<ClusterIndex> {
+        self.gate.resolve(arguments.get(CLUSTER_ARG))
+    }
+
+    /// The configured name of a resolved cluster.
+    pub fn cluster_name(&self, cluster: ClusterIndex) -> &str {
+        self.gate.cluster_name(cluster)
+    }
+
     /// Runs one tool call in a fresh instance. Never panics and never
     /// returns a Rust error: every failure is a [`CallOutcome`].
     pub async fn call(&self, request: CallRequest<'_>) -> CallReport {
@@ -340,7 +360,7 @@ impl Sandbox {
 
     async fn run(&self, request: &CallRequest<'_>, egress: EgressLog) -> CallOutcome {
         let log = CappedPipe::new(self.limits.max_log_bytes);
-        let mut store = self.new_store(request.tool, request.access, egress, &log);
+        let mut store = self.new_store(request, egress, &log);
         let context = guest::CallContext {
             endpoints: self
                 .gate

@@ -1,6 +1,7 @@
 //! The assembled host: configuration, gate and sandbox, with one entry point
 //! for tool calls that the MCP server, `pve-mcp call` and the demo share.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -8,6 +9,7 @@ use std::time::Instant;
 use anyhow::Context;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
+use serde_json::Value;
 
 use crate::approval::{Approvals, Step};
 use crate::audit::{AuditDecision, AuditLog};
@@ -18,7 +20,7 @@ use crate::egress::{Access, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
 use crate::sandbox::component::{CacheDir, ComponentSource, LoadedFrom};
-use crate::sandbox::{CallReport, CallRequest, Sandbox};
+use crate::sandbox::{CLUSTER_ARG, CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
 use crate::upstream::Upstream;
@@ -183,32 +185,35 @@ impl App {
         arguments: &JsonObject,
         approver: Option<Approver<'_>>,
     ) -> Authorized {
-        let (grant, Approver { approvals, context }) =
-            match self.policy.decide(caller, tool, arguments).await {
-                Decision::Allow(grant) => {
-                    let decision = AuditDecision::allowed(&grant.rule);
-                    return Authorized::Run { grant, decision };
-                }
-                Decision::RequireApproval(grant) => match approver {
-                    Some(approver) => (grant, approver),
-                    None => {
-                        let refused = Decision::RequireApproval(grant);
-                        let report = self.refuse(caller, &tool.name, arguments, refused).await;
-                        return Authorized::Refused(report);
-                    }
-                },
-                refused => {
+        let (grant, Approver { approvals, context }) = match self
+            .policy
+            .decide(caller, tool, &self.as_bound(arguments))
+            .await
+        {
+            Decision::Allow(grant) => {
+                let decision = AuditDecision::allowed(&grant.rule);
+                return Authorized::Run { grant, decision };
+            }
+            Decision::RequireApproval(grant) => match approver {
+                Some(approver) => (grant, approver),
+                None => {
+                    let refused = Decision::RequireApproval(grant);
                     let report = self.refuse(caller, &tool.name, arguments, refused).await;
                     return Authorized::Refused(report);
                 }
-            };
+            },
+            refused => {
+                let report = self.refuse(caller, &tool.name, arguments, refused).await;
+                return Authorized::Refused(report);
+            }
+        };
         let rule = grant.rule.clone();
         match approvals
             .gate(context, caller, &tool.name, arguments, grant)
             .await
         {
-            Step::Approved(grant) => Authorized::Run {
-                decision: AuditDecision::approved(&grant.rule),
+            Step::Approved(grant, by) => Authorized::Run {
+                decision: AuditDecision::approved(&grant.rule, by),
                 grant,
             },
             Step::Refused(text) => {
@@ -220,6 +225,25 @@ impl App {
                 )
             }
             Step::Cancelled => Authorized::Cancelled,
+        }
+    }
+
+    /// The arguments as the policy sees them: `cluster` is the configured
+    /// name of the cluster the call will be bound to, filled in when it was
+    /// left out and spelt as configured, so a condition on `cluster` judges
+    /// the cluster the call can actually reach.
+    fn as_bound<'a>(&self, arguments: &'a JsonObject) -> Cow<'a, JsonObject> {
+        let Some(cluster) = self.sandbox.cluster_for(arguments) else {
+            return Cow::Borrowed(arguments);
+        };
+        let name = self.sandbox.cluster_name(cluster);
+        match arguments.get(CLUSTER_ARG) {
+            Some(Value::String(given)) if given == name => Cow::Borrowed(arguments),
+            _ => {
+                let mut bound = arguments.clone();
+                bound.insert(CLUSTER_ARG.into(), Value::String(name.into()));
+                Cow::Owned(bound)
+            }
         }
     }
 
@@ -308,6 +332,7 @@ impl App {
                 refused
             }
             None => {
+                let cluster = self.sandbox.cluster_for(arguments);
                 let arguments = serde_json::Value::Object(arguments.clone()).to_string();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
                 let report = self
@@ -318,6 +343,7 @@ impl App {
                             arguments: &arguments,
                             request_id: &id,
                             access: grant.access,
+                            cluster,
                         },
                         egress,
                     )
@@ -394,6 +420,7 @@ mod tests {
                 message: "Proxmox failed".into(),
             },
             egress: vec![EgressRecord {
+                cluster: None,
                 method: "GET".into(),
                 authority: "pve.example:8006".into(),
                 path: "/api2/json/version".into(),

@@ -91,6 +91,12 @@ pub const TOOLS: &[ToolSpec] = &[
         input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"},"path_bytes":{"type":"integer","minimum":0,"description":"Length of each path's filler (default 8192)"}},"additionalProperties":false}"#,
     },
     ToolSpec {
+        name: "hostile_clusters",
+        title: "Reach every configured cluster",
+        description: "Sends a GET and a POST to every cluster in the call context, whichever one `cluster` names, and reports each outcome.",
+        input_schema: r#"{"type":"object","properties":{"cluster":{"type":"string","description":"The cluster the call is for (the host binds the call to it)"}},"additionalProperties":false}"#,
+    },
+    ToolSpec {
         name: "hostile_exit",
         title: "Call wasi:cli/exit",
         description: "Calls std::process::exit(code); the host must end this call, not itself.",

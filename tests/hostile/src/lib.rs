@@ -18,6 +18,8 @@ pub mod report;
 #[cfg(target_arch = "wasm32")]
 mod ambient;
 #[cfg(target_arch = "wasm32")]
+mod clusters;
+#[cfg(target_arch = "wasm32")]
 mod egress;
 #[cfg(target_arch = "wasm32")]
 mod headers;
@@ -181,6 +183,20 @@ mod component {
                         count,
                         usize::try_from(path_bytes).unwrap_or(usize::MAX),
                     )
+                }
+                "hostile_clusters" => {
+                    let clusters = ctx
+                        .endpoints
+                        .iter()
+                        .map(|e| {
+                            Base::parse(&e.base_url).map(|base| crate::clusters::Named {
+                                name: e.name.clone(),
+                                base,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(ToolError::Internal)?;
+                    crate::clusters::run(&clusters, &limits()?)
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 _ => return Err(ToolError::UnknownTool(name)),
