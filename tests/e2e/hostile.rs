@@ -20,10 +20,19 @@ async fn hostile_with(
     sim: &pve_sim::Simulator,
     extra: impl FnOnce(&std::path::Path) -> String,
 ) -> (Server, tempfile::TempDir) {
+    hostile_timed(sim, 4, extra).await
+}
+
+/// [`hostile_with`] with a deadline of `timeout_secs`.
+async fn hostile_timed(
+    sim: &pve_sim::Simulator,
+    timeout_secs: u64,
+    extra: impl FnOnce(&std::path::Path) -> String,
+) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("pve-mcp.toml");
     let text = format!(
-        "[sandbox]\ntimeout_secs = 4\nmemory_mib = 64\n{}",
+        "[sandbox]\ntimeout_secs = {timeout_secs}\nmemory_mib = 64\n{}",
         extra(dir.path())
     );
     std::fs::write(&config, text).unwrap();
@@ -317,6 +326,47 @@ async fn a_component_refused_too_often_is_stopped_and_its_refusals_summarised() 
             "{reason}"
         );
 
+        still_serving(&server).await;
+    })
+    .await;
+}
+
+/// A component that sends allowed requests without end is stopped at the
+/// per-call request cap, so what the host keeps for one call stays bounded
+/// whatever the guest does within its deadline.
+#[tokio::test]
+async fn a_component_sending_without_end_is_stopped_at_the_request_cap() {
+    within(async {
+        let sim = simulator().await;
+        let (server, dir) = hostile_timed(&sim, 120, |dir| {
+            let audit = dir.join("audit.jsonl");
+            format!("\n[audit]\npath = \"{}\"\n", audit.display())
+        })
+        .await;
+        let message = server
+            .err("hostile_request_flood", json!({"count": 5000}))
+            .await;
+        assert!(
+            message.contains("more than 1000 requests") && message.contains("stopped"),
+            "{message}"
+        );
+        assert_eq!(sim.requests().len(), 1000);
+        let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let call = records
+            .iter()
+            .find(|r| r["kind"] == "call" && r["tool"] == "hostile_request_flood")
+            .expect("the call's record");
+        assert_eq!(call["outcome"], "sandbox", "{call}");
+        assert_eq!(call["upstream"].as_array().unwrap().len(), 1001, "{call}");
+        let over: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["rule"] == "egress.too-many-requests")
+            .collect();
+        assert_eq!(over.len(), 1, "{over:?}");
         still_serving(&server).await;
     })
     .await;

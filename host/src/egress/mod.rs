@@ -80,6 +80,13 @@ const DRAIN_TIME: Duration = Duration::from_secs(1);
 /// costs the host a log line and an audit record) is stopped at once.
 pub const MAX_REFUSALS: usize = 32;
 
+/// How many requests one call may send. The busiest tool makes a few dozen
+/// (one per node at most); waiting on a task polls about once a second.
+/// The cap bounds what a call's bookkeeping can cost the host whatever the
+/// guest does within its deadline: at most this many records of under
+/// 2 KiB each (see below), so under 2 MiB.
+pub const MAX_REQUESTS: usize = 1000;
+
 /// The longest method, authority or path kept in a record, in bytes. The
 /// Proxmox API's paths are far shorter; a longer one is cut on a character
 /// boundary and ends in [`TRUNCATED`], so the audit shows that it was cut.
@@ -141,6 +148,9 @@ pub enum Denial {
     /// A body over Proxmox's own 512 KiB limit.
     #[error("request body over 512 KiB")]
     BodyTooLarge,
+    /// The call already sent [`MAX_REQUESTS`] requests.
+    #[error("over the limit of {MAX_REQUESTS} requests in one call")]
+    TooManyRequests,
     /// Not one request: the summary that ends a call's refusals once
     /// [`MAX_REFUSALS`] were kept, counting the refused requests after them.
     #[error("and {0} more refused")]
@@ -251,23 +261,30 @@ pub struct EgressRecord {
 /// one record whose denial is [`Denial::RefusedMore`] counts the rest.
 pub type EgressLog = Arc<Mutex<Vec<EgressRecord>>>;
 
-/// How many requests a call has had refused, and the signal that ends the
-/// call when there are too many. Shared by the call's hooks (including
-/// their in-flight futures) and the sandbox that runs the call.
+/// How many requests a call has sent and had refused, and the signal that
+/// ends the call when either is too many. Shared by the call's hooks
+/// (including their in-flight futures) and the sandbox that runs the call.
 #[derive(Debug, Default)]
-pub struct Refusals {
-    count: AtomicUsize,
+pub struct CallBudget {
+    refused: AtomicUsize,
+    sent: AtomicUsize,
     stop: tokio::sync::Notify,
 }
 
-impl Refusals {
+impl CallBudget {
     /// Whether the call has had more than [`MAX_REFUSALS`] requests refused
-    /// and must end: every later request fails at once.
+    /// or tried to send more than [`MAX_REQUESTS`], and must end: every
+    /// later request fails at once.
     pub fn exhausted(&self) -> bool {
-        self.count.load(Ordering::Relaxed) > MAX_REFUSALS
+        self.refused.load(Ordering::Relaxed) > MAX_REFUSALS || self.over_requests()
     }
 
-    /// Resolves once the call is [`exhausted`](Refusals::exhausted), so the
+    /// Whether the call tried to send more than [`MAX_REQUESTS`].
+    pub fn over_requests(&self) -> bool {
+        self.sent.load(Ordering::Relaxed) > MAX_REQUESTS
+    }
+
+    /// Resolves once the call is [`exhausted`](CallBudget::exhausted), so the
     /// sandbox can drop a guest that is waiting on the host.
     pub async fn exhausted_signal(&self) {
         let notified = self.stop.notified();
@@ -278,13 +295,17 @@ impl Refusals {
     }
 
     /// Counts one refusal; returns how many there have been, this one
-    /// included.
+    /// included. The caller records it, then calls
+    /// [`signal_if_exhausted`](CallBudget::signal_if_exhausted).
     fn count_one(&self) -> usize {
-        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        if n > MAX_REFUSALS {
+        self.refused.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Wakes the sandbox if the call must end.
+    fn signal_if_exhausted(&self) {
+        if self.exhausted() {
             self.stop.notify_waiters();
         }
-        n
     }
 }
 
@@ -297,7 +318,7 @@ pub struct CallHooks {
     cluster: Option<ClusterIndex>,
     max_response_bytes: usize,
     log: EgressLog,
-    refusals: Arc<Refusals>,
+    refusals: Arc<CallBudget>,
 }
 
 impl CallHooks {
@@ -322,9 +343,9 @@ impl CallHooks {
         }
     }
 
-    /// The call's refusal count, which the sandbox watches to end a call
-    /// that has had too many requests refused.
-    pub fn refusals(&self) -> Arc<Refusals> {
+    /// The call's request and refusal counts, which the sandbox watches to
+    /// end a call that sent too many requests or had too many refused.
+    pub fn budget(&self) -> Arc<CallBudget> {
         self.refusals.clone()
     }
 }
@@ -420,6 +441,9 @@ impl WasiHttpHooks for CallHooks {
                         deny_more(&log, &tool, &refusals);
                         return Err(HttpError::HttpRequestDenied);
                     }
+                    if !admit(&log, &tool, &refusals, &record) {
+                        return Err(HttpError::HttpRequestDenied);
+                    }
                     let request = Request::from_parts(parts, Full::new(body.unwrap_or_default()));
                     // Recorded as it leaves (no status yet) and completed
                     // when the answer comes: a call cancelled while this
@@ -467,16 +491,29 @@ fn bounded(value: &str) -> String {
 
 /// Logs and records a refused request: the first [`MAX_REFUSALS`] each get
 /// a record and a log line, the rest only the summary's count.
-fn deny(
-    log: &EgressLog,
+fn deny(log: &EgressLog, tool: &str, budget: &CallBudget, record: EgressRecord, denial: Denial) {
+    // Counted and entered under the log's lock, and only then signalled:
+    // the sandbox reads the log (under that lock) once it sees the call
+    // exhausted, so the record that exhausted it is always there, even
+    // though the hook runs on another task that the stop then aborts.
+    if let Ok(mut records) = log.lock() {
+        enter_denial(&mut records, tool, budget, record, denial);
+    }
+    budget.signal_if_exhausted();
+}
+
+/// Counts a refusal and enters its record (or, past [`MAX_REFUSALS`], its
+/// count in the summary). The caller holds the log's lock.
+fn enter_denial(
+    records: &mut Vec<EgressRecord>,
     tool: &str,
-    refusals: &Refusals,
+    budget: &CallBudget,
     mut record: EgressRecord,
     denial: Denial,
 ) {
-    let n = refusals.count_one();
+    let n = budget.count_one();
     if n > MAX_REFUSALS {
-        return summarise(log, tool, n);
+        return summarise(records, tool, n);
     }
     tracing::warn!(
         tool,
@@ -487,21 +524,51 @@ fn deny(
         "egress denied"
     );
     record.denied = Some(denial);
-    let _ = push(log, record);
+    records.push(record);
 }
 
 /// Counts a request refused unseen because the call is being stopped.
-fn deny_more(log: &EgressLog, tool: &str, refusals: &Refusals) {
-    summarise(log, tool, refusals.count_one());
+fn deny_more(log: &EgressLog, tool: &str, budget: &CallBudget) {
+    if let Ok(mut records) = log.lock() {
+        let n = budget.count_one();
+        summarise(&mut records, tool, n);
+    }
+    budget.signal_if_exhausted();
+}
+
+/// Counts a request about to leave: `true` while the call is within
+/// [`MAX_REQUESTS`]; past it, the request is refused (and recorded, and the
+/// call stopped) instead. Counted under the log's lock, like a refusal.
+fn admit(log: &EgressLog, tool: &str, budget: &CallBudget, record: &EgressRecord) -> bool {
+    let Ok(mut records) = log.lock() else {
+        return false;
+    };
+    let n = budget.sent.fetch_add(1, Ordering::Relaxed) + 1;
+    if n <= MAX_REQUESTS {
+        return true;
+    }
+    if n == MAX_REQUESTS + 1 {
+        tracing::warn!(
+            tool,
+            "a call tried to send more than {MAX_REQUESTS} requests; stopping the call"
+        );
+    }
+    enter_denial(
+        &mut records,
+        tool,
+        budget,
+        record.clone(),
+        Denial::TooManyRequests,
+    );
+    drop(records);
+    budget.signal_if_exhausted();
+    false
 }
 
 /// Enters refusal `n` (past [`MAX_REFUSALS`]) in the call's summary record,
 /// adding that record (and one log line) the first time.
-fn summarise(log: &EgressLog, tool: &str, n: usize) {
+fn summarise(records: &mut Vec<EgressRecord>, tool: &str, n: usize) {
     let more = n - MAX_REFUSALS;
-    let Ok(mut records) = log.lock() else {
-        return;
-    };
     // Past the cap nothing new is entered but this summary (a request
     // already in flight may still finish its own record), so the search
     // from the end is short.
@@ -790,7 +857,7 @@ mod refusal_tests {
         let gate = Arc::new(Gate::new(Vec::new()));
         let log = EgressLog::default();
         let mut hooks = CallHooks::new(gate, "t", Access::Read, None, 1 << 20, log.clone());
-        let refusals = hooks.refusals();
+        let refusals = hooks.budget();
         for i in 0..1000 {
             let sent = hooks.send_request(refused_request(), None, Box::new(async { Ok(()) }));
             assert!(matches!(
@@ -818,9 +885,10 @@ mod refusal_tests {
 
     #[tokio::test]
     async fn the_stop_signal_waits_until_the_cap_is_passed() {
-        let refusals = Arc::new(Refusals::default());
+        let refusals = Arc::new(CallBudget::default());
         for _ in 0..MAX_REFUSALS {
             refusals.count_one();
+            refusals.signal_if_exhausted();
         }
         let waiting = tokio::spawn({
             let refusals = refusals.clone();
@@ -829,6 +897,7 @@ mod refusal_tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiting.is_finished());
         refusals.count_one();
+        refusals.signal_if_exhausted();
         tokio::time::timeout(Duration::from_secs(1), waiting)
             .await
             .expect("woken")

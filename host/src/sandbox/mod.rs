@@ -21,7 +21,9 @@ pub mod guest_log;
 
 use crate::config::SandboxLimits;
 use crate::egress::Access;
-use crate::egress::{CallHooks, ClusterIndex, EgressLog, EgressRecord, Gate, MAX_REFUSALS};
+use crate::egress::{
+    CallHooks, ClusterIndex, EgressLog, EgressRecord, Gate, MAX_REFUSALS, MAX_REQUESTS,
+};
 use crate::secret::Redactor;
 use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
@@ -268,7 +270,7 @@ impl Sandbox {
         let deadline = Instant::now() + self.limits.timeout + EPOCH_TICK;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |store| {
-            if Instant::now() >= deadline || store.data().hooks.refusals().exhausted() {
+            if Instant::now() >= deadline || store.data().hooks.budget().exhausted() {
                 Ok(UpdateDeadline::Interrupt)
             } else {
                 Ok(UpdateDeadline::Continue(1))
@@ -373,7 +375,7 @@ impl Sandbox {
                 .collect(),
             request_id: request.request_id.to_string(),
         };
-        let refusals = store.data().hooks.refusals();
+        let budget = store.data().hooks.budget();
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             // A guest refused too often is dropped here if it is waiting on
@@ -382,7 +384,7 @@ impl Sandbox {
                 result = instance
                     .pve_mcp_guest_tools()
                     .call_call_tool(&mut store, &context, request.tool, request.arguments) => result,
-                () = refusals.exhausted_signal() => Err(Trap::Interrupt.into()),
+                () = budget.exhausted_signal() => Err(Trap::Interrupt.into()),
             }
         };
         // The epoch deadline stops a guest burning CPU; this timeout stops
@@ -399,7 +401,12 @@ impl Sandbox {
                 self.redactor.redact(&guest_log)
             );
         }
-        if refusals.exhausted() {
+        if budget.over_requests() {
+            return CallOutcome::sandbox(format!(
+                "the tool component tried to send more than {MAX_REQUESTS} requests to Proxmox in one call and was stopped; this is a bug in the component or an attack by it, not something a retry can fix"
+            ));
+        }
+        if budget.exhausted() {
             tracing::warn!(
                 tool = request.tool,
                 "sandbox stopped a call: the egress gate refused more than {MAX_REFUSALS} of its requests"

@@ -91,6 +91,12 @@ pub const TOOLS: &[ToolSpec] = &[
         input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"},"path_bytes":{"type":"integer","minimum":0,"description":"Length of each path's filler (default 8192)"}},"additionalProperties":false}"#,
     },
     ToolSpec {
+        name: "hostile_request_flood",
+        title: "Send allowed requests without end",
+        description: "Sends `count` GETs of /api2/json/version that the gate allows, one after another, and reports how many were answered.",
+        input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"}},"additionalProperties":false}"#,
+    },
+    ToolSpec {
         name: "hostile_clusters",
         title: "Reach every configured cluster",
         description: "Sends a GET and a POST to every cluster in the call context, whichever one `cluster` names, and reports each outcome.",

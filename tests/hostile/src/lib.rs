@@ -184,6 +184,10 @@ mod component {
                         usize::try_from(path_bytes).unwrap_or(usize::MAX),
                     )
                 }
+                "hostile_request_flood" => {
+                    let count = args.u64_or("count", 100_000).map_err(bad)?;
+                    crate::refusals::flood(&base()?, count)
+                }
                 "hostile_clusters" => {
                     let clusters = ctx
                         .endpoints

@@ -42,3 +42,27 @@ pub fn run(base: &Base, count: u64, path_bytes: usize) -> Value {
     }
     json!({"outcome": "done", "sent": count, "denied": denied, "other": other})
 }
+
+/// `hostile_request_flood`: sends `count` GETs the gate allows, one after
+/// another, to make the host keep a record of each without end. The host
+/// must stop the call; if it does not, the tool returns how many went out.
+pub fn flood(base: &Base, count: u64) -> Value {
+    let mut ok = 0u64;
+    let mut other = 0u64;
+    for _ in 0..count {
+        let x = net::send(&Request {
+            method: Method::Get,
+            scheme: &base.scheme,
+            authority: &base.authority,
+            path: "/api2/json/version",
+            headers: &[],
+            body: None,
+            deadline: Deadline::NONE,
+        });
+        match x.outcome {
+            Outcome::Ok(_) => ok += 1,
+            _ => other += 1,
+        }
+    }
+    json!({"outcome": "done", "sent": count, "ok": ok, "other": other})
+}
