@@ -102,6 +102,14 @@ impl wit::Guest for Component {
                     idempotent: t.annotations.idempotent,
                     open_world: t.annotations.open_world,
                 },
+                routes: t
+                    .routes
+                    .iter()
+                    .map(|(method, path)| wit::Route {
+                        method: (*method).to_owned(),
+                        path: (*path).to_owned(),
+                    })
+                    .collect(),
             })
             .collect()
     }

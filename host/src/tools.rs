@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::route::Route;
+
 /// A JSON object.
 pub type JsonObject = Map<String, Value>;
 
@@ -35,6 +37,9 @@ pub struct ToolInfo {
     pub output_schema: Option<JsonObject>,
     /// Behaviour hints.
     pub annotations: Annotations,
+    /// The writes it may send, parsed once at load; the gate binds them to
+    /// each call's arguments.
+    pub routes: Vec<Route>,
 }
 
 /// What a tool call produced.

@@ -64,6 +64,7 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
             access: Access::Read,
             // The default cluster: what the call's arguments name.
             cluster: sandbox.cluster_for(&JsonObject::new()),
+            writes: Vec::new(),
         })
         .await;
     let CallOutcome::Output {
@@ -99,6 +100,7 @@ async fn bad_arguments_are_answered_by_the_component_without_a_request() {
             request_id: "embed-2",
             access: Access::Read,
             cluster: sandbox.cluster_for(&JsonObject::new()),
+            writes: Vec::new(),
         })
         .await;
     let CallOutcome::Failed { message, .. } = &report.outcome else {

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("secret", 1),
     ("state", 1),
     ("tools", 1),
+    ("route", 1),
     // 2. TLS, both directions.
     ("tls", 2),
     // 3. Configuration, parsed into typed values.

@@ -5,6 +5,8 @@ use std::process::Output;
 
 use serde_json::Value;
 
+use crate::common::HOSTILE_WASM;
+
 const BIN: &str = env!("CARGO_BIN_EXE_pve-mcp");
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -144,6 +146,41 @@ fn tools_lists_the_catalog_as_table_and_json() {
         tools
             .iter()
             .all(|t| t["inputSchema"]["type"] == "object" && t["outputSchema"].is_object())
+    );
+}
+
+/// `tools --routes` shows the only writes each tool may send: none for the
+/// embedded read tools; the hostile component's declared routes, as the
+/// host parsed them.
+#[test]
+fn tools_routes_prints_each_tools_writes() {
+    let o = run(&["tools", "--routes"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), crate::common::CATALOG.len(), "{table}");
+    assert!(rows.iter().all(|r| r.contains("reads only")), "{table}");
+
+    let o = run(&["--component", HOSTILE_WASM, "tools", "--routes"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let row = |tool: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(tool))
+            .unwrap_or_else(|| panic!("no {tool} in {table}"))
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("hostile_routes"),
+        "POST /api2/json/nodes/{node}/{vm_type}/{vmid}/status/start"
+    );
+    assert_eq!(row("hostile_methods"), "POST /api2/json/version");
+    assert!(
+        table.contains("PUT /api2/json/version") && table.contains("DELETE /api2/json/version")
     );
 }
 

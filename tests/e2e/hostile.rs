@@ -372,6 +372,70 @@ async fn a_component_sending_without_end_is_stopped_at_the_request_cap() {
     .await;
 }
 
+/// A call the policy lets write may send only its tool's declared writes,
+/// bound to its arguments: `hostile_routes {vmid: 100}` declares
+/// POST .../{vmid}/status/start and gets exactly that one through; another
+/// vmid, another action, DELETE, encoded `..` or `/`, localhost as the node
+/// and an extra segment are all refused at the gate.
+#[tokio::test]
+async fn a_write_call_can_send_only_its_bound_routes() {
+    within(async {
+        let sim = simulator().await;
+        let (server, _dir) = hostile_with(&sim, |_| {
+            "\n[policy.tools.hostile_routes]\naction = \"allow\"\nwrite = true\n".into()
+        })
+        .await;
+        let report = server.ok("hostile_routes", json!({"vmid": 100})).await;
+        let all = attempts(&report);
+        assert!(all.len() >= 13, "{report}");
+        for a in &all {
+            if a["what"] == "control" {
+                assert!(
+                    a["status"].as_u64().is_some(),
+                    "the declared write reached Proxmox: {a}"
+                );
+            } else {
+                assert_eq!(
+                    a["outcome"], "denied",
+                    "a write beside the route went through: {a}"
+                );
+            }
+        }
+        let sent: Vec<(String, String)> = sim
+            .requests()
+            .iter()
+            .map(|r| (r.method.clone(), r.path.clone()))
+            .collect();
+        assert_eq!(
+            sent,
+            [(
+                "POST".to_string(),
+                "/api2/json/nodes/pve1/qemu/100/status/start".to_string()
+            )]
+        );
+        // The node given: bound to it, so the same write on another node
+        // is refused too.
+        sim.clear_requests();
+        let report = server
+            .ok("hostile_routes", json!({"vmid": 100, "node": "pve2"}))
+            .await;
+        let control = attempts(&report)
+            .into_iter()
+            .find(|a| a["what"] == "control")
+            .unwrap();
+        assert!(control["status"].as_u64().is_some(), "{control}");
+        assert_eq!(sim.requests().len(), 1);
+        assert!(
+            server
+                .stderr()
+                .contains("not a write this call's tool declares"),
+            "refusals are logged with their reason"
+        );
+        still_serving(&server).await;
+    })
+    .await;
+}
+
 /// Finding 2: a call admitted for one cluster cannot reach another. The
 /// component tries a GET and a POST on every cluster it is told of; only
 /// the one the call names (or the default) is reached, with the policy

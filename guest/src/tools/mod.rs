@@ -178,6 +178,10 @@ pub struct Tool {
     pub output_schema: &'static str,
     /// Behaviour hints.
     pub annotations: Annotations,
+    /// The writes it may send, as `(method, path under /api2/json)` with
+    /// `{argument}` placeholders (see `route` in the WIT); none for a read
+    /// tool, whose GETs the host lets out without routes.
+    pub routes: &'static [(&'static str, &'static str)],
     /// The tool's own argument names (its input struct's fields).
     pub arguments: fn() -> &'static [&'static str],
     /// Reads the arguments into the tool's input and runs it; the
@@ -223,6 +227,7 @@ macro_rules! read_tool {
                 ".output.json"
             )),
             annotations: $crate::tools::Annotations::READ_ONLY,
+            routes: &[],
             arguments: || $crate::tools::arguments_of($run),
             run: |pve, args| $crate::tools::run_typed(pve, args, $run),
             #[cfg(test)]

@@ -152,6 +152,7 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
         Some(Denial::OtherCluster) => "egress.cluster",
         Some(Denial::Path(_)) => "egress.path",
         Some(Denial::Method) => "egress.method",
+        Some(Denial::Route) => "egress.route",
         Some(Denial::BodyOnGet) => "egress.body-on-get",
         Some(Denial::BodyTooLarge) => "egress.body-too-large",
         Some(Denial::TooManyRequests) => "egress.too-many-requests",

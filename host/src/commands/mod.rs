@@ -98,8 +98,12 @@ pub enum Command {
     /// List the tools.
     Tools {
         /// Print the MCP tool definitions as JSON.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "routes")]
         json: bool,
+        /// Print each tool's routes: the only writes the egress gate lets
+        /// a call of it send, bound to the call's arguments.
+        #[arg(long)]
+        routes: bool,
     },
     /// Run one tool call through the same sandbox and gates, and print the
     /// result.
@@ -217,7 +221,7 @@ pub async fn run(cli: &Cli) -> ExitCode {
     match &cli.command {
         Command::Serve { http } => serve::run(global, http.as_deref()).await,
         Command::Demo { http } => demo::run(global, http.as_deref()).await,
-        Command::Tools { json } => tools::run(global, *json).await,
+        Command::Tools { json, routes } => tools::run(global, *json, *routes).await,
         Command::Call {
             tool,
             args,

@@ -8,7 +8,7 @@ use crate::server::app::App;
 use crate::tools::ToolInfo;
 
 /// `pve-mcp tools`.
-pub async fn run(global: &Global, json: bool) -> ExitCode {
+pub async fn run(global: &Global, json: bool, routes: bool) -> ExitCode {
     let app = match start_without_clusters(global).await {
         Ok(app) => app,
         Err(code) => return code,
@@ -23,10 +23,30 @@ pub async fn run(global: &Global, json: bool) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&tools).unwrap_or_default()
         );
+    } else if routes {
+        print!("{}", route_table(app.tools()));
     } else {
         print!("{}", tool_table(app.tools()));
     }
     ExitCode::SUCCESS
+}
+
+/// Each tool with the writes it may send, one route per line; a tool with
+/// none sends only GETs.
+pub fn route_table(tools: &[ToolInfo]) -> String {
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let mut out = format!("{:width$}  ROUTES\n", "TOOL");
+    for tool in tools {
+        let mut routes = tool.routes.iter().map(|r| r.to_string());
+        let first = routes
+            .next()
+            .unwrap_or_else(|| "- (reads only: GET under /api2/json/)".into());
+        out.push_str(&format!("{:width$}  {first}\n", tool.name));
+        for route in routes {
+            out.push_str(&format!("{:width$}  {route}\n", ""));
+        }
+    }
+    out
 }
 
 /// The component alone, for commands that only need its tool list: no

@@ -15,7 +15,8 @@ use wasmtime_wasi_http::{
     WasiHttpHooks,
 };
 
-use crate::endpoint::{Endpoint, check_api_path};
+use crate::endpoint::{API_PREFIX, Endpoint, check_api_path};
+use crate::route::BoundRoute;
 use crate::upstream::{Upstream, UpstreamFailure};
 
 /// The response header that carries Proxmox's HTTP reason phrase (its error
@@ -142,6 +143,10 @@ pub enum Denial {
     /// The method is not allowed for this call.
     #[error("method not allowed for this call")]
     Method,
+    /// A write the call may send, but not this one: no route of its tool,
+    /// bound to its arguments, admits it.
+    #[error("not a write this call's tool declares for these arguments")]
+    Route,
     /// A body on a GET, which Proxmox never accepts.
     #[error("a GET request may not carry a body")]
     BodyOnGet,
@@ -208,6 +213,7 @@ impl Gate {
         uri: &http::Uri,
         access: Access,
         bound: Option<ClusterIndex>,
+        writes: &[BoundRoute],
     ) -> Result<ClusterIndex, Denial> {
         let index = match bound {
             Some(b) if self.endpoints[b.0].endpoint.matches(uri) => b,
@@ -219,6 +225,15 @@ impl Gate {
         check_api_path(uri.path()).map_err(|d| Denial::Path(d.to_string()))?;
         if !access.allows(method) {
             return Err(Denial::Method);
+        }
+        // Reads are any GET under the API; a write must be one the tool
+        // declared, bound to this call's arguments.
+        if *method != Method::GET {
+            // From the `/` that ends the prefix: `/nodes/...`.
+            let api_path = uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default();
+            if !writes.iter().any(|w| w.admits(method, api_path)) {
+                return Err(Denial::Route);
+            }
         }
         Ok(index)
     }
@@ -316,6 +331,7 @@ pub struct CallHooks {
     tool: Arc<str>,
     access: Access,
     cluster: Option<ClusterIndex>,
+    writes: Vec<BoundRoute>,
     max_response_bytes: usize,
     log: EgressLog,
     refusals: Arc<CallBudget>,
@@ -323,12 +339,13 @@ pub struct CallHooks {
 
 impl CallHooks {
     /// Hooks for one call of `tool`, bound to `cluster` (none: every
-    /// request is refused).
+    /// request is refused) and, for writes, to `writes`.
     pub fn new(
         gate: Arc<Gate>,
         tool: &str,
         access: Access,
         cluster: Option<ClusterIndex>,
+        writes: Vec<BoundRoute>,
         max_response_bytes: usize,
         log: EgressLog,
     ) -> Self {
@@ -337,6 +354,7 @@ impl CallHooks {
             tool: tool.into(),
             access,
             cluster,
+            writes,
             max_response_bytes,
             log,
             refusals: Arc::default(),
@@ -400,9 +418,13 @@ impl WasiHttpHooks for CallHooks {
             failure: None,
             elapsed: Duration::ZERO,
         };
-        let decision = self
-            .gate
-            .check(request.method(), request.uri(), self.access, self.cluster);
+        let decision = self.gate.check(
+            request.method(),
+            request.uri(),
+            self.access,
+            self.cluster,
+            &self.writes,
+        );
         match decision {
             Err(denial) => {
                 deny(&log, &tool, &refusals, record, denial);
@@ -728,7 +750,7 @@ mod gate_tests {
                 .and_then(|name| gate.resolve(Some(&serde_json::Value::String(name))))
         };
         let check =
-            |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), Access::Read, bound(u));
+            |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), Access::Read, bound(u), &[]);
         assert_eq!(
             check(Method::GET, "https://10.0.0.1:8006/api2/json/version"),
             Ok(ClusterIndex(0))
@@ -772,13 +794,68 @@ mod gate_tests {
                     &method,
                     &"https://10.0.0.1:8006/api2/json/version".parse().unwrap(),
                     Access::Read,
-                    Some(ClusterIndex(0))
+                    Some(ClusterIndex(0)),
+                    &[]
                 ),
                 Err(Denial::Method)
             );
         }
         assert!(!Access::Write.allows(&Method::PATCH));
         assert!(Access::Write.allows(&Method::DELETE));
+    }
+
+    #[test]
+    fn a_write_must_match_a_bound_route() {
+        let gate = Gate::new(vec![endpoint("a", "https://10.0.0.1:8006")]);
+        let start =
+            crate::route::Route::parse("POST", "/nodes/{node}/qemu/{vmid}/status/start").unwrap();
+        let args = serde_json::json!({"vmid": 105});
+        let writes = [start.bind(args.as_object().unwrap())];
+        let bound = gate.resolve(None);
+        let check = |m: Method, path: &str, access| {
+            let uri = format!("https://10.0.0.1:8006/api2/json{path}")
+                .parse()
+                .unwrap();
+            gate.check(&m, &uri, access, bound, &writes)
+        };
+        let start = "/nodes/pve1/qemu/105/status/start";
+        assert_eq!(
+            check(Method::POST, start, Access::Write),
+            bound.ok_or(Denial::Route)
+        );
+        // Only with write access, and only that write; reads stay open.
+        assert_eq!(
+            check(Method::POST, start, Access::Read),
+            Err(Denial::Method)
+        );
+        assert_eq!(
+            check(
+                Method::POST,
+                "/nodes/pve1/qemu/106/status/start",
+                Access::Write
+            ),
+            Err(Denial::Route)
+        );
+        assert_eq!(
+            check(Method::DELETE, "/nodes/pve1/qemu/105", Access::Write),
+            Err(Denial::Route)
+        );
+        assert_eq!(
+            check(
+                Method::GET,
+                "/nodes/pve1/qemu/106/status/current",
+                Access::Write
+            ),
+            bound.ok_or(Denial::Route)
+        );
+        // No routes: a call allowed to write still writes nothing.
+        let uri = format!("https://10.0.0.1:8006/api2/json{start}")
+            .parse()
+            .unwrap();
+        assert_eq!(
+            gate.check(&Method::POST, &uri, Access::Write, bound, &[]),
+            Err(Denial::Route)
+        );
     }
 
     #[test]
@@ -801,8 +878,9 @@ mod gate_tests {
         assert_eq!(Gate::new(Vec::new()).resolve(None), None);
 
         let dev = gate.resolve(Some(&"dev".into()));
-        let check =
-            |u: &str, bound| gate.check(&Method::GET, &u.parse().unwrap(), Access::Read, bound);
+        let check = |u: &str, bound| {
+            gate.check(&Method::GET, &u.parse().unwrap(), Access::Read, bound, &[])
+        };
         assert_eq!(
             check("https://pve-b:8006/api2/json/nodes", dev),
             dev.ok_or(Denial::Authority)
@@ -856,7 +934,15 @@ mod refusal_tests {
     async fn refusals_past_the_cap_end_the_call_and_are_only_counted() {
         let gate = Arc::new(Gate::new(Vec::new()));
         let log = EgressLog::default();
-        let mut hooks = CallHooks::new(gate, "t", Access::Read, None, 1 << 20, log.clone());
+        let mut hooks = CallHooks::new(
+            gate,
+            "t",
+            Access::Read,
+            None,
+            Vec::new(),
+            1 << 20,
+            log.clone(),
+        );
         let refusals = hooks.budget();
         for i in 0..1000 {
             let sent = hooks.send_request(refused_request(), None, Box::new(async { Ok(()) }));

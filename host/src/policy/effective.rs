@@ -147,6 +147,7 @@ pub(crate) mod tests {
                 idempotent: read_only,
                 open_world: false,
             },
+            routes: Vec::new(),
         }
     }
 

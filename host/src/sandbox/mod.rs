@@ -24,6 +24,7 @@ use crate::egress::Access;
 use crate::egress::{
     CallHooks, ClusterIndex, EgressLog, EgressRecord, Gate, MAX_REFUSALS, MAX_REQUESTS,
 };
+use crate::route::{BoundRoute, Route};
 use crate::secret::Redactor;
 use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
@@ -150,6 +151,10 @@ pub struct CallRequest<'a> {
     /// The one cluster the egress gate lets this call reach, from
     /// [`Sandbox::cluster_for`] on its arguments; `None` reaches none.
     pub cluster: Option<ClusterIndex>,
+    /// The writes the gate lets this call send (when `access` is write):
+    /// its tool's routes bound to its arguments, from
+    /// [`Sandbox::writes_for`].
+    pub writes: Vec<BoundRoute>,
 }
 
 /// A call's outcome plus what it did on the network.
@@ -254,6 +259,7 @@ impl Sandbox {
                 request.tool,
                 request.access,
                 request.cluster,
+                request.writes.clone(),
                 self.limits.max_response_bytes,
                 egress,
             ),
@@ -289,6 +295,7 @@ impl Sandbox {
             // cluster from it, and a call's access comes from the policy.
             access: Access::Read,
             cluster: None,
+            writes: Vec::new(),
         };
         let mut store = self.new_store(&listing, EgressLog::default(), &log);
         let instance = self.pre.instantiate_async(&mut store).await?;
@@ -322,6 +329,17 @@ impl Sandbox {
                     idempotent: d.annotations.idempotent,
                     open_world: d.annotations.open_world,
                 },
+                routes: d
+                    .routes
+                    .iter()
+                    .map(|r| Route::parse(&r.method, &r.path))
+                    .collect::<Result<_, _>>()
+                    .map_err(|problem| {
+                        anyhow::anyhow!(
+                            "tool {:?} declares a route the host refuses: {problem}",
+                            d.name
+                        )
+                    })?,
                 name: d.name,
                 title: d.title,
                 description: d.description,
@@ -334,6 +352,16 @@ impl Sandbox {
     /// `cluster` argument names, or the default (see [`Gate::resolve`]).
     pub fn cluster_for(&self, arguments: &crate::tools::JsonObject) -> Option<ClusterIndex> {
         self.gate.resolve(arguments.get(CLUSTER_ARG))
+    }
+
+    /// The writes a call of `tool` with these arguments may send: the
+    /// tool's routes, bound to them.
+    pub fn writes_for(&self, tool: &str, arguments: &crate::tools::JsonObject) -> Vec<BoundRoute> {
+        self.tools
+            .iter()
+            .find(|t| t.name == tool)
+            .map(|t| t.routes.iter().map(|r| r.bind(arguments)).collect())
+            .unwrap_or_default()
     }
 
     /// The configured name of a resolved cluster.

@@ -333,6 +333,10 @@ impl App {
             }
             None => {
                 let cluster = self.sandbox.cluster_for(arguments);
+                let writes = match grant.access {
+                    Access::Write => self.sandbox.writes_for(tool, arguments),
+                    Access::Read => Vec::new(),
+                };
                 let arguments = serde_json::Value::Object(arguments.clone()).to_string();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
                 let report = self
@@ -344,6 +348,7 @@ impl App {
                             request_id: &id,
                             access: grant.access,
                             cluster,
+                            writes,
                         },
                         egress,
                     )

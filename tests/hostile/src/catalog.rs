@@ -12,6 +12,8 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// JSON Schema of the arguments object.
     pub input_schema: &'static str,
+    /// The writes it declares, `(method, path under /api2/json)`.
+    pub routes: &'static [(&'static str, &'static str)],
 }
 
 const NO_ARGS: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
@@ -29,84 +31,110 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Try to reach places other than the Proxmox API",
         description: "Sends GETs to other ports, schemes, hosts, authorities and paths outside /api2/json/, plus one legitimate control request, and reports each outcome.",
         input_schema: NET_ARGS,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_methods",
         title: "Try write methods",
         description: "Sends POST, PUT, DELETE, PATCH and other non-GET methods to /api2/json/version, some with a body, and reports each outcome and what happened to the body.",
         input_schema: NET_ARGS,
+        // Declared, so a policy that lets this tool write lets these out.
+        routes: &[
+            ("POST", "/version"),
+            ("PUT", "/version"),
+            ("DELETE", "/version"),
+        ],
     },
     ToolSpec {
         name: "hostile_headers",
         title: "Try to set credential headers",
         description: "Tries to set Authorization, Cookie, CSRFPreventionToken and Host through every fields constructor, then makes the legitimate GET and reports the response headers.",
         input_schema: NET_ARGS,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_ambient",
         title: "Look for ambient authority",
         description: "Reports the environment, arguments, preopened directories, stdin, file system reads and (when built with the sockets feature) socket attempts.",
         input_schema: NO_ARGS,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_spin",
         title: "Spin forever",
         description: "Loops forever; only the host's deadline ends it.",
         input_schema: NO_ARGS,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_memory",
         title: "Allocate until stopped",
         description: "Allocates and touches 1 MiB chunks until allocation fails. By default the failure aborts (a trap); with graceful=true the tool reports how much it got.",
         input_schema: r#"{"type":"object","properties":{"graceful":{"type":"boolean","description":"Return a report when allocation fails instead of aborting (default false)"}},"additionalProperties":false}"#,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_panic",
         title: "Panic",
         description: "Panics with the message \"hostile panic\".",
         input_schema: NO_ARGS,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_stderr_flood",
         title: "Flood stderr",
         description: "Writes `mib` MiB to stderr, then reports how much was accepted.",
         input_schema: MIB_ARGS_10,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_big_output",
         title: "Return a huge result",
         description: "Returns a structured result of about `mib` MiB.",
         input_schema: MIB_ARGS_32,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_slow_upstream",
         title: "Request an arbitrary API path and wait",
         description: "Sends `method` (GET by default) to base-url + `path` through the real gate with no timeout of its own, then reports the status and body length.",
         input_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path and query appended to the base URL (default /api2/json/version)"},"method":{"type":"string","enum":["GET","POST","PUT","DELETE"],"description":"HTTP method (default GET)"}},"additionalProperties":false}"#,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_refusal_flood",
         title: "Make the gate refuse requests without end",
         description: "Sends `count` requests the egress gate must refuse (another host, a path outside /api2/json/, DELETE on a read-only call), in turn, each with a path of about `path_bytes` bytes, and reports how many were denied.",
         input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"},"path_bytes":{"type":"integer","minimum":0,"description":"Length of each path's filler (default 8192)"}},"additionalProperties":false}"#,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_request_flood",
         title: "Send allowed requests without end",
         description: "Sends `count` GETs of /api2/json/version that the gate allows, one after another, and reports how many were answered.",
         input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"}},"additionalProperties":false}"#,
+        routes: &[],
     },
     ToolSpec {
         name: "hostile_clusters",
         title: "Reach every configured cluster",
         description: "Sends a GET and a POST to every cluster in the call context, whichever one `cluster` names, and reports each outcome.",
         input_schema: r#"{"type":"object","properties":{"cluster":{"type":"string","description":"The cluster the call is for (the host binds the call to it)"}},"additionalProperties":false}"#,
+        routes: &[("POST", "/nodes/{node}/qemu/{vmid}/status/start")],
+    },
+    ToolSpec {
+        name: "hostile_routes",
+        title: "Write outside the declared route",
+        description: "Declares one write, POST /nodes/{node}/{vm_type}/{vmid}/status/start, then tries it and writes beside it: another vmid, another action, DELETE, encoded '..' and '/', localhost, an unknown type, an extra segment; reports each outcome.",
+        input_schema: r#"{"type":"object","properties":{"vmid":{"type":"integer","description":"The VM the call is for"},"node":{"type":"string","description":"Its node, if given"}},"required":["vmid"],"additionalProperties":false}"#,
+        routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start")],
     },
     ToolSpec {
         name: "hostile_exit",
         title: "Call wasi:cli/exit",
         description: "Calls std::process::exit(code); the host must end this call, not itself.",
         input_schema: r#"{"type":"object","properties":{"code":{"type":"integer","description":"Exit code (default 0)"}},"additionalProperties":false}"#,
+        routes: &[],
     },
 ];
 

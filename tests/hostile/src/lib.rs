@@ -30,6 +30,8 @@ mod net;
 #[cfg(target_arch = "wasm32")]
 mod refusals;
 #[cfg(target_arch = "wasm32")]
+mod routes;
+#[cfg(target_arch = "wasm32")]
 mod slow;
 
 #[cfg(target_arch = "wasm32")]
@@ -68,7 +70,7 @@ mod component {
     });
 
     use exports::pve_mcp::guest::tools::{
-        Annotations, CallContext, Guest, ToolDescriptor, ToolError, ToolOutput,
+        Annotations, CallContext, Guest, Route, ToolDescriptor, ToolError, ToolOutput,
     };
     use serde_json::Value;
 
@@ -99,6 +101,14 @@ mod component {
                         idempotent: true,
                         open_world: false,
                     },
+                    routes: t
+                        .routes
+                        .iter()
+                        .map(|(method, path)| Route {
+                            method: (*method).into(),
+                            path: (*path).into(),
+                        })
+                        .collect(),
                 })
                 .collect()
         }
@@ -187,6 +197,11 @@ mod component {
                 "hostile_request_flood" => {
                     let count = args.u64_or("count", 100_000).map_err(bad)?;
                     crate::refusals::flood(&base()?, count)
+                }
+                "hostile_routes" => {
+                    let vmid = args.u64_or("vmid", 100).map_err(bad)?;
+                    let node = args.str_or("node", "pve1").map_err(bad)?;
+                    crate::routes::run(&base()?, &limits()?, vmid, &node)
                 }
                 "hostile_clusters" => {
                     let clusters = ctx

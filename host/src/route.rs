@@ -1,0 +1,295 @@
+//! Argument-bound writes: each tool declares the write requests it may
+//! send as routes (a method and a path template, in its WIT descriptor);
+//! the host parses them once at load and, for each call, binds them to the
+//! call's arguments. The gate then lets out only the writes that match a
+//! bound route, so a tool admitted to start VM 105 cannot delete VM 106.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use http::Method;
+use regex::Regex;
+use serde_json::Value;
+
+/// A call's arguments (the same type as `tools::JsonObject`, named here so
+/// `tools`, which holds routes, and this module do not use each other).
+type JsonObject = serde_json::Map<String, Value>;
+
+/// What a placeholder may stand for when the call leaves its argument out
+/// (the tool resolves it itself, as it does `node` from `vmid`): PVE's own
+/// pattern for that kind of path segment. A name not in this table cannot
+/// be a placeholder, so a component cannot declare a segment that matches
+/// anything.
+const PLACEHOLDERS: &[(&str, &str)] = &[
+    // PVE's `pve-node` format; `localhost` is refused below.
+    ("node", r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?"),
+    ("target", r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?"),
+    // `pve-vmid`: 100 to 999999999.
+    ("vmid", r"[1-9][0-9]{2,8}"),
+    ("newid", r"[1-9][0-9]{2,8}"),
+    ("source_vmid", r"[1-9][0-9]{2,8}"),
+    ("vm_type", r"qemu|lxc"),
+    // `pve-configid`, as PVE checks snapshot names.
+    ("snapname", r"[A-Za-z][A-Za-z0-9_\-]{0,39}"),
+    // `pve-storage-id`.
+    ("storage", r"[a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]"),
+    // A task's UPID, as PVE formats it.
+    (
+        "upid",
+        r"UPID:[a-zA-Z0-9\-]+:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:([0-9A-Fa-f]{8,9}:)?[0-9A-Fa-f]{8}:[a-zA-Z0-9\-_]+:[^:/\s]*:[^:/\s]+:",
+    ),
+];
+
+static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    PLACEHOLDERS
+        .iter()
+        .map(|(name, pattern)| {
+            let anchored = format!("^(?:{pattern})$");
+            // A fixed table, not input: `every_builtin_pattern_compiles`.
+            let regex = Regex::new(&anchored).expect("the built-in route patterns compile");
+            (*name, regex)
+        })
+        .collect()
+});
+
+fn pattern(name: &str) -> Option<&'static Regex> {
+    PATTERNS.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
+}
+
+/// The write methods a route may name.
+fn write_method(method: &str) -> Option<Method> {
+    match method {
+        "POST" => Some(Method::POST),
+        "PUT" => Some(Method::PUT),
+        "DELETE" => Some(Method::DELETE),
+        _ => None,
+    }
+}
+
+/// One path segment of a route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    /// Must be exactly this.
+    Literal(String),
+    /// `{name}`: the argument `name`, or PVE's pattern for it.
+    Arg(&'static str),
+}
+
+/// A write a tool may send, parsed once at load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    method: Method,
+    /// Under `/api2/json`.
+    segments: Vec<Segment>,
+}
+
+impl Route {
+    /// Parses `method` and `path` (under `/api2/json`, e.g.
+    /// `/nodes/{node}/qemu/{vmid}/status/start`); the error says what is
+    /// wrong, for the message that rejects the component.
+    pub fn parse(method: &str, path: &str) -> Result<Route, String> {
+        let method = write_method(method).ok_or_else(|| {
+            format!("method {method:?} is not a write method (POST, PUT or DELETE)")
+        })?;
+        let rest = path
+            .strip_prefix('/')
+            .ok_or_else(|| format!("path {path:?} does not start with /"))?;
+        let mut segments = Vec::new();
+        for segment in rest.split('/') {
+            if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                let (known, _) = PLACEHOLDERS
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .ok_or_else(|| {
+                        format!(
+                            "path {path:?} has the placeholder {{{name}}}, which is not one the host knows a pattern for ({})",
+                            PLACEHOLDERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                        )
+                    })?;
+                segments.push(Segment::Arg(known));
+            } else if segment.is_empty()
+                || segment == "."
+                || segment == ".."
+                || !segment
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            {
+                return Err(format!(
+                    "path {path:?} has the segment {segment:?}; a literal segment is letters, digits, '-', '_' or '.'"
+                ));
+            } else {
+                segments.push(Segment::Literal(segment.to_string()));
+            }
+        }
+        Ok(Route { method, segments })
+    }
+
+    /// The route with its placeholders filled from `arguments`, where given.
+    pub fn bind(&self, arguments: &JsonObject) -> BoundRoute {
+        let segments = self
+            .segments
+            .iter()
+            .map(|s| match s {
+                Segment::Literal(l) => Bound::Exactly(l.clone()),
+                Segment::Arg(name) => match arguments.get(*name) {
+                    None | Some(Value::Null) => Bound::Pattern(name),
+                    Some(Value::String(s)) => Bound::Given(name, s.clone()),
+                    Some(Value::Number(n)) => Bound::Given(name, n.to_string()),
+                    // Not a value a path can hold: nothing matches it.
+                    Some(_) => Bound::Nothing,
+                },
+            })
+            .collect();
+        BoundRoute {
+            method: self.method.clone(),
+            segments,
+        }
+    }
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} /api2/json", self.method)?;
+        for s in &self.segments {
+            match s {
+                Segment::Literal(l) => write!(f, "/{l}")?,
+                Segment::Arg(name) => write!(f, "/{{{name}}}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One segment of a bound route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Bound {
+    Exactly(String),
+    /// The call gave the argument: this value, which must also fit PVE's
+    /// pattern for it.
+    Given(&'static str, String),
+    /// The call left it out: any segment PVE's pattern for it admits.
+    Pattern(&'static str),
+    Nothing,
+}
+
+/// A route bound to one call's arguments: what the gate admits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundRoute {
+    method: Method,
+    segments: Vec<Bound>,
+}
+
+impl BoundRoute {
+    /// Whether `method` on `api_path` (the path after `/api2/json`, as
+    /// sent, still percent-encoded) is this write. A segment is compared as
+    /// sent: PVE's patterns admit no `%`, so an encoded `/` or `..` never
+    /// matches.
+    pub fn admits(&self, method: &Method, api_path: &str) -> bool {
+        if *method != self.method {
+            return false;
+        }
+        let Some(rest) = api_path.strip_prefix('/') else {
+            return false;
+        };
+        let mut sent = rest.split('/');
+        for bound in &self.segments {
+            let Some(segment) = sent.next() else {
+                return false;
+            };
+            let fits = |name: &str, s: &str| {
+                pattern(name).is_some_and(|p| p.is_match(s)) && !is_localhost(name, s)
+            };
+            let ok = match bound {
+                Bound::Exactly(l) => segment == l,
+                Bound::Given(name, value) => segment == value && fits(name, segment),
+                Bound::Pattern(name) => fits(name, segment),
+                Bound::Nothing => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        sent.next().is_none()
+    }
+}
+
+/// Proxmox reads `localhost` as whichever node answers, so it never stands
+/// for a node in a route.
+fn is_localhost(name: &str, segment: &str) -> bool {
+    matches!(name, "node" | "target") && segment.eq_ignore_ascii_case("localhost")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> JsonObject {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        for (name, _) in PLACEHOLDERS {
+            assert!(pattern(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bound_route_admits_its_own_write_and_nothing_else() {
+        let start = Route::parse("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start").unwrap();
+        assert_eq!(
+            start.to_string(),
+            "POST /api2/json/nodes/{node}/{vm_type}/{vmid}/status/start"
+        );
+        // vmid given, node and vm_type resolved by the tool.
+        let bound = start.bind(&args(json!({"vmid": 105})));
+        let post = |p: &str| bound.admits(&Method::POST, p);
+        assert!(post("/nodes/pve1/qemu/105/status/start"));
+        assert!(post("/nodes/pve-2/lxc/105/status/start"));
+        for other in [
+            "/nodes/pve1/qemu/106/status/start",
+            "/nodes/pve1/qemu/105/status/stop",
+            "/nodes/pve1/qemu/105",
+            "/nodes/pve1/qemu/105/status/start/x",
+            "/nodes/pve1/openvz/105/status/start",
+            "/nodes/localhost/qemu/105/status/start",
+            "/nodes/LOCALHOST/qemu/105/status/start",
+            "/nodes/pve1%2F..%2Fqemu/qemu/105/status/start",
+            "/nodes/pve1/qemu/105%2F..%2F106/status/start",
+            "/nodes/pve1/qemu/0105/status/start",
+            "/nodes//qemu/105/status/start",
+        ] {
+            assert!(!post(other), "{other}");
+        }
+        assert!(!bound.admits(&Method::DELETE, "/nodes/pve1/qemu/105/status/start"));
+        // Given values are bound exactly, and must fit the pattern too.
+        let bound = start.bind(&args(
+            json!({"vmid": 105, "node": "pve1", "vm_type": "lxc"}),
+        ));
+        assert!(bound.admits(&Method::POST, "/nodes/pve1/lxc/105/status/start"));
+        assert!(!bound.admits(&Method::POST, "/nodes/pve2/lxc/105/status/start"));
+        assert!(!bound.admits(&Method::POST, "/nodes/pve1/qemu/105/status/start"));
+        let bad = start.bind(&args(json!({"vmid": 105, "node": "a%2Fb"})));
+        assert!(!bad.admits(&Method::POST, "/nodes/a%2Fb/qemu/105/status/start"));
+        let object = start.bind(&args(json!({"vmid": {"x": 1}})));
+        assert!(!object.admits(&Method::POST, "/nodes/pve1/qemu/105/status/start"));
+    }
+
+    #[test]
+    fn routes_that_could_match_anything_are_refused_at_load() {
+        for (method, path, says) in [
+            ("GET", "/nodes/{node}", "not a write method"),
+            ("PATCH", "/nodes/{node}", "not a write method"),
+            ("POST", "nodes/{node}", "does not start with /"),
+            ("POST", "/nodes/{anything}", "{anything}"),
+            ("POST", "/nodes/../access", "segment \"..\""),
+            ("POST", "/nodes//x", "segment \"\""),
+            ("POST", "/nodes/a%2Fb", "segment \"a%2Fb\""),
+            ("POST", "/nodes/{node}x", "segment"),
+        ] {
+            let e = Route::parse(method, path).unwrap_err();
+            assert!(e.contains(says), "{method} {path}: {e}");
+        }
+    }
+}
