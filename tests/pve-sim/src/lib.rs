@@ -73,6 +73,55 @@
 //! - **Permissions**: root tokens/tickets hold every privilege; the
 //!   auditor holds `VM.Audit` on [`AUDITOR_VISIBLE_VMIDS`] only.
 //!
+//! # Writes
+//!
+//! The write endpoints of `shared/reference/pve-write-endpoints.md` change
+//! the cluster, for qemu and lxc: `status/{start,shutdown,stop,reboot,
+//! suspend,resume}`, `snapshot` (create), `snapshot/{name}` (DELETE),
+//! `snapshot/{name}/rollback`, `migrate`, `clone`, `POST /nodes/{node}/qemu`
+//! and `/lxc` (create, or restore with `archive` / `restore=1`), `DELETE`
+//! of a guest, `resize`, `config` (qemu PUT and async POST, lxc PUT),
+//! `POST /nodes/{node}/vzdump`, `GET /cluster/nextid` and `DELETE
+//! /nodes/{node}/tasks/{upid}`.
+//!
+//! - **Tasks.** Asynchronous writes answer a UPID in PVE's format
+//!   (`UPID:node:pid:pstart:starttime:type:id:user:`) and run for
+//!   [`SimConfig::task_duration`] (default [`DEFAULT_TASK_DURATION`];
+//!   [`Simulator::set_task_duration`] and
+//!   [`Simulator::set_task_duration_for`] change it per test). Their log
+//!   grows while they run (progress lines for vzdump, clone, restore and
+//!   migrate, in PVE's wording) and ends with `TASK OK` or `TASK ERROR:
+//!   <text>`; the change happens when the task ends. Time is evaluated
+//!   lazily on every look, so no thread runs in the background.
+//! - **Locks.** Snapshot, rollback, migrate, backup, clone and create tasks
+//!   set the guest's config lock (`snapshot`, `snapshot-delete`,
+//!   `rollback`, `migrate`, `backup`, `clone`/`create`); power, config POST,
+//!   resize and destroy tasks hold its config file lock. Another action
+//!   then fails with `VM is locked (<lock>)` / `CT is locked (<lock>)`, or
+//!   `can't lock file '/var/lock/qemu-server/lock-<id>.conf' - got
+//!   timeout`: before the fork (HTTP 500) where PVE checks there (clone,
+//!   config, lxc destroy and resize), else as the task's exit status.
+//! - **Pre-checks** answer the reference's texts: already running, not
+//!   running, paused, reserved snapshot names, `target is local node.`,
+//!   running guest without `online`/`restart`, occupied newid or vmid,
+//!   linked clones of non-templates, protection, HA without `purge`, a
+//!   running guest on delete, shrinking, stale `digest` (qemu `checksum
+//!   mismatch (file change by other user?)`, lxc `detected modified
+//!   configuration - ...`), root-only options for tokens.
+//! - **HA-managed guests** (100, 103, 106) answer start/stop/shutdown and
+//!   migrate with a `hastart`/`hastop`/`hamigrate` task that only queues
+//!   the request; the HA manager then runs the real task as `root@pam`.
+//! - **Seed facts tests meet:** every disk is on `local-lvm` (local), so a
+//!   live qemu migration needs `with-local-disks=1` (the task otherwise
+//!   fails `migration aborted`), and a clone with `target` is refused; the
+//!   lowest free vmid is 111.
+//! - **Digest.** A config's digest covers the whole file, snapshots and
+//!   lock included, so every change moves it.
+//! - **For tests:** [`Simulator::writes`] (method, path, decoded
+//!   [`LoggedRequest::params`]), [`Simulator::guest`] ([`GuestState`]),
+//!   [`Simulator::task`] ([`TaskState`]), [`Simulator::running_tasks`],
+//!   [`Simulator::set_guest_lock`].
+//!
 //! # Deviations from real PVE
 //!
 //! - Ticket signatures are HMAC-SHA256 with a per-run key, not RSA; keys are
@@ -81,8 +130,12 @@
 //! - No gzip, no 3-second delay on 401, 431 instead of a silent drop for
 //!   oversized headers, only the `json` format under `/api2`.
 //! - Counters are static: uptimes and traffic do not advance.
+//! - Config changes apply at once: there is no `[pending]` section, and
+//!   `revert` is accepted but does nothing. Per-key config privileges
+//!   (`VM.Config.CPU` for `cores`, ...) are not checked beyond the
+//!   method's any-of list.
 //! - Config digests are 40 hex digits of a SHA-256 of the rendered config
-//!   (PVE: SHA-1 of the file). RRD series are synthetic but aligned to the
+//!   and its snapshots (PVE: SHA-1 of the file). RRD series are synthetic but aligned to the
 //!   current time (hour: 60 × 60 s; day/week/month/year: 70 × 30 min / 3 h
 //!   / 12 h / 1 week; decade for nodes: 70 × 8 weeks).
 //!

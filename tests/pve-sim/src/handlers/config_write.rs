@@ -170,6 +170,7 @@ fn apply(c: &mut Cluster, vmid: u32, change: Change) {
 }
 
 fn put(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
+    act::root_only(ctx, &["skiplock"])?;
     let mut c = ctx.cluster_mut();
     let g = act::guest(&c, ctx, kind)?;
     let vmid = g.vmid;
@@ -189,6 +190,7 @@ pub(crate) fn lxc_put(ctx: &Ctx<'_>) -> HandlerResult {
 /// `POST .../qemu/{vmid}/config`: a `qmconfig` task, or `null` when it
 /// would finish within `background_delay` seconds.
 pub(crate) fn qemu_post(ctx: &Ctx<'_>) -> HandlerResult {
+    act::root_only(ctx, &["skiplock"])?;
     let mut c = ctx.cluster_mut();
     let g = act::guest(&c, ctx, GuestKind::Qemu)?;
     let vmid = g.vmid;

@@ -1297,6 +1297,7 @@ async fn nextid_and_stopping_tasks() {
     assert_eq!(t.exitstatus.as_deref(), Some("interrupted by signal"));
     assert!(sim.guest(111).is_none());
     assert!(sim.running_tasks().is_empty());
+    no_violations(&sim);
     sim.shutdown().await;
 }
 
@@ -1370,6 +1371,11 @@ async fn wire_rules_and_permissions_for_writes() {
     );
     // Root-only options and privileges.
     let r = post(&sim, "/nodes/pve1/qemu/104/status/start", "skiplock=1").await;
+    assert_eq!(
+        r.json()["errors"]["skiplock"],
+        "Only root may use this option."
+    );
+    let r = put(&sim, "/nodes/pve1/qemu/104/config", "cores=2&skiplock=1").await;
     assert_eq!(
         r.json()["errors"]["skiplock"],
         "Only root may use this option."
