@@ -73,6 +73,55 @@
 //! - **Permissions**: root tokens/tickets hold every privilege; the
 //!   auditor holds `VM.Audit` on [`AUDITOR_VISIBLE_VMIDS`] only.
 //!
+//! # Writes
+//!
+//! The write endpoints of `shared/reference/pve-write-endpoints.md` change
+//! the cluster, for qemu and lxc: `status/{start,shutdown,stop,reboot,
+//! suspend,resume}`, `snapshot` (create), `snapshot/{name}` (DELETE),
+//! `snapshot/{name}/rollback`, `migrate`, `clone`, `POST /nodes/{node}/qemu`
+//! and `/lxc` (create, or restore with `archive` / `restore=1`), `DELETE`
+//! of a guest, `resize`, `config` (qemu PUT and async POST, lxc PUT),
+//! `POST /nodes/{node}/vzdump`, `GET /cluster/nextid` and `DELETE
+//! /nodes/{node}/tasks/{upid}`.
+//!
+//! - **Tasks.** Asynchronous writes answer a UPID in PVE's format
+//!   (`UPID:node:pid:pstart:starttime:type:id:user:`) and run for
+//!   [`SimConfig::task_duration`] (default [`DEFAULT_TASK_DURATION`];
+//!   [`Simulator::set_task_duration`] and
+//!   [`Simulator::set_task_duration_for`] change it per test). Their log
+//!   grows while they run (progress lines for vzdump, clone, restore and
+//!   migrate, in PVE's wording) and ends with `TASK OK` or `TASK ERROR:
+//!   <text>`; the change happens when the task ends. Time is evaluated
+//!   lazily on every look, so no thread runs in the background.
+//! - **Locks.** Snapshot, rollback, migrate, backup, clone and create tasks
+//!   set the guest's config lock (`snapshot`, `snapshot-delete`,
+//!   `rollback`, `migrate`, `backup`, `clone`/`create`); power, config POST,
+//!   resize and destroy tasks hold its config file lock. Another action
+//!   then fails with `VM is locked (<lock>)` / `CT is locked (<lock>)`, or
+//!   `can't lock file '/var/lock/qemu-server/lock-<id>.conf' - got
+//!   timeout`: before the fork (HTTP 500) where PVE checks there (clone,
+//!   config, lxc destroy and resize), else as the task's exit status.
+//! - **Pre-checks** answer the reference's texts: already running, not
+//!   running, paused, reserved snapshot names, `target is local node.`,
+//!   running guest without `online`/`restart`, occupied newid or vmid,
+//!   linked clones of non-templates, protection, HA without `purge`, a
+//!   running guest on delete, shrinking, stale `digest` (qemu `checksum
+//!   mismatch (file change by other user?)`, lxc `detected modified
+//!   configuration - ...`), root-only options for tokens.
+//! - **HA-managed guests** (100, 103, 106) answer start/stop/shutdown and
+//!   migrate with a `hastart`/`hastop`/`hamigrate` task that only queues
+//!   the request; the HA manager then runs the real task as `root@pam`.
+//! - **Seed facts tests meet:** every disk is on `local-lvm` (local), so a
+//!   live qemu migration needs `with-local-disks=1` (the task otherwise
+//!   fails `migration aborted`), and a clone with `target` is refused; the
+//!   lowest free vmid is 111.
+//! - **Digest.** A config's digest covers the whole file, snapshots and
+//!   lock included, so every change moves it.
+//! - **For tests:** [`Simulator::writes`] (method, path, decoded
+//!   [`LoggedRequest::params`]), [`Simulator::guest`] ([`GuestState`]),
+//!   [`Simulator::task`] ([`TaskState`]), [`Simulator::running_tasks`],
+//!   [`Simulator::set_guest_lock`].
+//!
 //! # Deviations from real PVE
 //!
 //! - Ticket signatures are HMAC-SHA256 with a per-run key, not RSA; keys are
@@ -81,8 +130,12 @@
 //! - No gzip, no 3-second delay on 401, 431 instead of a silent drop for
 //!   oversized headers, only the `json` format under `/api2`.
 //! - Counters are static: uptimes and traffic do not advance.
+//! - Config changes apply at once: there is no `[pending]` section, and
+//!   `revert` is accepted but does nothing. Per-key config privileges
+//!   (`VM.Config.CPU` for `cores`, ...) are not checked beyond the
+//!   method's any-of list.
 //! - Config digests are 40 hex digits of a SHA-256 of the rendered config
-//!   (PVE: SHA-1 of the file). RRD series are synthetic but aligned to the
+//!   and its snapshots (PVE: SHA-1 of the file). RRD series are synthetic but aligned to the
 //!   current time (hour: 60 × 60 s; day/week/month/year: 70 × 30 min / 3 h
 //!   / 12 h / 1 week; decade for nodes: 70 × 8 weeks).
 //!
@@ -100,6 +153,7 @@
 #![warn(missing_docs)]
 
 mod auth;
+mod conf;
 mod errors;
 mod handlers;
 mod log;
@@ -114,6 +168,8 @@ mod state;
 pub mod testing;
 mod tls;
 mod util;
+mod view;
+mod work;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -124,6 +180,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use seed::{AUDITOR_VISIBLE_VMIDS, LONG_LOG_UPID};
+pub use view::{GuestState, TaskState};
+pub use work::DEFAULT_TASK_DURATION;
 
 /// Fixed API tokens the simulator accepts (it is a simulator: these are fake
 /// secrets and safe to print).
@@ -234,6 +292,9 @@ pub struct SimConfig {
     /// Which wire shapes to answer in (default: the schema's). Applies to
     /// the primary cluster only.
     pub shapes: Shapes,
+    /// How long the worker tasks of write requests take (default
+    /// [`DEFAULT_TASK_DURATION`]); see also [`Simulator::set_task_duration`].
+    pub task_duration: Duration,
 }
 
 impl Default for SimConfig {
@@ -245,6 +306,7 @@ impl Default for SimConfig {
             ticket_lifetime: Duration::from_secs(2 * 3600),
             cluster: ClusterFlavor::Primary,
             shapes: Shapes::Schema,
+            task_duration: DEFAULT_TASK_DURATION,
         }
     }
 }
@@ -294,6 +356,29 @@ pub struct LoggedRequest {
     /// if the client disconnected before (during latency, a fault delay, or
     /// before the body was taken).
     pub completed: bool,
+    /// The request's parameters as PVE reads them: query string and
+    /// (form or JSON) body decoded and merged, the query winning per key,
+    /// repeated keys joined with NUL, `_dc` dropped. Empty when the request
+    /// was refused before its body was read (authentication, a body on
+    /// GET/DELETE, a chunked body).
+    pub params: std::collections::BTreeMap<String, String>,
+}
+
+impl LoggedRequest {
+    /// Whether this is a write (any method but `GET`).
+    pub fn is_write(&self) -> bool {
+        self.method != "GET"
+    }
+
+    /// The percent-decoded path after `/api2/json`, e.g.
+    /// `/nodes/pve1/qemu/100/status/start`.
+    pub fn api_path(&self) -> String {
+        let decoded = util::pct_decode(&self.path);
+        decoded
+            .strip_prefix("/api2/json")
+            .unwrap_or(&decoded)
+            .to_string()
+    }
 }
 
 /// An injected failure for requests under a path.
@@ -347,7 +432,9 @@ impl Simulator {
 
     /// Like [`Simulator::start`] but on a given port (0 = any free port).
     pub async fn start_on(cfg: SimConfig, port: u16) -> anyhow::Result<Simulator> {
+        let duration = cfg.task_duration;
         let started = server::start(cfg, port).await?;
+        util::write(&started.shared.cluster).work.default_duration = duration;
         Ok(Simulator {
             handle: Arc::new(Handle {
                 shared: started.shared,
@@ -399,6 +486,79 @@ impl Simulator {
             .shared
             .logins
             .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The write requests (every method but `GET`) in [`Simulator::requests`],
+    /// in arrival order: what e2e tests assert as "exact method, path and
+    /// parameters", or expect to be empty after a dry run or a refusal.
+    pub fn writes(&self) -> Vec<LoggedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(LoggedRequest::is_write)
+            .collect()
+    }
+
+    /// A guest's current state (running tasks moved on to now first), or
+    /// `None` when no guest has this vmid.
+    pub fn guest(&self, vmid: u32) -> Option<GuestState> {
+        let c = self.cluster_now();
+        c.guests.get(&vmid).map(view::guest_state)
+    }
+
+    /// Every guest's vmid, ascending.
+    pub fn guest_ids(&self) -> Vec<u32> {
+        self.cluster_now().guests.keys().copied().collect()
+    }
+
+    /// A task by UPID (a seeded one or one a write started), as it is now.
+    pub fn task(&self, upid: &str) -> Option<TaskState> {
+        let c = self.cluster_now();
+        c.tasks
+            .iter()
+            .find(|t| t.upid == upid)
+            .map(view::task_state)
+    }
+
+    /// UPIDs of the tasks the write endpoints started that are still
+    /// running.
+    pub fn running_tasks(&self) -> Vec<String> {
+        let c = self.cluster_now();
+        c.work.workers.iter().map(|w| w.upid.clone()).collect()
+    }
+
+    /// How long every task takes from now on (those already running keep
+    /// theirs). Zero ends tasks at the next look.
+    pub fn set_task_duration(&self, d: Duration) {
+        util::write(&self.handle.shared.cluster)
+            .work
+            .default_duration = d;
+    }
+
+    /// How long tasks of one type (`qmstart`, `vzdump`, `qmclone`, ...)
+    /// take from now on, overriding [`Simulator::set_task_duration`].
+    pub fn set_task_duration_for(&self, task_type: &str, d: Duration) {
+        util::write(&self.handle.shared.cluster)
+            .work
+            .durations
+            .insert(task_type.to_string(), d);
+    }
+
+    /// Sets (or with `None` clears) a guest's config lock, as a backup or
+    /// an interrupted task would leave it. Returns `false` when no guest
+    /// has this vmid.
+    pub fn set_guest_lock(&self, vmid: u32, lock: Option<&str>) -> bool {
+        let mut c = util::write(&self.handle.shared.cluster);
+        let Some(g) = c.guests.get_mut(&vmid) else {
+            return false;
+        };
+        g.lock = lock.map(str::to_string);
+        c.generation += 1;
+        true
+    }
+
+    fn cluster_now(&self) -> std::sync::RwLockReadGuard<'_, state::Cluster> {
+        work::advance_shared(&self.handle.shared.cluster);
+        util::read(&self.handle.shared.cluster)
     }
 
     /// Forgets the logged requests.

@@ -43,6 +43,12 @@ impl RequestLog {
         self.update(id, |r| r.status = status);
     }
 
+    /// Records the decoded request parameters (repeats joined with NUL).
+    pub fn set_params(&self, id: u64, raw: &crate::params::RawParams) {
+        let params = raw.iter().map(|(k, v)| (k.clone(), v.join("\0"))).collect();
+        self.update(id, |r| r.params = params);
+    }
+
     pub fn set_completed(&self, id: u64) {
         self.update(id, |r| r.completed = true);
     }

@@ -34,6 +34,9 @@ struct Args {
     /// the HA fencing row, agent errors, ...) rather than the schema's.
     #[arg(long)]
     real_shapes: bool,
+    /// How long the worker tasks of write requests take, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = pve_sim::DEFAULT_TASK_DURATION.as_millis() as u64)]
+    task_ms: u64,
 }
 
 #[tokio::main]
@@ -63,6 +66,7 @@ async fn main() -> anyhow::Result<()> {
         } else {
             Shapes::Schema
         },
+        task_duration: std::time::Duration::from_millis(args.task_ms),
         ..SimConfig::default()
     };
     let sim = Simulator::start_on(cfg, args.port).await?;

@@ -96,6 +96,11 @@ impl Params {
         self.map.get(k).map(String::as_str)
     }
 
+    /// Every parameter, path parameters included, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.map.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// A parameter the route guarantees (path parameters); empty if absent.
     pub fn path(&self, k: &str) -> &str {
         self.get(k).unwrap_or("")

@@ -62,6 +62,20 @@ impl Route {
         Route::new("POST", pattern, handler)
     }
 
+    pub fn put(pattern: &'static str, handler: Handler) -> Route {
+        Route::new("PUT", pattern, handler)
+    }
+
+    pub fn delete(pattern: &'static str, handler: Handler) -> Route {
+        Route::new("DELETE", pattern, handler)
+    }
+
+    /// A spec that checks the listed parameters and admits others.
+    pub fn lenient_params(mut self, props: Vec<(&str, Prop)>) -> Route {
+        self.spec = MethodSchema::lenient(props);
+        self
+    }
+
     pub fn perm(mut self, p: Perm) -> Route {
         self.perm = p;
         self

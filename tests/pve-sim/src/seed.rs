@@ -104,6 +104,7 @@ fn primary(scenario: &Scenario) -> Cluster {
         tasks: tasks(scenario),
         shapes: Shapes::Schema,
         generation: 0,
+        work: crate::work::Work::default(),
         resource_cache: Mutex::new(ResourceCache::default()),
     }
 }
@@ -275,6 +276,7 @@ pub(crate) fn base(vmid: u32, kind: GuestKind, node: &str, name: Option<&str>) -
         cloudinit: false,
         snapshots: Vec::new(),
         current_parent: None,
+        conf: None,
     }
 }
 
@@ -1109,6 +1111,7 @@ fn secondary() -> Cluster {
         tasks,
         shapes: Shapes::Schema,
         generation: 0,
+        work: crate::work::Work::default(),
         resource_cache: Mutex::new(ResourceCache::default()),
     }
 }

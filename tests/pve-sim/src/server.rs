@@ -204,6 +204,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Tracked
             .collect(),
         status: 0,
         completed: false,
+        params: BTreeMap::new(),
     };
     let id = shared.log.begin(entry);
     let (status, reason, body, is_json) = match process(&shared, id, req).await {
@@ -362,6 +363,7 @@ async fn process(shared: &Arc<Shared>, id: u64, req: Request<Incoming>) -> Resul
     }
 
     let raw = read_params(req, &method).await?;
+    shared.log.set_params(id, &raw);
     if format != "json" {
         return Err(ApiError::bare(
             501,

@@ -1,5 +1,6 @@
 //! The simulated cluster's state. Handlers render it into PVE's JSON shapes;
-//! later mutating endpoints change it (and must bump `generation`).
+//! the write endpoints change it (and bump `generation`), mostly through
+//! worker tasks ([`crate::work`]).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -120,6 +121,11 @@ pub(crate) struct Guest {
     /// state's parent.
     pub snapshots: Vec<Snapshot>,
     pub current_parent: Option<String>,
+    /// The config file once a write changed it (or the guest was created
+    /// through the API): every key but `lock`, `parent` and `template`,
+    /// which come from the fields above. `None` renders the seed's config
+    /// from the fields.
+    pub conf: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Clone)]
@@ -172,6 +178,9 @@ pub(crate) struct Task {
     pub status: Option<String>,
     /// Number of log lines before the final `TASK ...` line.
     pub log_lines: usize,
+    /// The log as written so far, for tasks the write endpoints started
+    /// (seeded tasks synthesise theirs from `log_lines`).
+    pub log: Option<Vec<String>>,
 }
 
 impl Task {
@@ -199,6 +208,7 @@ impl Task {
             endtime: result.map(|(d, _)| starttime + d),
             status: result.map(|(_, s)| s.to_string()),
             log_lines,
+            log: None,
         }
     }
 }
@@ -318,6 +328,8 @@ pub(crate) struct Cluster {
     pub shapes: Shapes,
     /// Bumped by every mutation; keys caches.
     pub generation: u64,
+    /// Running worker tasks and their timing.
+    pub work: crate::work::Work,
     pub resource_cache: Mutex<ResourceCache>,
 }
 

@@ -68,7 +68,7 @@ pub(crate) fn link_local(vmid: u32) -> String {
     )
 }
 
-fn size_str(bytes: u64) -> String {
+pub(crate) fn size_str(bytes: u64) -> String {
     const G: u64 = 1 << 30;
     const M: u64 = 1 << 20;
     if bytes.is_multiple_of(G) {
@@ -80,11 +80,60 @@ fn size_str(bytes: u64) -> String {
     }
 }
 
-/// SHA-1-length hex digest of the rendered config (PVE hashes the file).
-fn digest(m: &Map<String, Value>) -> String {
+/// SHA-1-length hex digest of the whole config "file": the current
+/// section and every snapshot section (PVE hashes the file), so any change,
+/// a new snapshot or a lock included, changes it.
+pub(crate) fn config_digest(g: &Guest) -> String {
     use sha2::{Digest, Sha256};
-    let h = Sha256::digest(Value::Object(m.clone()).to_string().as_bytes());
-    h.iter().take(20).map(|b| format!("{b:02x}")).collect()
+    let mut h = Sha256::new();
+    h.update(Value::Object(render(g)).to_string().as_bytes());
+    for s in &g.snapshots {
+        h.update(
+            format!(
+                "\n[{}]\n{}\n{}\n{:?}\n{}",
+                s.name, s.snaptime, s.description, s.parent, s.vmstate
+            )
+            .as_bytes(),
+        );
+    }
+    h.finalize()
+        .iter()
+        .take(20)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The guest's current config as `GET .../config` shows it (without
+/// `digest`).
+pub(crate) fn render(g: &Guest) -> Map<String, Value> {
+    let mut m = match &g.conf {
+        Some(conf) => conf.clone(),
+        None => {
+            let mut m = seed_config(g);
+            plain_keys(g, &mut m);
+            m
+        }
+    };
+    state_keys(g, &mut m);
+    m
+}
+
+fn seed_config(g: &Guest) -> Map<String, Value> {
+    match g.kind {
+        GuestKind::Qemu => qemu_config(g),
+        GuestKind::Lxc => lxc_config(g),
+    }
+}
+
+/// Turns the seed-rendered config into an explicit one, so writes can
+/// change any key.
+pub(crate) fn materialize(g: &mut Guest) -> &mut Map<String, Value> {
+    if g.conf.is_none() {
+        let mut m = seed_config(g);
+        plain_keys(g, &mut m);
+        g.conf = Some(m);
+    }
+    g.conf.get_or_insert_with(Map::new)
 }
 
 /// URI-escapes like Perl's `URI::Escape::uri_escape` (PVE stores
@@ -196,7 +245,6 @@ fn qemu_config(g: &Guest) -> Map<String, Value> {
         "meta".into(),
         format!("creation-qemu=9.2.0,ctime={ctime}").into(),
     );
-    common_config(g, &mut m);
     m
 }
 
@@ -236,25 +284,29 @@ fn lxc_config(g: &Guest) -> Map<String, Value> {
         let pairs: Vec<Value> = g.raw_lxc.iter().map(|(k, v)| json!([k, v])).collect();
         m.insert("lxc".into(), Value::Array(pairs));
     }
-    common_config(g, &mut m);
     m
 }
 
-fn common_config(g: &Guest, m: &mut Map<String, Value>) {
+/// Keys a materialized config keeps itself.
+fn plain_keys(g: &Guest, m: &mut Map<String, Value>) {
     if let Some(t) = &g.tags {
         m.insert("tags".into(), t.clone().into());
     }
     if g.onboot {
         m.insert("onboot".into(), 1.into());
     }
+    if let Some(d) = &g.description {
+        m.insert("description".into(), d.clone().into());
+    }
+}
+
+/// Keys that always come from the guest's state fields.
+fn state_keys(g: &Guest, m: &mut Map<String, Value>) {
     if g.template {
         m.insert("template".into(), 1.into());
     }
     if let Some(l) = &g.lock {
         m.insert("lock".into(), l.clone().into());
-    }
-    if let Some(d) = &g.description {
-        m.insert("description".into(), d.clone().into());
     }
     if let Some(p) = &g.current_parent {
         m.insert("parent".into(), p.clone().into());
@@ -264,11 +316,8 @@ fn common_config(g: &Guest, m: &mut Map<String, Value>) {
 fn config(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
     let c = ctx.cluster();
     let g = find(&c, ctx, kind)?;
-    let mut m = match kind {
-        GuestKind::Qemu => qemu_config(g),
-        GuestKind::Lxc => lxc_config(g),
-    };
-    let file_digest = digest(&m);
+    let mut m = render(g);
+    let file_digest = config_digest(g);
     if let Some(name) = ctx.params.get("snapshot") {
         let Some(s) = g.snapshots.iter().find(|s| s.name == name) else {
             return Err(ApiError::new(
@@ -331,13 +380,9 @@ fn snapshots(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
             Value::Object(m)
         })
         .collect();
-    let cfg = match kind {
-        GuestKind::Qemu => qemu_config(g),
-        GuestKind::Lxc => lxc_config(g),
-    };
     let mut current = json!({
         "name": "current",
-        "digest": digest(&cfg),
+        "digest": config_digest(g),
         "running": u8::from(g.is_running()),
         "description": "You are here!",
     });

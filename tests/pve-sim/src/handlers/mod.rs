@@ -1,16 +1,26 @@
 //! API endpoints, one module per area. `routes()` is the routing table.
 
 mod access;
+mod act;
+mod backup;
 mod cluster;
 mod config;
+mod config_write;
 mod guests;
 mod ha;
+mod lifecycle;
 mod nodes;
+mod power;
 mod rrd;
+mod snapshot_write;
 mod storage;
 mod tasks;
+mod write_routes;
 
-use std::sync::RwLockReadGuard;
+pub(crate) use config::{config_digest, render as render_config, size_str};
+pub(crate) use tasks::log_lines;
+
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
 
@@ -20,7 +30,7 @@ use crate::router::Route;
 use crate::schema::Prop;
 use crate::server::Shared;
 use crate::state::Cluster;
-use crate::util::read;
+use crate::util::{read, write};
 
 /// What a handler gets: shared state, the caller, its parameters and the
 /// node the call executes on (after PVE's proxying; `localhost` resolved).
@@ -32,8 +42,17 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The cluster as it is now (running tasks moved on first).
     pub fn cluster(&self) -> RwLockReadGuard<'_, Cluster> {
+        crate::work::advance_shared(&self.shared.cluster);
         read(&self.shared.cluster)
+    }
+
+    /// The cluster for a write, running tasks moved on first.
+    pub fn cluster_mut(&self) -> RwLockWriteGuard<'_, Cluster> {
+        let mut c = write(&self.shared.cluster);
+        crate::work::advance(&mut c);
+        c
     }
 
     /// Whether the caller holds `privilege` on `path` (false when
@@ -86,6 +105,12 @@ fn config_params() -> Vec<(&'static str, Prop)> {
 }
 
 pub(crate) fn routes() -> Vec<Route> {
+    let mut all = read_routes();
+    all.extend(write_routes::routes());
+    all
+}
+
+fn read_routes() -> Vec<Route> {
     const VM_AUDIT: Perm = Perm::check("/vms/{vmid}", &["VM.Audit"]);
     let node_vmid = || vec![("node", Prop::node()), ("vmid", Prop::vmid())];
     vec![

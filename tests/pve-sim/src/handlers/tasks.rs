@@ -8,7 +8,7 @@ use crate::state::Task;
 use crate::util::civil;
 
 /// `user@realm` or `user@realm!token`, as task owners are recorded.
-fn authid(ctx: &Ctx<'_>) -> String {
+pub(crate) fn authid(ctx: &Ctx<'_>) -> String {
     match ctx.ident {
         Some(i) => match &i.tokenid {
             Some(t) => format!("{}!{t}", i.userid),
@@ -229,6 +229,11 @@ fn stamp(t: u64) -> String {
 /// The task's log file, final `TASK ...` line included once finished.
 pub(crate) fn log_lines(t: &Task) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(t.log_lines + 1);
+    if let Some(written) = &t.log {
+        out.extend(written.iter().cloned());
+        push_end_line(t, &mut out);
+        return out;
+    }
     match t.ty.as_str() {
         "vzdump" => {
             let guests: Vec<u32> = if t.id.is_empty() {
@@ -302,13 +307,43 @@ pub(crate) fn log_lines(t: &Task) -> Vec<String> {
     while out.len() < t.log_lines {
         out.push(format!("INFO: {}", out.len()));
     }
+    push_end_line(t, &mut out);
+    out
+}
+
+/// The final `TASK ...` line of a finished task.
+fn push_end_line(t: &Task, out: &mut Vec<String>) {
     match t.status.as_deref() {
         None => {}
         Some("OK") => out.push("TASK OK".into()),
         Some(s) if s.starts_with("WARNINGS: ") => out.push(format!("TASK {s}")),
         Some(s) => out.push(format!("TASK ERROR: {s}")),
     }
-    out
+}
+
+/// `DELETE /nodes/{node}/tasks/{upid}`: stops a running task. The owner
+/// may; anyone else needs `Sys.Modify` on the node.
+pub(crate) fn task_stop(ctx: &Ctx<'_>) -> HandlerResult {
+    let mut c = ctx.cluster_mut();
+    let upid = ctx.params.path("upid");
+    if !valid_upid(upid) {
+        return Err(ApiError::param("upid", "unable to parse worker upid"));
+    }
+    let Some(t) = c
+        .tasks
+        .iter()
+        .find(|t| t.upid == upid && t.node == ctx.node)
+    else {
+        return Err(ApiError::param("upid", "no such task"));
+    };
+    if t.user != authid(ctx) {
+        let path = format!("/nodes/{}", ctx.node);
+        if !ctx.can(&path, "Sys.Modify") {
+            return Err(ApiError::perm(&path, "Sys.Modify"));
+        }
+    }
+    crate::work::stop(&mut c, upid);
+    Ok(Reply::Data(Value::Null))
 }
 
 /// `GET /nodes/{node}/tasks/{upid}/log`.

@@ -54,21 +54,39 @@ pub(super) fn check_format(format: &str, v: &str) -> Result<(), String> {
                 .ok_or_else(|| format!("storage ID '{v}' contains illegal characters\n"))
         }
         "pve-configid" => {
+            // `$CONFIGID_RE = qr/[a-z][a-z0-9_-]+/i`
             let b = v.as_bytes();
             let ok = b.len() >= 2
                 && b[0].is_ascii_alphabetic()
-                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-');
             ok.then_some(())
                 .ok_or_else(|| format!("invalid configuration ID '{v}'\n"))
         }
+        "dns-name" => valid_dns_name(v)
+            .then_some(())
+            .ok_or_else(|| "value does not look like a valid DNS name\n".to_string()),
         _ => Ok(()),
     }
+}
+
+/// `pve_verify_dns_name`: dot-separated labels of letters, digits and
+/// inner hyphens.
+fn valid_dns_name(v: &str) -> bool {
+    !v.is_empty()
+        && v.split('.').all(|label| {
+            let b = label.as_bytes();
+            !b.is_empty()
+                && b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+        })
 }
 
 fn known_format(f: &str) -> bool {
     matches!(
         f,
-        "pve-vmid" | "pve-node" | "pve-storage-id" | "pve-configid"
+        "pve-vmid" | "pve-node" | "pve-storage-id" | "pve-configid" | "dns-name"
     )
 }
 

@@ -111,6 +111,22 @@ impl Prop {
         Prop::of(Ty::Boolean)
     }
 
+    pub fn number() -> Self {
+        Prop::of(Ty::Number)
+    }
+
+    /// A Perl regex the whole value must match.
+    pub fn pattern(mut self, re: &str) -> Self {
+        self.pattern = Some(Pattern::new(re));
+        self
+    }
+
+    /// `requires`: another parameter that must be present too.
+    pub fn requires(mut self, other: &str) -> Self {
+        self.requires = Some(other.to_string());
+        self
+    }
+
     pub fn optional(mut self) -> Self {
         self.optional = true;
         self
@@ -254,6 +270,15 @@ impl MethodSchema {
         for (k, p) in props {
             ms.insert(k.to_string(), p);
         }
+        ms
+    }
+
+    /// A method spec that checks the listed parameters and lets others
+    /// through (for methods with dozens of config keys; the official schema,
+    /// when loaded, checks them all).
+    pub fn lenient(props: Vec<(&str, Prop)>) -> Self {
+        let mut ms = MethodSchema::strict(props);
+        ms.additional = None;
         ms
     }
 

@@ -6,6 +6,7 @@ mod endpoints;
 mod reads;
 mod shapes;
 mod transport;
+mod writes;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
