@@ -15,6 +15,7 @@ mod common;
 mod errors;
 mod hostile;
 mod http;
+mod http_limits;
 mod http_ops;
 mod interop;
 mod list_vms;
