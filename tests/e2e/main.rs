@@ -28,6 +28,7 @@ mod policy_reload;
 mod policy_rules;
 mod protocol;
 mod real_shapes;
+mod secret_scan;
 mod secrets;
 mod tickets;
 mod tls;
