@@ -40,9 +40,9 @@ async fn closed(streams: &mut [TcpStream]) -> usize {
     let mut closed = 0;
     for stream in streams {
         let mut buf = [0u8; 64];
-        match tokio::time::timeout(Duration::from_millis(25), stream.read(&mut buf)).await {
-            Ok(Ok(0) | Err(_)) => closed += 1,
-            Ok(Ok(_)) | Err(_) => {}
+        let read = tokio::time::timeout(Duration::from_millis(25), stream.read(&mut buf)).await;
+        if let Ok(Ok(0) | Err(_)) = read {
+            closed += 1;
         }
     }
     closed

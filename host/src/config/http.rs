@@ -130,7 +130,7 @@ impl Default for HttpSettings {
             max_sessions_per_token: 128,
             max_calls_per_session: 16,
             max_connections: None,
-            max_anonymous_connections_per_peer: 32,
+            max_anonymous_connections_per_peer: 256,
             header_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
         }
