@@ -45,6 +45,17 @@ impl Caller {
         }
     }
 
+    /// Whether this is an HTTP request without a session (MCP
+    /// 2026-07-28). The HTTP layer lets through only session ids it issued,
+    /// which never take this form.
+    pub fn is_stateless(&self) -> bool {
+        self.session.as_ref() == STATELESS_SESSION
+            || self
+                .session
+                .strip_prefix(STATELESS_SESSION)
+                .is_some_and(|rest| rest.starts_with(':'))
+    }
+
     /// The caller of an MCP request: over Streamable HTTP the session header
     /// and the token the auth layer recorded, otherwise stdio.
     pub fn from_context(context: &RequestContext<RoleServer>) -> Caller {

@@ -20,7 +20,9 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output().expect("running pve-mcp")
+    let out = cmd.output().expect("running pve-mcp");
+    crate::common::Secrets::of_command(env, args).check_output(&format!("pve-mcp {args:?}"), &out);
+    out
 }
 
 fn stderr(o: &Output) -> String {
@@ -219,4 +221,35 @@ fn demo_serves_mcp_when_spawned_by_a_client() {
         .find(|m| m["id"] == 2)
         .expect("a reply to the call");
     assert_eq!(call["result"]["structuredContent"]["total"], 13, "{call}");
+}
+
+/// `--help` of every command, with every secret variable set: nothing
+/// shows a secret's value (clap prints `[env: NAME=value]` for an argument
+/// bound to a variable unless told not to). `run` scans the output.
+#[test]
+fn help_shows_no_secret_from_the_environment() {
+    let env = [
+        ("PVE_API_TOKEN_SECRET", pve_sim::tokens::ADMIN_TOKEN_SECRET),
+        ("PVE_PASSWORD", "help-password-6c2e"),
+        ("MCP_AUTH_TOKEN", "help-mcp-token-0123456789abcdef"),
+        ("PVE_MCP_ADMIN_TOKEN", "help-admin-token-5d1f"),
+        (
+            "PVE_MCP_POLICY_STATE",
+            "redis://:help-redis-pass@127.0.0.1:1/0",
+        ),
+    ];
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["demo", "--help"],
+        &["tools", "--help"],
+        &["call", "--help"],
+        &["policy", "check", "--help"],
+        &["approvals", "--help"],
+        &["audit", "verify", "--help"],
+    ] {
+        let o = run(args, &env);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!o.stdout.is_empty(), "{args:?} printed no help");
+    }
 }

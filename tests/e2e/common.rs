@@ -1,5 +1,6 @@
 //! Shared harness: a simulator with schema validation on, and the real
-//! `pve-mcp` binary spawned over stdio with an rmcp client.
+//! `pve-mcp` binary spawned over stdio with an rmcp client. Every result
+//! and all stderr is scanned for the test's secrets ([`crate::secret_scan`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,6 +15,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
+pub use crate::secret_scan::Secrets;
 pub use pve_sim::testing::{Lazy, installed, wait_for_request, wait_until};
 pub use pve_sim::tokens::{
     ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, AUDITOR_TOKEN_ID, AUDITOR_TOKEN_SECRET, LAB_TOKEN_ID,
@@ -189,6 +191,9 @@ pub struct Server {
     stderr: Arc<Mutex<String>>,
     /// The task copying the child's stderr into `stderr`; it ends at EOF.
     reader: Option<tokio::task::JoinHandle<()>>,
+    /// Scans stderr and the audit log for the test's secrets, at
+    /// [`Server::stop`] and when dropped.
+    scan: crate::secret_scan::ScanOnDrop,
     _dir: tempfile::TempDir,
 }
 
@@ -198,6 +203,7 @@ const STDERR_DRAIN: Duration = Duration::from_secs(30);
 impl Server {
     /// Spawns `pve-mcp -vv serve` against the simulator.
     pub async fn start(sim: &Simulator, opts: Opts) -> Server {
+        let secrets = Secrets::of(&opts);
         let dir = tempfile::tempdir().expect("temp dir");
         let cmd = command(sim, &opts, dir.path(), &["-vv", "serve"]);
         let (transport, stderr) = TokioChildProcess::builder(cmd)
@@ -229,6 +235,10 @@ impl Server {
         Server {
             client,
             pid,
+            scan: crate::secret_scan::ScanOnDrop {
+                secrets,
+                stderr: log.clone(),
+            },
             stderr: log,
             reader,
             _dir: dir,
@@ -238,9 +248,19 @@ impl Server {
     /// Calls a tool; protocol errors are returned, not panicked on.
     pub async fn try_call(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
         let args = args.as_object().cloned().unwrap_or_default();
-        self.client
+        let result = self
+            .client
             .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-            .await
+            .await;
+        let what = format!("the result of {tool}");
+        match &result {
+            Ok(r) => self
+                .scan
+                .secrets
+                .check(&what, &serde_json::to_string(r).unwrap()),
+            Err(e) => self.scan.secrets.check(&what, &e.to_string()),
+        }
+        result
     }
 
     /// Calls a tool that must produce a result (successful or `isError`).
@@ -303,7 +323,9 @@ impl Server {
                 .expect("the server's stderr did not reach EOF after it stopped")
                 .expect("the stderr reader panicked");
         }
-        log.lock().unwrap().clone()
+        let log = log.lock().unwrap().clone();
+        self.scan.secrets.check_server(&log);
+        log
     }
 }
 

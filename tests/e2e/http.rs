@@ -41,6 +41,8 @@ pub struct HttpServer {
     /// The client to talk to it with.
     pub http: reqwest::Client,
     log: Arc<Mutex<String>>,
+    /// Scans the log (and audit log) for the test's secrets when dropped.
+    _scan: crate::secret_scan::ScanOnDrop,
     _dir: tempfile::TempDir,
 }
 
@@ -65,6 +67,7 @@ impl HttpServer {
         http: reqwest::Client,
     ) -> HttpServer {
         let dir = tempfile::tempdir().unwrap();
+        let secrets = Secrets::of(&opts);
         let token = opts
             .env
             .iter()
@@ -111,6 +114,10 @@ impl HttpServer {
             base,
             token,
             http,
+            _scan: crate::secret_scan::ScanOnDrop {
+                secrets,
+                stderr: log.clone(),
+            },
             log,
             _dir: dir,
         };
@@ -257,6 +264,7 @@ pub async fn messages(response: reqwest::Response) -> Vec<Value> {
         .get("content-type")
         .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
     let body = response.text().await.expect("response body");
+    Secrets::fixed().check("an HTTP response", &body);
     if !sse {
         return vec![serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))];
     }
@@ -271,6 +279,7 @@ pub async fn messages(response: reqwest::Response) -> Vec<Value> {
 /// The JSON error body pve-mcp's own rejections carry.
 async fn error_message(response: reqwest::Response) -> String {
     let body: Value = response.json().await.expect("a JSON-RPC error body");
+    Secrets::fixed().check("an HTTP error", &body.to_string());
     assert_eq!(body["jsonrpc"], "2.0", "{body}");
     body["error"]["message"]
         .as_str()

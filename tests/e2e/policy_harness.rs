@@ -114,14 +114,16 @@ pub fn free_port() -> u16 {
 
 /// Runs `pve-mcp ARGS` with a clean environment.
 pub fn run(args: &[&str]) -> Output {
-    std::process::Command::new(BIN)
+    let out = std::process::Command::new(BIN)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("PVE_MCP_CACHE_DIR", cache_dir())
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()
-        .expect("running pve-mcp")
+        .expect("running pve-mcp");
+    Secrets::of_command(&[], args).check_output(&format!("pve-mcp {args:?}"), &out);
+    out
 }
 
 /// Whether the call was refused by the policy: an `isError` result whose

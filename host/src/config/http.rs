@@ -38,7 +38,11 @@ pub struct FileHttp {
     max_body_kib: Option<u64>,
     session_idle_secs: Option<u64>,
     max_sessions: Option<u64>,
+    max_sessions_per_token: Option<u64>,
     max_calls_per_session: Option<u64>,
+    max_connections: Option<u64>,
+    max_anonymous_connections_per_peer: Option<u64>,
+    header_timeout_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
 }
 
@@ -87,8 +91,21 @@ pub struct HttpSettings {
     pub session_idle: Duration,
     /// Sessions open at once; more initializations get 503.
     pub max_sessions: usize,
-    /// Tool calls one session may run at once; more get a tool error.
+    /// Sessions one bearer token may hold open at once; more
+    /// initializations with it get 429. Without tokens there is no one to
+    /// count them against, and only `max_sessions` applies.
+    pub max_sessions_per_token: usize,
+    /// Tool calls one session (or, without a session, one token's
+    /// stateless requests together) may run at once; more get a tool error.
     pub max_calls_per_session: usize,
+    /// Open connections; `None` means 4 per session plus 64.
+    pub max_connections: Option<usize>,
+    /// Connections from one address (an IPv4 address or an IPv6 /64) that
+    /// have not yet sent a request that passed the token check.
+    pub max_anonymous_connections_per_peer: usize,
+    /// How long a new connection may take to send its first complete
+    /// request header (TLS handshake included).
+    pub header_timeout: Duration,
     /// How long in-flight calls may run on after SIGTERM or SIGINT.
     pub shutdown_grace: Duration,
 }
@@ -110,7 +127,11 @@ impl Default for HttpSettings {
             max_body_bytes: 4 << 20,
             session_idle: Duration::from_secs(1800),
             max_sessions: 512,
+            max_sessions_per_token: 128,
             max_calls_per_session: 16,
+            max_connections: None,
+            max_anonymous_connections_per_peer: 256,
+            header_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
         }
     }
@@ -295,6 +316,34 @@ pub fn load(
         (1, 100_000),
     )?
     .map_or(d.max_sessions, |n| n as usize);
+    let max_sessions_per_token = number(
+        "MCP_MAX_SESSIONS_PER_TOKEN",
+        "max_sessions_per_token",
+        file.max_sessions_per_token,
+        (1, 100_000),
+    )?
+    .map_or(d.max_sessions_per_token, |n| n as usize);
+    let max_connections = number(
+        "MCP_MAX_CONNECTIONS",
+        "max_connections",
+        file.max_connections,
+        (1, 1_000_000),
+    )?
+    .map(|n| n as usize);
+    let max_anonymous_connections_per_peer = number(
+        "MCP_MAX_ANONYMOUS_CONNECTIONS_PER_PEER",
+        "max_anonymous_connections_per_peer",
+        file.max_anonymous_connections_per_peer,
+        (1, 1_000_000),
+    )?
+    .map_or(d.max_anonymous_connections_per_peer, |n| n as usize);
+    let header_timeout = number(
+        "MCP_HEADER_TIMEOUT_SECS",
+        "header_timeout_secs",
+        file.header_timeout_secs,
+        (1, 300),
+    )?
+    .map_or(d.header_timeout, Duration::from_secs);
     let max_calls_per_session = number(
         "MCP_MAX_CALLS_PER_SESSION",
         "max_calls_per_session",
@@ -321,7 +370,11 @@ pub fn load(
         max_body_bytes,
         session_idle,
         max_sessions,
+        max_sessions_per_token,
         max_calls_per_session,
+        max_connections,
+        max_anonymous_connections_per_peer,
+        header_timeout,
         shutdown_grace,
     })
 }
@@ -568,11 +621,25 @@ mod tests {
     #[test]
     fn limits_are_range_checked_and_named() {
         let s = load(
-            &file("max_body_kib = 8\nsession_idle_secs = 2\nmax_sessions = 3\nmax_calls_per_session = 1\nshutdown_grace_secs = 5\n"),
+            &file("max_body_kib = 8\nsession_idle_secs = 2\nmax_sessions = 3\nmax_calls_per_session = 1\nshutdown_grace_secs = 5\n\
+                   max_sessions_per_token = 2\nmax_connections = 100\nmax_anonymous_connections_per_peer = 7\nheader_timeout_secs = 3\n"),
             "f",
-            &env(&[("MCP_MAX_SESSIONS", "4")]),
+            &env(&[("MCP_MAX_SESSIONS", "4"), ("MCP_HEADER_TIMEOUT_SECS", "4")]),
         )
         .unwrap();
+        assert_eq!(s.max_sessions_per_token, 2);
+        assert_eq!(s.max_connections, Some(100));
+        assert_eq!(s.max_anonymous_connections_per_peer, 7);
+        assert_eq!(s.header_timeout, Duration::from_secs(4));
+        let e = load(&file("header_timeout_secs = 0\n"), "f", &env(&[])).unwrap_err();
+        assert!(e.key.starts_with("http.header_timeout_secs"), "{e}");
+        let e = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[("MCP_MAX_SESSIONS_PER_TOKEN", "x")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "MCP_MAX_SESSIONS_PER_TOKEN");
         assert_eq!(s.max_body_bytes, 8 << 10);
         assert_eq!(s.session_idle, Duration::from_secs(2));
         assert_eq!(s.max_sessions, 4, "the environment overrides the file");

@@ -1,6 +1,8 @@
-//! A limit on tool calls at once, per MCP session.
+//! A limit on tool calls at once, per MCP session, and per token for
+//! requests without a session.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -34,6 +36,38 @@ impl CallSlots {
     }
 }
 
+/// The call slots of requests without a session (MCP 2026-07-28): rmcp
+/// makes a new server for each such request, so slots of its own would
+/// bind nothing. Instead every stateless request of one caller session
+/// (`stateless:TOKEN`, see [`crate::caller`]) shares one set. There is one
+/// entry per configured token (and one without a token), so the map stays
+/// as small as the configuration.
+#[derive(Debug)]
+pub struct StatelessSlots {
+    limit: usize,
+    by_session: Mutex<HashMap<Arc<str>, CallSlots>>,
+}
+
+impl StatelessSlots {
+    /// Room for `limit` calls at once per token.
+    pub fn new(limit: usize) -> StatelessSlots {
+        StatelessSlots {
+            limit,
+            by_session: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The slots shared by the stateless requests of `session`.
+    pub fn for_session(&self, session: &Arc<str>) -> CallSlots {
+        self.by_session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(session.clone())
+            .or_insert_with(|| CallSlots::new(self.limit))
+            .clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +79,21 @@ mod tests {
         assert!(slots.try_acquire().is_none());
         drop(first);
         assert!(slots.try_acquire().is_some());
+    }
+
+    #[test]
+    fn stateless_requests_of_one_token_share_their_slots() {
+        let shared = StatelessSlots::new(1);
+        let a: Arc<str> = Arc::from("stateless:a");
+        let held = shared.for_session(&a).try_acquire().unwrap();
+        assert!(shared.for_session(&a).try_acquire().is_none());
+        assert!(
+            shared
+                .for_session(&Arc::from("stateless:b"))
+                .try_acquire()
+                .is_some()
+        );
+        drop(held);
+        assert!(shared.for_session(&a).try_acquire().is_some());
     }
 }

@@ -15,6 +15,7 @@ use crate::approval::Approvals;
 use crate::caller::Caller;
 use crate::sandbox::CallReport;
 use crate::server::app::{App, Approver, Authorized};
+use crate::server::call_slots::{CallSlots, StatelessSlots};
 use crate::server::client_log::ClientLog;
 use crate::tools::{CallOutcome, ToolInfo};
 
@@ -32,7 +33,10 @@ pub struct McpServer {
     app: Arc<App>,
     tools: Arc<Vec<Tool>>,
     /// Over HTTP, the calls this session may run at once.
-    call_slots: Option<crate::server::call_slots::CallSlots>,
+    call_slots: Option<CallSlots>,
+    /// Over HTTP, the calls each token's requests without a session may
+    /// run at once, together.
+    stateless_slots: Option<Arc<StatelessSlots>>,
     approvals: Option<Arc<Approvals>>,
     /// The logging level the client set.
     client_log: ClientLog,
@@ -46,6 +50,7 @@ impl McpServer {
             app,
             tools: Arc::new(tools),
             call_slots: None,
+            stateless_slots: None,
             approvals: None,
             client_log: ClientLog::new(),
         }
@@ -59,10 +64,13 @@ impl McpServer {
     }
 
     /// The handler for a new HTTP session: its own limit on calls at
-    /// once, and its own logging level.
-    pub fn for_session(&self, call_limit: usize) -> Self {
+    /// once, and its own logging level. Requests without a session (rmcp
+    /// makes a handler for each) take their slots from `stateless`, shared
+    /// per token.
+    pub fn for_session(&self, call_limit: usize, stateless: Arc<StatelessSlots>) -> Self {
         let mut server = self.clone();
-        server.call_slots = Some(crate::server::call_slots::CallSlots::new(call_limit));
+        server.call_slots = Some(CallSlots::new(call_limit));
+        server.stateless_slots = Some(stateless);
         server.client_log = ClientLog::new();
         server
     }
@@ -122,9 +130,14 @@ pub fn to_call_result(outcome: CallOutcome) -> Option<CallToolResult> {
 
 /// The answer to a call over the session's limit: a tool error the agent
 /// can act on.
-fn session_busy(limit: usize) -> CallToolResult {
+fn session_busy(limit: usize, stateless: bool) -> CallToolResult {
+    let who = if stateless {
+        "this token's requests without a session already run"
+    } else {
+        "this session already runs"
+    };
     CallToolResult::error(vec![ContentBlock::text(format!(
-        "Too many calls at once: this session already runs {limit} (the server's \
+        "Too many calls at once: {who} {limit} (the server's \
          http.max_calls_per_session). Wait for one to finish, then retry."
     ))])
 }
@@ -208,14 +221,19 @@ impl ServerHandler for McpServer {
         let Some(tool) = self.app.tool(&request.name) else {
             return Err(unknown_tool(&request.name));
         };
-        let _slot = match &self.call_slots {
+        let caller = Caller::from_context(&context);
+        let stateless = caller.is_stateless();
+        let slots = match &self.stateless_slots {
+            Some(shared) if stateless => Some(shared.for_session(&caller.session)),
+            _ => self.call_slots.clone(),
+        };
+        let _slot = match &slots {
             Some(slots) => match slots.try_acquire() {
                 Some(slot) => Some(slot),
-                None => return Ok(session_busy(slots.limit()).into()),
+                None => return Ok(session_busy(slots.limit(), stateless).into()),
             },
             None => None,
         };
-        let caller = Caller::from_context(&context);
         let arguments = request.arguments.unwrap_or_default();
         let approver = self.approvals.as_deref().map(|approvals| Approver {
             approvals,

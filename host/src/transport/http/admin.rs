@@ -27,6 +27,7 @@ use tower::ServiceBuilder;
 use super::auth::Tokens;
 use super::connections::{Listener, Server};
 use super::layers::{self, HttpService};
+use super::limits::ConnectionLimits;
 use super::response::{Body, Reject, json};
 use crate::approval::client::PREFIX;
 use crate::approval::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};
@@ -40,6 +41,8 @@ use crate::server::serving::Serving;
 const MAX_BODY_BYTES: usize = 64 << 10;
 /// Connections open at once: a person and a few scripts.
 const MAX_CONNECTIONS: usize = 64;
+/// How long a connection may take to send a request header.
+const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A running admin endpoint; dropping it stops it (and removes its socket).
 pub struct AdminServer {
@@ -115,7 +118,11 @@ pub async fn start(
 
 /// Serves until the task is aborted (when the [`AdminServer`] is dropped).
 async fn serve(listener: impl Listener, routes: impl HttpService<Incoming>) {
-    Server::new(MAX_CONNECTIONS, None)
+    let limits = ConnectionLimits {
+        max_total: MAX_CONNECTIONS,
+        max_anonymous_per_peer: None,
+    };
+    Server::new(limits, HEADER_TIMEOUT, None)
         .accept_until(
             &listener,
             |peer| layers::log(peer, routes.clone()),

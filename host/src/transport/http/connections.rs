@@ -1,6 +1,7 @@
 //! Connections, whatever is served on them: accepting (TCP or a unix
-//! socket), the cap on open connections, TLS, the first-bytes timeout, and
-//! hyper's HTTP/1 and HTTP/2 with their own timeouts. These are properties
+//! socket), the connection budget ([`super::limits::ConnectionBudget`]),
+//! TLS, the deadline for a first request, and hyper's HTTP/1 and HTTP/2
+//! with their own timeouts. These are properties
 //! of a connection, not of a request, so they live here rather than in the
 //! tower stack ([`super::layers`]) that each request then goes through.
 
@@ -16,20 +17,20 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
-use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::either::Either;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::layers::HttpService;
+use super::limits::{ConnectionBudget, ConnectionLimits};
 
-/// A connection whose first bytes (after the TLS handshake, if any) take
-/// longer is dropped: until a client sends something, hyper cannot tell
-/// HTTP/1 from HTTP/2 and no other timeout runs, so silent connections
-/// would hold their slots for ever.
-const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
-/// A client that takes longer to send its request headers is dropped.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a kept-alive HTTP/1 connection may wait for its next request
+/// header (hyper counts the idle time in): long enough that clients'
+/// pooled connections are not closed under them while they pause. A
+/// longer header timeout raises it.
+const KEEP_ALIVE_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often an HTTP/2 connection is pinged, and how long the answer may
 /// take before the connection is closed.
 const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
@@ -49,6 +50,16 @@ impl fmt::Display for Peer {
         match self {
             Peer::Tcp(addr) => addr.fmt(f),
             Peer::Unix => f.write_str("unix"),
+        }
+    }
+}
+
+impl Peer {
+    /// The peer's IP address; `None` on a unix socket.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        match self {
+            Peer::Tcp(addr) => Some(addr.ip()),
+            Peer::Unix => None,
         }
     }
 }
@@ -79,20 +90,28 @@ impl Listener for UnixListener {
 }
 
 /// Serves the connections of one listener, each with a copy of a tower
-/// service, up to a number open at once.
+/// service, within a connection budget.
 pub struct Server {
     tls: Option<TlsAcceptor>,
-    slots: Arc<Semaphore>,
+    budget: Arc<ConnectionBudget>,
+    header_timeout: Duration,
     graceful: GracefulShutdown,
 }
 
 impl Server {
-    /// A server keeping at most `max_connections` open, speaking TLS when
-    /// given an acceptor.
-    pub fn new(max_connections: usize, tls: Option<TlsAcceptor>) -> Server {
+    /// A server keeping its connections within `limits`, closing a new
+    /// connection that has not sent a whole request header `header_timeout`
+    /// after it was accepted (TLS handshake included), and speaking TLS
+    /// when given an acceptor.
+    pub fn new(
+        limits: ConnectionLimits,
+        header_timeout: Duration,
+        tls: Option<TlsAcceptor>,
+    ) -> Server {
         Server {
             tls,
-            slots: Arc::new(Semaphore::new(max_connections)),
+            budget: ConnectionBudget::new(limits),
+            header_timeout,
             graceful: GracefulShutdown::new(),
         }
     }
@@ -126,24 +145,58 @@ impl Server {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         S: HttpService<Incoming>,
     {
-        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-            // Closing at once is the cheapest answer to a flood.
-            tracing::warn!(%peer, "too many open connections; closed a new one");
+        let Some(admitted) = self.budget.admit(peer.ip()) else {
+            // Closing at once is the cheapest answer to a flood (the budget
+            // logs it, at most every few seconds).
             return;
         };
         let tls = self.tls.clone();
         let watcher = self.graceful.watcher();
+        let header_timeout = self.header_timeout;
+        let deadline = Instant::now() + header_timeout;
         tokio::spawn(async move {
-            let _slot = slot;
-            let Some(io) = first_bytes(io, tls, peer).await else {
+            // The budget may close this connection to make room, at any
+            // point until its first request passes the token check.
+            let opened = tokio::select! {
+                io = first_bytes(io, tls, peer, deadline) => io,
+                _ = admitted.closed() => None,
+            };
+            let Some(io) = opened else {
                 return;
             };
-            let service =
-                hyper::service::service_fn(move |request| service.clone().oneshot(request));
-            let builder = builder();
+            let requested = CancellationToken::new();
+            let service = hyper::service::service_fn({
+                let (mark, requested) = (admitted.mark(), requested.clone());
+                move |mut request: http::Request<Incoming>| {
+                    requested.cancel();
+                    // The token check marks the connection authenticated.
+                    request.extensions_mut().insert(mark.clone());
+                    service.clone().oneshot(request)
+                }
+            });
+            let builder = builder(header_timeout);
             let connection = builder.serve_connection(TokioIo::new(io), service);
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            // hyper's header timeout starts once it has chosen HTTP/1 or /2,
+            // and HTTP/2 has none: a client that keeps the connection
+            // without ever completing a request is closed here.
+            let no_request = async {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => {}
+                    _ = requested.cancelled() => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                served = watcher.watch(connection) => {
+                    if let Err(e) = served {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+                _ = admitted.closed() => {
+                    tracing::debug!(%peer, "closed an unauthenticated connection to make room");
+                }
+                _ = no_request => {
+                    tracing::debug!(%peer, "no complete request within the header timeout; closed");
+                }
             }
         });
     }
@@ -157,17 +210,19 @@ impl Server {
 
 /// The connection once its first bytes have arrived (after the TLS
 /// handshake, if any), or `None` when it closes, fails the handshake or
-/// stays silent for [`FIRST_BYTES_TIMEOUT`]. The bytes are buffered, and
-/// read again by hyper.
+/// stays silent until `deadline`: until a client sends something, hyper
+/// cannot tell HTTP/1 from HTTP/2 and no other timeout runs. The bytes are
+/// buffered, and read again by hyper.
 async fn first_bytes<I>(
     io: I,
     tls: Option<TlsAcceptor>,
     peer: Peer,
+    deadline: Instant,
 ) -> Option<BufReader<Either<I, tokio_rustls::server::TlsStream<I>>>>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    let opened = tokio::time::timeout(FIRST_BYTES_TIMEOUT, async {
+    let opened = tokio::time::timeout_at(deadline, async {
         let io = match tls {
             None => Either::Left(io),
             Some(acceptor) => Either::Right(acceptor.accept(io).await?),
@@ -191,12 +246,12 @@ where
 
 /// HTTP/1 and HTTP/2, with the timeouts that keep a stalled client from
 /// holding its connection.
-fn builder() -> auto::Builder<TokioExecutor> {
+fn builder(header_timeout: Duration) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(header_timeout.max(KEEP_ALIVE_HEADER_TIMEOUT));
     // Without pings an HTTP/2 client that stops answering (or never speaks
     // after the preface) would keep its connection for ever.
     builder

@@ -19,6 +19,7 @@ use tower::{Layer, Service, ServiceExt};
 use super::auth::Tokens;
 use super::connections::Peer;
 use super::guard::Guard;
+use super::limits::ConnectionMark;
 use super::mcp_route::session_id;
 use super::response::{Body, Reject};
 use crate::caller::TokenName;
@@ -147,6 +148,11 @@ impl<B: Send + 'static, S: HttpService<B>> Step<B, S> for AuthStep {
         };
         if let Some(token) = &token {
             request.extensions_mut().insert(token.clone());
+        }
+        // A connection that has shown a token keeps its place in the
+        // connection budget.
+        if let Some(connection) = request.extensions().get::<ConnectionMark>() {
+            connection.authenticated();
         }
         let response = inner.oneshot(request);
         Box::pin(async move {

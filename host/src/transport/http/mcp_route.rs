@@ -1,5 +1,6 @@
 //! The MCP route: rmcp's `StreamableHttpService` behind what rmcp does not
-//! check itself: that a session is the caller's own, the session limit,
+//! check itself: that a session is the caller's own, the session limits
+//! (in all and per token),
 //! 503 while starting or draining, and the count of calls in flight that
 //! the shutdown waits for. The guard, the token and the body limit are
 //! checked before ([`super::layers`]).
@@ -20,6 +21,7 @@ use super::limits::{InFlight, hold_until_sent};
 use super::response::{Body, Reject, text};
 use crate::caller::TokenName;
 use crate::config::http::HttpSettings;
+use crate::server::call_slots::StatelessSlots;
 use crate::server::mcp::McpServer;
 use crate::server::serving::Serving;
 
@@ -38,6 +40,7 @@ type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 /// The MCP endpoint's state, shared by every connection.
 pub struct Mcp {
     max_sessions: usize,
+    max_sessions_per_token: usize,
     max_calls_per_session: usize,
     sessions: Arc<LocalSessionManager>,
     rmcp_config: StreamableHttpServerConfig,
@@ -71,6 +74,7 @@ impl Mcp {
             .with_cancellation_token(shutdown.clone());
         Mcp {
             max_sessions: settings.max_sessions,
+            max_sessions_per_token: settings.max_sessions_per_token,
             max_calls_per_session: settings.max_calls_per_session,
             sessions: Arc::new(sessions),
             rmcp_config,
@@ -89,9 +93,11 @@ impl Mcp {
         let prototype = serving.server().clone();
         let limit = self.max_calls_per_session;
         // rmcp asks for a server per session (and per stateless request);
-        // each gets its own call slots.
+        // each session gets its own call slots, and the stateless requests
+        // of each token share theirs.
+        let stateless = Arc::new(StatelessSlots::new(limit));
         let service = StreamableHttpService::new(
-            move || Ok(prototype.for_session(limit)),
+            move || Ok(prototype.for_session(limit, stateless.clone())),
             self.sessions.clone(),
             self.rmcp_config.clone(),
         );
@@ -244,6 +250,11 @@ impl Mcp {
             .retry_after(5)
             .into_response();
         }
+        if let Some(token) = &owner
+            && let Some(refusal) = self.over_token_quota(token, &live)
+        {
+            return refusal;
+        }
         let response = service.handle(request).await;
         if let Some(id) = session_id(response.headers()) {
             // A panic elsewhere (a poisoned lock) must not skip the record:
@@ -254,5 +265,44 @@ impl Mcp {
             owners.insert(Arc::from(id), owner);
         }
         response
+    }
+
+    /// The refusal for a new session when `token` already holds
+    /// `max_sessions_per_token` of the `live` ones, or `None` when it may
+    /// open another. Sessions that were deleted or expired are not live,
+    /// so ending one frees its place.
+    fn over_token_quota(
+        &self,
+        token: &Arc<str>,
+        live: &HashSet<Arc<str>>,
+    ) -> Option<Response<Body>> {
+        let held = self
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(id, owner)| owner.as_ref() == Some(token) && live.contains(*id))
+            .count();
+        if held < self.max_sessions_per_token {
+            return None;
+        }
+        tracing::warn!(
+            token = %token,
+            sessions = held,
+            "refused a new session: the token holds as many as one token may"
+        );
+        Some(
+            Reject::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "Too Many Requests: the token {token:?} already holds {held} open sessions, the most one \
+                     token may (http.max_sessions_per_token, env MCP_MAX_SESSIONS_PER_TOKEN). End one \
+                     (DELETE with its Mcp-Session-Id) or let it expire, give each agent its own token, or \
+                     raise the limit"
+                ),
+            )
+            .retry_after(5)
+            .into_response(),
+        )
     }
 }

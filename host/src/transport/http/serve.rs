@@ -1,6 +1,6 @@
 //! The Streamable HTTP server, in the order a request meets it: the
-//! listener accepts a connection; the connection cap, TLS and the
-//! first-bytes timeout apply to it ([`super::listen`]); each request then passes
+//! listener accepts a connection; the connection budget, TLS and the
+//! header timeout apply to it ([`super::connections`]); each request then passes
 //! the tower stack ([`super::layers`]: a log line, and for the MCP path the
 //! `Host`/`Origin` guard, the bearer token and the body limit) to its route:
 //! `/healthz`, `/readyz` or MCP ([`super::mcp`]). SIGTERM or SIGINT drains it.
@@ -26,6 +26,7 @@ use super::auth::Tokens;
 use super::connections::Server;
 use super::guard::{self, Guard};
 use super::layers::{self, HttpService};
+use super::limits::ConnectionLimits;
 use super::mcp_route::Mcp;
 use super::response::{Body, Reject, text};
 use crate::config::http::HttpSettings;
@@ -80,11 +81,7 @@ pub async fn run(
             anyhow::Ok(())
         }
     });
-    let connections = settings
-        .max_sessions
-        .saturating_mul(CONNECTIONS_PER_SESSION)
-        + SPARE_CONNECTIONS;
-    let server = Server::new(connections, tls);
+    let server = Server::new(connection_limits(settings), settings.header_timeout, tls);
     let stop = until_signal(started, &mut signals);
     server
         .accept_until(&listener, |peer| layers::log(peer, routes.clone()), stop)
@@ -92,6 +89,21 @@ pub async fn run(
     drop(listener);
     shut_down(&mcp, server, settings.shutdown_grace).await;
     Ok(())
+}
+
+/// The connection budget: `max_connections` (by default enough for every
+/// session's connections, plus room for probes), and the per-address cap
+/// on connections that have not shown a token.
+fn connection_limits(settings: &HttpSettings) -> ConnectionLimits {
+    ConnectionLimits {
+        max_total: settings.max_connections.unwrap_or(
+            settings
+                .max_sessions
+                .saturating_mul(CONNECTIONS_PER_SESSION)
+                .saturating_add(SPARE_CONNECTIONS),
+        ),
+        max_anonymous_per_peer: Some(settings.max_anonymous_connections_per_peer),
+    }
 }
 
 /// The `Host` and `Origin` allow-lists: the configured ones, or the
