@@ -18,7 +18,8 @@ fn delay(path: &str, secs: u64) -> pve_sim::Fault {
         reason: String::new(),
         times: Some(1),
         delay: Some(Duration::from_secs(secs)),
-    }..Default::default()
+        ..Default::default()
+    }
 }
 
 /// Whether `/healthz` answers 200 on a fresh connection.
