@@ -31,6 +31,11 @@ bench:
     cargo bench -p pve-mcp --bench stdio
     cargo bench -p pve-mcp --bench http_load
 
+# The soak test (release): 64 HTTP sessions x 10,000 calls with a policy and the audit log on; checks
+# every answer, flat memory and the audit chain. Sizes: PVE_MCP_SOAK_SESSIONS, PVE_MCP_SOAK_CALLS.
+soak:
+    cargo bench -p pve-mcp --bench soak
+
 # Install the test clients CI installs: Node MCP clients (pinned) and the Python SDK.
 test-deps:
     npm install --prefix tests/interop --no-save --no-audit --no-fund

@@ -1,12 +1,16 @@
 //! The host's HTTPS client to one Proxmox cluster: pooled keep-alive
-//! connections, the cluster's TLS settings, and its credentials.
+//! connections, the cluster's TLS settings, and its credentials. The
+//! cluster's timeout bounds a whole exchange, the response body included.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -49,7 +53,50 @@ struct Ticket {
 
 /// A login answer Proxmox refused; it goes back to the guest as the
 /// response to its own request, so the agent sees PVE's status and reason.
-type Refusal = Response<Incoming>;
+type Refusal = Response<UpstreamBody>;
+
+/// A response body from Proxmox that fails with [`BodyTimeout`] once its
+/// request's deadline has passed: the cluster's timeout covers the whole
+/// exchange, so an upstream that trickles its body (a slow-loris) cannot
+/// hold a call past it.
+pub struct UpstreamBody {
+    inner: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+}
+
+/// The body did not arrive within the cluster's timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("Proxmox did not finish sending the response within {} s", .0.as_secs())]
+pub struct BodyTimeout(pub Duration);
+
+impl Body for UpstreamBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        // The deadline first: a body that keeps coming, however slowly or
+        // however much, still ends with the exchange's time.
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Box::new(BodyTimeout(this.timeout)))));
+        }
+        Pin::new(&mut this.inner)
+            .poll_frame(cx)
+            .map(|frame| frame.map(|r| r.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
 
 /// Why an upstream request failed before a response arrived.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +104,9 @@ pub enum UpstreamFailure {
     /// No response head within the cluster's timeout.
     #[error("timed out waiting for Proxmox")]
     Timeout,
+    /// No TCP connection within the cluster's timeout.
+    #[error("timed out connecting to Proxmox")]
+    ConnectTimeout,
     /// The TCP connection was refused.
     #[error("connection refused: {0}")]
     Refused(String),
@@ -137,7 +187,7 @@ impl Upstream {
     pub async fn send(
         &self,
         request: Request<Full<Bytes>>,
-    ) -> Result<Response<Incoming>, UpstreamFailure> {
+    ) -> Result<Response<UpstreamBody>, UpstreamFailure> {
         match &self.credentials {
             Credentials::Token(header) => {
                 let mut request = request;
@@ -168,13 +218,19 @@ impl Upstream {
         }
     }
 
+    /// One exchange, its head and its body within the cluster's timeout.
     async fn round_trip(
         &self,
         request: Request<Full<Bytes>>,
-    ) -> Result<Response<Incoming>, UpstreamFailure> {
-        match tokio::time::timeout(self.timeout, self.client.request(request)).await {
+    ) -> Result<Response<UpstreamBody>, UpstreamFailure> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        match tokio::time::timeout_at(deadline, self.client.request(request)).await {
             Err(_) => Err(UpstreamFailure::Timeout),
-            Ok(Ok(response)) => Ok(response),
+            Ok(Ok(response)) => Ok(response.map(|inner| UpstreamBody {
+                inner,
+                deadline: Box::pin(tokio::time::sleep_until(deadline)),
+                timeout: self.timeout,
+            })),
             Ok(Err(e)) => Err(classify(&e)),
         }
     }
@@ -298,7 +354,8 @@ fn classify(err: &(dyn std::error::Error + 'static)) -> UpstreamFailure {
                 std::io::ErrorKind::ConnectionRefused => {
                     return UpstreamFailure::Refused(io.to_string());
                 }
-                std::io::ErrorKind::TimedOut => return UpstreamFailure::Timeout,
+                // The connector's own timeout: no connection at all.
+                std::io::ErrorKind::TimedOut => return UpstreamFailure::ConnectTimeout,
                 _ => {}
             }
         }
@@ -336,6 +393,17 @@ fn describe_tls(err: &rustls::Error) -> String {
         rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => {
             "the server certificate is signed by an unknown CA (Proxmox uses its own cluster CA: set PVE_CA_FILE to /etc/pve/pve-root-ca.pem, or pin PVE_TLS_FINGERPRINT)".into()
         }
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::Expired | rustls::CertificateError::ExpiredContext { .. },
+        ) => {
+            "the server certificate has expired (renew it on the Proxmox node: pvecm updatecerts --force renews the cluster-signed one, pvenode cert set installs your own; and check that both machines' clocks are right)".into()
+        }
+        rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidYet
+            | rustls::CertificateError::NotValidYetContext { .. },
+        ) => {
+            "the server certificate is not valid yet (check that both machines' clocks are right)".into()
+        }
         rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)
         | rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext { .. }) => {
             "the server certificate is not valid for this host name (use the name or IP the certificate was issued for, or pin PVE_TLS_FINGERPRINT)".into()
@@ -366,6 +434,23 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn an_expired_certificate_says_to_renew_it() {
+        let err = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
+        match classify(&std::io::Error::new(std::io::ErrorKind::InvalidData, err)) {
+            UpstreamFailure::Tls(text) => {
+                assert!(text.contains("expired") && text.contains("renew"), "{text}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_connect_timeout_is_not_a_response_timeout() {
+        let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out");
+        assert_eq!(classify(&io), UpstreamFailure::ConnectTimeout);
     }
 
     #[test]

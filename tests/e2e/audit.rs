@@ -606,6 +606,7 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
             reason: String::new(),
             times: Some(1),
             delay: Some(std::time::Duration::from_secs(3)),
+            ..Default::default()
         });
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("audit.jsonl");

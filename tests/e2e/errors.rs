@@ -164,6 +164,7 @@ async fn slow_proxmox_times_out_and_the_server_recovers() {
             reason: String::new(),
             times: Some(1),
             delay: Some(Duration::from_secs(4)),
+            ..Default::default()
         });
         let message = server.err("pve_list_vms", json!({})).await;
         assert!(message.to_lowercase().contains("time"), "{message}");
@@ -184,6 +185,7 @@ async fn injected_proxmox_errors_keep_their_message() {
             reason: "Broken pipe".into(),
             times: Some(1),
             delay: None,
+            ..Default::default()
         });
         let message = server
             .err(

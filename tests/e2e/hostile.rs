@@ -244,6 +244,7 @@ async fn a_stalled_upstream_is_cut_off_by_the_timeout() {
             reason: String::new(),
             times: Some(1),
             delay: Some(Duration::from_secs(30)),
+            ..Default::default()
         });
         let started = std::time::Instant::now();
         let result = server.call("hostile_slow_upstream", json!({})).await;

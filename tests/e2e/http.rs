@@ -224,9 +224,14 @@ impl HttpServer {
         ().serve(transport).await
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the server is running")
+    }
+
     /// Sends a signal to the server process.
     pub fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("the server is running");
+        let pid = self.pid();
         let status = std::process::Command::new("kill")
             .args([format!("-{signal}"), pid.to_string()])
             .status()
@@ -754,6 +759,7 @@ async fn a_slow_proxmox_request_does_not_block_another_session() {
             times: Some(1),
             // Long enough that the other session's call surely ends first.
             delay: Some(Duration::from_secs(8)),
+            ..Default::default()
         });
         let slow_client = server.client().await;
         let slow = tokio::spawn(async move {

@@ -344,6 +344,7 @@ async fn calls_without_a_session_are_limited_per_token() {
             reason: String::new(),
             times: Some(1),
             delay: Some(Duration::from_secs(3)),
+            ..Default::default()
         });
         let slow = tokio::spawn(stateless(1, "pve_list_vms"));
         wait_for_request(&sim).await;

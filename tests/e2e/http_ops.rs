@@ -18,6 +18,7 @@ fn delay(path: &str, secs: u64) -> pve_sim::Fault {
         reason: String::new(),
         times: Some(1),
         delay: Some(Duration::from_secs(secs)),
+        ..Default::default()
     }
 }
 

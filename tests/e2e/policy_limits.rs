@@ -126,6 +126,7 @@ async fn version_calls_after_a_fault(status: u16, reason: &str) -> (usize, usize
         reason: reason.into(),
         times: Some(1),
         delay: None,
+        ..Default::default()
     });
     let failed = p.server.err("pve_get_version", json!({})).await;
     assert!(!failed.starts_with("Rate limit"), "{failed}");

@@ -185,6 +185,7 @@ async fn cancelling_a_call_drops_its_upstream_request() {
             reason: String::new(),
             times: Some(1),
             delay: Some(Duration::from_secs(3)),
+            ..Default::default()
         });
         let mut raw = Raw::start(&sim).await;
         raw.request(1, "initialize", initialize("2025-11-25")).await;

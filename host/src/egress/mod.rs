@@ -17,7 +17,7 @@ use wasmtime_wasi_http::{
 
 use crate::endpoint::{API_PREFIX, Endpoint, check_api_path};
 use crate::route::BoundRoute;
-use crate::upstream::{Upstream, UpstreamFailure};
+use crate::upstream::{BodyTimeout, Upstream, UpstreamBody, UpstreamFailure};
 
 /// The response header that carries Proxmox's HTTP reason phrase (its error
 /// message) to the guest, which wasi:http cannot otherwise see.
@@ -649,7 +649,8 @@ async fn forward(
 ) -> Result<Response<WasiBody>, (UpstreamFailure, HttpError)> {
     let response = upstream.send(request).await.map_err(|failure| {
         let error = match &failure {
-            UpstreamFailure::Timeout => HttpError::ConnectionTimeout,
+            UpstreamFailure::Timeout => HttpError::HttpResponseTimeout,
+            UpstreamFailure::ConnectTimeout => HttpError::ConnectionTimeout,
             UpstreamFailure::Refused(_) => HttpError::ConnectionRefused,
             UpstreamFailure::Dns(text) => HttpError::DnsError {
                 rcode: Some(text.clone()),
@@ -667,7 +668,7 @@ async fn forward(
 }
 
 fn into_guest_response(
-    response: Response<hyper::body::Incoming>,
+    response: Response<UpstreamBody>,
     max_response: usize,
 ) -> Response<WasiBody> {
     let reason = response
@@ -680,17 +681,65 @@ fn into_guest_response(
         parts.headers.insert(REASON_HEADER, reason);
     }
     let body = Limited::new(body, max_response)
-        .map_err(move |e| match e.downcast::<hyper::Error>() {
-            Ok(hyper_error) => HttpError::Hyper(*hyper_error),
-            Err(_) => HttpError::HttpResponseBodySize(Some(max_response as u64)),
-        })
+        .map_err(move |e| body_failure(e, max_response))
         .boxed_unsync();
     Response::from_parts(parts, body)
+}
+
+/// The wasi-http error for a response body that failed part-way, as
+/// precise as the guest needs to tell the agent what happened: too big,
+/// too slow, or cut off. (wasi-http's default for a hyper error is
+/// `HTTP-protocol-error`, which reads as a malformed response.)
+fn body_failure(e: Box<dyn std::error::Error + Send + Sync>, max_response: usize) -> HttpError {
+    if e.is::<http_body_util::LengthLimitError>() {
+        return HttpError::HttpResponseBodySize(Some(max_response as u64));
+    }
+    if e.is::<BodyTimeout>() {
+        return HttpError::ConnectionReadTimeout;
+    }
+    match e.downcast::<hyper::Error>() {
+        Ok(hyper_error) if cut_off(&hyper_error) => HttpError::ConnectionTerminated,
+        Ok(hyper_error) => HttpError::Hyper(*hyper_error),
+        Err(other) => HttpError::InternalError(Some(other.to_string())),
+    }
+}
+
+/// Whether the connection ended before the body did: closed early, or
+/// reset.
+fn cut_off(e: &hyper::Error) -> bool {
+    if e.is_incomplete_message() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            );
+        }
+        cause = c.source();
+    }
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_cut_short_by_the_deadline_or_the_cap_says_which() {
+        let slow = body_failure(Box::new(BodyTimeout(Duration::from_secs(2))), 16);
+        assert!(matches!(slow, HttpError::ConnectionReadTimeout), "{slow:?}");
+        let other = body_failure("something else".into(), 16);
+        assert!(
+            matches!(other, HttpError::InternalError(Some(_))),
+            "{other:?}"
+        );
+    }
 
     #[test]
     fn credential_headers_are_forbidden_to_the_guest() {

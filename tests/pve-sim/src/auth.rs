@@ -16,7 +16,7 @@ use crate::util::{base64, hmac_sha256, now_f64, now_secs, pct_decode};
 const COOKIE_NAME: &str = "PVEAuthCookie";
 const TOKEN_NAME: &str = "PVEAPIToken";
 /// PVE >= 9.1.5 answers every credential failure with this, not the cause.
-const AUTH_FAILED: &str = "Authentication failed!";
+pub(crate) const AUTH_FAILED: &str = "Authentication failed!";
 
 /// What the request offered.
 pub(crate) struct Credentials<'a> {

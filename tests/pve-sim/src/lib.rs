@@ -155,6 +155,7 @@
 mod auth;
 mod conf;
 mod errors;
+mod faults;
 mod handlers;
 mod log;
 mod params;
@@ -381,23 +382,127 @@ impl LoggedRequest {
     }
 }
 
-/// An injected failure for requests under a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An injected failure: for requests under a path, or for the connections
+/// themselves.
+///
+/// Build one with struct update syntax; the default is a [`FaultKind::Status`]
+/// fault on every path, forever, that does nothing until given a `status` or
+/// a `delay`:
+///
+/// ```
+/// use std::time::Duration;
+/// use pve_sim::{Fault, FaultKind};
+/// let trickle = Fault {
+///     path_prefix: "/cluster/resources".into(),
+///     kind: FaultKind::SlowLoris { interval: Duration::from_millis(100) },
+///     times: Some(1),
+///     ..Fault::default()
+/// };
+/// # let _ = trickle;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Fault {
     /// Path after `/api2/json` that the fault applies to, matched per
     /// segment: `/nodes/pve2` matches `/nodes/pve2` and `/nodes/pve2/...` but
-    /// not `/nodes/pve20`. Empty or `/` matches everything.
+    /// not `/nodes/pve20`. Empty or `/` matches everything. Connection
+    /// faults ([`FaultKind::is_connection_fault`]) ignore it.
     pub path_prefix: String,
-    /// Status to answer with. 0 means "no error": only `delay` applies and
-    /// the request then proceeds normally.
+    /// What the fault does (default: answer with `status`).
+    pub kind: FaultKind,
+    /// For [`FaultKind::Status`]: the status to answer with. 0 means "no
+    /// error": only `delay` applies and the request then proceeds normally.
+    /// Other kinds ignore it.
     pub status: u16,
-    /// Reason phrase and error message. For 401 and 59x the body is empty,
-    /// otherwise a PVE error body carries it.
+    /// For [`FaultKind::Status`]: reason phrase and error message. For 401
+    /// and 59x the body is empty, otherwise a PVE error body carries it.
     pub reason: String,
-    /// How many requests it hits; `None` means forever.
+    /// How many requests it hits (handshakes, for the certificate kinds);
+    /// `None` means until [`Simulator::clear_faults`].
     pub times: Option<usize>,
-    /// Extra delay before the fault (or the normal answer) is produced.
+    /// Extra delay before the fault (or the normal answer) is produced;
+    /// connection faults ignore it.
     pub delay: Option<Duration>,
+}
+
+impl Fault {
+    /// A fault of this kind on every path, until cleared.
+    pub fn of(kind: FaultKind) -> Fault {
+        Fault {
+            kind,
+            ..Fault::default()
+        }
+    }
+}
+
+/// What a [`Fault`] does to the requests (or connections) it hits.
+///
+/// Request faults act on a request under the fault's path once it has been
+/// authenticated; the broken answers of the body kinds carry
+/// `Content-Type: application/json` and status 200 unless the normal answer
+/// had another status. Connection faults act on new connections whatever
+/// the path, and adding one closes the connections open at that moment, so
+/// the next request meets it.
+///
+/// | kind | what a client sees |
+/// |---|---|
+/// | `Status` | `status` and `reason`, as PVE shapes an error with that status (or, with status 0, only `delay`) |
+/// | `ResetMidBody` | the normal head and the first half of the body, then a TCP reset |
+/// | `MalformedJson` | the normal answer with a comma before its last `}` |
+/// | `TruncatedJson` | the first half of the normal body, with a `Content-Length` that matches it |
+/// | `HugeBody` | 200 and a valid JSON body of `bytes` bytes, streamed (never held in memory) |
+/// | `WrongContentType` | 200 `text/html`: a web login page, as a proxy in front of PVE answers |
+/// | `SlowLoris` | the normal head at once, then its body one byte per `interval` |
+/// | `ExpireTickets` | for requests that carry a ticket: 401 `Authentication failed!`, as PVE answers an expired ticket (token requests and logins pass, and do not count against `times`) |
+/// | `ExpiredCertificate` | a TLS certificate from the cluster CA for the right names that expired a day ago |
+/// | `UntrustedCertificate` | a TLS certificate for the right names from a CA nobody trusts (a machine in the middle) |
+/// | `WrongNameCertificate` | a TLS certificate from the cluster CA for another host name only |
+/// | `RefuseConnections` | connection refused: the simulator stops listening until its faults are cleared (`times` does not apply) |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FaultKind {
+    /// Answer with the fault's `status` and `reason` (see [`Fault::status`]).
+    #[default]
+    Status,
+    /// Send the normal head and half the body, then reset the connection.
+    ResetMidBody,
+    /// The normal answer made invalid JSON (a comma before the last `}`).
+    MalformedJson,
+    /// The first half of the normal body, sent as if it were all of it.
+    TruncatedJson,
+    /// A valid JSON body of this many bytes (at least 16), streamed.
+    HugeBody {
+        /// Body size; `Content-Length` is set to it.
+        bytes: u64,
+    },
+    /// 200 with an HTML page and `Content-Type: text/html`.
+    WrongContentType,
+    /// The normal answer, its body trickled one byte per `interval`.
+    SlowLoris {
+        /// Time between two bytes of the body.
+        interval: Duration,
+    },
+    /// 401 for requests carrying a ticket, as if it had expired.
+    ExpireTickets,
+    /// Handshakes present an expired certificate (connection fault).
+    ExpiredCertificate,
+    /// Handshakes present a certificate from an unknown CA (connection fault).
+    UntrustedCertificate,
+    /// Handshakes present a certificate for another name (connection fault).
+    WrongNameCertificate,
+    /// Stop listening until the faults are cleared (connection fault).
+    RefuseConnections,
+}
+
+impl FaultKind {
+    /// Whether it acts on connections rather than on requests.
+    pub fn is_connection_fault(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ExpiredCertificate
+                | FaultKind::UntrustedCertificate
+                | FaultKind::WrongNameCertificate
+                | FaultKind::RefuseConnections
+        )
+    }
 }
 
 /// A running simulator. Clones share the server; it stops when the last
@@ -577,14 +682,17 @@ impl Simulator {
         *util::lock(&self.handle.shared.latency) = d;
     }
 
-    /// Adds a fault; the first matching fault with hits left wins.
+    /// Adds a fault; the first matching fault with hits left wins. A
+    /// connection fault ([`FaultKind::is_connection_fault`]) also closes
+    /// the connections open now, so the next request meets it.
     pub fn add_fault(&self, f: Fault) {
-        util::lock(&self.handle.shared.faults).push(f);
+        faults::add(&self.handle.shared, f);
     }
 
-    /// Removes all faults.
+    /// Removes all faults, and listens again after
+    /// [`FaultKind::RefuseConnections`] (on the same port).
     pub fn clear_faults(&self) {
-        util::lock(&self.handle.shared.faults).clear();
+        faults::clear(&self.handle.shared);
     }
 
     /// Stops accepting connections, closes open ones and waits for the

@@ -1,7 +1,8 @@
 //! HTTPS server and the request pipeline, in PVE's order:
 //! method/transfer checks, URI split, authentication, body, routing, token
 //! and permission checks, proxying to the target node, parameter
-//! verification, handler.
+//! verification, handler. Injected faults ([`crate::faults`]) act on the
+//! connections it accepts and on the answers it sends.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -26,6 +27,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::auth::{self, Credentials, TicketKey};
 use crate::errors::{ApiError, Reply};
+use crate::faults::{self, Answer, ConnControl, ConnIo, Payload, ResetSwitch};
 use crate::handlers::{self, Ctx};
 use crate::log::RequestLog;
 use crate::params::{self, Params, RawParams};
@@ -34,7 +36,7 @@ use crate::router::{RouteMatch, Router};
 use crate::schema::{Lookup, Schema};
 use crate::state::Cluster;
 use crate::util::{lock, pct_decode, read};
-use crate::{AuthSeen, Fault, LoggedRequest, SimConfig, seed, tls};
+use crate::{AuthSeen, Fault, FaultKind, LoggedRequest, SimConfig, seed, tls};
 
 /// PVE's POST size limit.
 const MAX_BODY: usize = 512 * 1024;
@@ -53,6 +55,10 @@ pub(crate) struct Shared {
     pub fingerprint: String,
     /// Successful `POST /access/ticket` calls.
     pub logins: std::sync::atomic::AtomicUsize,
+    /// Tells the accept loop about connection faults.
+    pub conn_control: watch::Sender<ConnControl>,
+    /// What the certificate faults present.
+    pub bad_certs: tls::BadCertificates,
 }
 
 pub(crate) struct Started {
@@ -84,10 +90,15 @@ pub(crate) async fn start(cfg: SimConfig, port: u16) -> anyhow::Result<Started> 
         secret: material.secret,
         fingerprint: material.fingerprint.clone(),
         logins: std::sync::atomic::AtomicUsize::new(0),
+        conn_control: watch::Sender::new(ConnControl::default()),
+        bad_certs: material.bad,
     });
     let (shutdown_tx, rx) = watch::channel(false);
     let acceptor = TlsAcceptor::from(material.config);
-    let task = tokio::spawn(accept_loop(listener, acceptor, shared.clone(), rx));
+    // Subscribed here, not in the task: a fault added before the task first
+    // runs must still reach it.
+    let control = shared.conn_control.subscribe();
+    let task = tokio::spawn(accept_loop(listener, acceptor, shared.clone(), rx, control));
     tracing::debug!(%addr, "pve-sim listening");
     Ok(Started {
         shared,
@@ -104,13 +115,17 @@ async fn accept_loop(
     acceptor: TlsAcceptor,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
+    mut control: watch::Receiver<ConnControl>,
 ) {
+    let addr = listener.local_addr().ok();
+    let mut listener = Some(listener);
+    let mut generation = 0;
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             // Also fires when the sender is gone (last handle dropped).
             _ = shutdown.changed() => break,
-            res = listener.accept() => match res {
+            res = accept(listener.as_ref()) => match res {
                 Ok((tcp, _)) => {
                     let _ = tcp.set_nodelay(true);
                     conns.spawn(serve_conn(tcp, acceptor.clone(), shared.clone()));
@@ -121,6 +136,20 @@ async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },
+            Ok(()) = control.changed() => {
+                let now = *control.borrow_and_update();
+                if now.generation != generation {
+                    // A new connection fault: the next request must meet
+                    // it, not ride a connection made before.
+                    generation = now.generation;
+                    conns.abort_all();
+                }
+                if now.refuse {
+                    listener = None;
+                } else if listener.is_none() && let Some(addr) = addr {
+                    listener = listen_again(addr).await;
+                }
+            },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
@@ -128,8 +157,45 @@ async fn accept_loop(
     while conns.join_next().await.is_some() {}
 }
 
+/// The next connection, or never while not listening.
+async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Binds the port again after a `RefuseConnections` fault; tokio sets
+/// `SO_REUSEADDR`, so only another process taking the port in between
+/// stops it.
+async fn listen_again(addr: SocketAddr) -> Option<TcpListener> {
+    for _ in 0..100 {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Some(l),
+            Err(e) => {
+                tracing::debug!("listening again on {addr}: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    tracing::warn!("could not listen on {addr} again after refusing connections");
+    None
+}
+
 async fn serve_conn(tcp: TcpStream, acceptor: TlsAcceptor, shared: Arc<Shared>) {
-    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+    let acceptor = match faults::take_for_handshake(&shared) {
+        Some(FaultKind::ExpiredCertificate) => TlsAcceptor::from(shared.bad_certs.expired.clone()),
+        Some(FaultKind::UntrustedCertificate) => {
+            TlsAcceptor::from(shared.bad_certs.untrusted.clone())
+        }
+        Some(FaultKind::WrongNameCertificate) => {
+            TlsAcceptor::from(shared.bad_certs.wrong_name.clone())
+        }
+        _ => acceptor,
+    };
+    let reset = ResetSwitch::default();
+    let io = ConnIo::new(tcp, reset.clone());
+    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(io)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::debug!("TLS handshake failed: {e}");
@@ -139,7 +205,8 @@ async fn serve_conn(tcp: TcpStream, acceptor: TlsAcceptor, shared: Arc<Shared>) 
     };
     let svc = service_fn(move |req| {
         let shared = shared.clone();
-        async move { Ok::<_, Infallible>(handle(shared, req).await) }
+        let reset = reset.clone();
+        async move { Ok::<_, Infallible>(handle(shared, req, reset).await) }
     });
     let mut builder = http1::Builder::new();
     builder
@@ -155,38 +222,46 @@ async fn serve_conn(tcp: TcpStream, acceptor: TlsAcceptor, shared: Arc<Shared>) 
     }
 }
 
-/// Response body that records in the request log when it has been handed
-/// to the connection, so a vanished client leaves `completed == false`.
+/// Response body that records in the request log when all of it has been
+/// handed to the connection, so a vanished client (or a fault that cuts the
+/// body short) leaves `completed == false`.
 pub(crate) struct TrackedBody {
-    data: Option<Bytes>,
+    payload: Payload,
     on_done: Option<(Arc<Shared>, u64)>,
 }
 
 impl Body for TrackedBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let data = self.data.take();
-        if let Some((shared, id)) = self.on_done.take() {
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let next = self.payload.poll_next(cx);
+        if matches!(next, Poll::Ready(Some(Ok(_)) | None))
+            && self.payload.is_end_stream()
+            && let Some((shared, id)) = self.on_done.take()
+        {
             shared.log.set_completed(id);
         }
-        Poll::Ready(data.map(|d| Ok(Frame::data(d))))
+        next.map(|frame| frame.map(|r| r.map(Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.data.is_none()
+        self.payload.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+        self.payload.size_hint()
     }
 }
 
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<TrackedBody> {
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    reset: ResetSwitch,
+) -> Response<TrackedBody> {
     let entry = LoggedRequest {
         method: req.method().as_str().to_string(),
         path: req.uri().path().to_string(),
@@ -207,7 +282,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Tracked
         params: BTreeMap::new(),
     };
     let id = shared.log.begin(entry);
-    let (status, reason, body, is_json) = match process(&shared, id, req).await {
+    let mut fault = None;
+    let (status, reason, body, is_json) = match process(&shared, id, req, &mut fault).await {
         Ok(reply) => (200, None, Some(reply.into_body()), true),
         Err(e) => {
             let body = e.body_json(shared.cfg.message_in_body);
@@ -215,13 +291,22 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Tracked
             (e.status, Some(e.reason()), body, is_json)
         }
     };
+    let answer = match fault {
+        Some(kind) => faults::shape(kind, status, body, is_json, &reset),
+        None => Answer {
+            status,
+            body: Payload::whole(body.unwrap_or_default()),
+            content_type: is_json.then_some("application/json;charset=UTF-8"),
+        },
+    };
+    let status = answer.status;
     shared.log.set_status(id, status);
-    let has_body = body.as_ref().is_some_and(|b| !b.is_empty());
+    let has_body = !answer.body.is_end_stream();
     if !has_body {
         shared.log.set_completed(id);
     }
     let mut resp = Response::new(TrackedBody {
-        data: body.filter(|b| !b.is_empty()),
+        payload: answer.body,
         on_done: has_body.then(|| (shared.clone(), id)),
     });
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -241,11 +326,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Tracked
         header::SERVER,
         HeaderValue::from_static("pve-api-daemon/3.0"),
     );
-    if is_json {
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json;charset=UTF-8"),
-        );
+    if let Some(content_type) = answer.content_type {
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     }
     if status >= 400 {
         // pveproxy drops keep-alive after any error response.
@@ -276,28 +358,31 @@ fn split_abs_uri(path: &str) -> Option<(String, String)> {
     Some((format.to_string(), rel.to_string()))
 }
 
-/// Matches a fault per path segment; consumes one of its hits.
-fn take_fault(shared: &Shared, rel: &str) -> Option<Fault> {
-    let mut faults = lock(&shared.faults);
-    let idx = faults.iter().position(|f| {
-        let prefix = f.path_prefix.trim_end_matches('/');
-        let hit = prefix.is_empty()
-            || rel == prefix
-            || rel.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'));
-        hit && f.times != Some(0)
-    })?;
-    let f = &mut faults[idx];
-    if let Some(n) = &mut f.times {
-        *n -= 1;
+/// The error a [`FaultKind::Status`] fault answers with, if it has a status.
+fn status_fault(f: Fault) -> Result<(), ApiError> {
+    let s = f.status;
+    match s {
+        0 => Ok(()),
+        401 | 595.. => Err(ApiError::bare(s, f.reason)),
+        _ => Err(ApiError::new(
+            s,
+            format!("{}\n", f.reason.trim_end_matches('\n')),
+        )),
     }
-    Some(f.clone())
 }
 
 fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> Option<&str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn process(shared: &Arc<Shared>, id: u64, req: Request<Incoming>) -> Result<Reply, ApiError> {
+/// Answers a request; a request fault that breaks the answer rather than
+/// replacing it is left in `fault` for [`handle`] to apply.
+async fn process(
+    shared: &Arc<Shared>,
+    id: u64,
+    req: Request<Incoming>,
+    fault: &mut Option<FaultKind>,
+) -> Result<Reply, ApiError> {
     let latency = *lock(&shared.latency);
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
@@ -343,17 +428,14 @@ async fn process(shared: &Arc<Shared>, id: u64, req: Request<Incoming>) -> Resul
     };
     shared.log.set_auth(id, auth.seen.clone());
 
-    if let Some(fault) = take_fault(shared, &rel) {
-        if let Some(d) = fault.delay {
+    if let Some(f) = faults::take_for_request(shared, &rel, &auth.seen) {
+        if let Some(d) = f.delay {
             tokio::time::sleep(d).await;
         }
-        if fault.status != 0 {
-            let s = fault.status;
-            return Err(if s == 401 || s >= 595 {
-                ApiError::bare(s, fault.reason)
-            } else {
-                ApiError::new(s, format!("{}\n", fault.reason.trim_end_matches('\n')))
-            });
+        match f.kind {
+            FaultKind::Status => status_fault(f)?,
+            FaultKind::ExpireTickets => return Err(ApiError::unauthorized(auth::AUTH_FAILED)),
+            kind => *fault = Some(kind),
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod auth;
 mod endpoints;
+mod faults;
 mod reads;
 mod shapes;
 mod transport;

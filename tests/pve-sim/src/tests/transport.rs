@@ -52,6 +52,7 @@ async fn faults_latency_and_request_log() {
         reason: "simulated failure".into(),
         times: Some(1),
         delay: None,
+        ..Default::default()
     });
     let p = "/api2/json/nodes/pve2/status";
     let r = get(&sim, p, ADMIN).await;
@@ -66,6 +67,7 @@ async fn faults_latency_and_request_log() {
         reason: "Connection timed out".into(),
         times: None,
         delay: None,
+        ..Default::default()
     });
     assert_eq!(get(&sim, p, ADMIN).await.status, 200);
     sim.clear_faults();
@@ -99,6 +101,7 @@ async fn faults_latency_and_request_log() {
         reason: String::new(),
         times: Some(1),
         delay: Some(Duration::from_millis(600)),
+        ..Default::default()
     });
     sim.clear_requests();
     {
