@@ -7,7 +7,7 @@
 //! that says what happened upstream and what to do, names the request, and
 //! leaks no credential; then the same server must answer the next call
 //! correctly. Around the rows that push bytes at the host (a huge body, a
-//! trickled one) its memory must stay bounded. `docs/security-soak.md`
+//! trickled one) its memory must stay bounded. `docs/security.md`
 //! tabulates the rows.
 
 use std::time::{Duration, Instant};
