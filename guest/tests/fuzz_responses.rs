@@ -308,6 +308,78 @@ fn valid_arguments(schema: &Value, located: bool) -> String {
     Value::Object(args).to_string()
 }
 
+/// Calls the tool against the replies: an answer that matches the output
+/// schema, or a clean upstream error.
+fn check(i: usize, located: bool, replies: Vec<Reply>) -> Result<(), TestCaseError> {
+    let target = &TARGETS[i];
+    let name = target.tool.name;
+    let arguments = valid_arguments(&target.input, located);
+    let mut pve = Hostile {
+        replies,
+        next: 0,
+        endpoints: vec![Endpoint {
+            name: "default".into(),
+            base_url: BASE_URL.into(),
+        }],
+    };
+    match target.tool.call(&mut pve, &arguments) {
+        Ok(out) => {
+            let full = with_cluster(out, Some("default"));
+            let errors: Vec<String> = target
+                .output
+                .iter_errors(&full.structured)
+                .map(|e| format!("{e} at {}", e.instance_path))
+                .collect();
+            prop_assert!(
+                errors.is_empty(),
+                "{}: {:#?}\n{}",
+                name,
+                errors,
+                full.structured
+            );
+            prop_assert!(!full.summary.is_empty(), "{}: no summary", name);
+        }
+        Err(ToolError::Upstream(m)) => {
+            prop_assert!(
+                !m.is_empty() && m.len() <= MESSAGE_MAX,
+                "{}: {} bytes: {}",
+                name,
+                m.len(),
+                m
+            );
+        }
+        Err(other) => prop_assert!(false, "{} {}: {:?}", name, arguments, other),
+    }
+    Ok(())
+}
+
+fn ok(body: &str) -> Reply {
+    Reply {
+        status: 200,
+        reason: None,
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn index(name: &str) -> usize {
+    TARGETS.iter().position(|t| t.tool.name == name).unwrap()
+}
+
+/// Found by fuzzing: a metric of 1e308 overflowed to infinity (CPU in
+/// percent), which was written as `null` against the output schema.
+#[test]
+fn huge_metrics_stay_numbers() {
+    let body = r#"{"data":[{"cpu":1e+308,"netin":1e308,"time":1}]}"#;
+    check(index("pve_get_vm_metrics"), true, vec![ok(body)]).unwrap();
+    let body = r#"{"data":[{"cpu":1e+308,"loadavg":1.7e308,"time":1},{"loadavg":1.7e308}]}"#;
+    check(
+        index("pve_get_node_metrics"),
+        true,
+        vec![ok(r#"{"data":{}}"#), ok(body)],
+    )
+    .unwrap();
+}
+
 proptest! {
     #![proptest_config(fuzz_gen::config(3_000))]
 
@@ -317,29 +389,6 @@ proptest! {
         located in any::<bool>(),
         replies in proptest::collection::vec(reply(), 1..5),
     ) {
-        let target = &TARGETS[i];
-        let name = target.tool.name;
-        let arguments = valid_arguments(&target.input, located);
-        let mut pve = Hostile {
-            replies,
-            next: 0,
-            endpoints: vec![Endpoint { name: "default".into(), base_url: BASE_URL.into() }],
-        };
-        match target.tool.call(&mut pve, &arguments) {
-            Ok(out) => {
-                let full = with_cluster(out, Some("default"));
-                let errors: Vec<String> = target
-                    .output
-                    .iter_errors(&full.structured)
-                    .map(|e| format!("{e} at {}", e.instance_path))
-                    .collect();
-                prop_assert!(errors.is_empty(), "{}: {:#?}\n{}", name, errors, full.structured);
-                prop_assert!(!full.summary.is_empty(), "{}: no summary", name);
-            }
-            Err(ToolError::Upstream(m)) => {
-                prop_assert!(!m.is_empty() && m.len() <= MESSAGE_MAX, "{}: {} bytes: {}", name, m.len(), m);
-            }
-            Err(other) => prop_assert!(false, "{} {}: {:?}", name, arguments, other),
-        }
+        check(i, located, replies)?;
     }
 }
