@@ -127,7 +127,7 @@ fn check_accepted(
 }
 
 proptest! {
-    #![proptest_config(fuzz_gen::config(4_000))]
+    #![proptest_config(fuzz_gen::config(1_000))]
 
     #[test]
     fn fuzz_tool_arguments((i, args) in call()) {

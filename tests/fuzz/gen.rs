@@ -128,7 +128,7 @@ pub fn value() -> BoxedStrategy<Value> {
 
 /// JSON text nested `depth` levels (serde_json stops at 128).
 pub fn deeply_nested(depth: usize) -> String {
-    let (open, close) = if depth % 2 == 0 {
+    let (open, close) = if depth.is_multiple_of(2) {
         ("[", "]")
     } else {
         ("{\"a\":", "}")
