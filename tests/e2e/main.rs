@@ -13,6 +13,10 @@ mod client_log;
 mod clusters;
 mod common;
 mod errors;
+#[path = "../fuzz/gen.rs"]
+mod fuzz_gen;
+mod fuzz_http;
+mod fuzz_stdio;
 mod hostile;
 mod http;
 mod http_ops;
