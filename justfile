@@ -12,6 +12,14 @@ guest:
 test:
     cargo test --workspace
 
+# Fuzz every target with CASES inputs each (release build): tool arguments and Proxmox
+# responses into the guest, policy, config and `audit verify` in the host, and JSON-RPC over
+# stdio and HTTP into the real binary. Results go in docs/security.md; `cargo test` runs a short pass.
+fuzz CASES="1000000":
+    PVE_MCP_FUZZ_CASES={{CASES}} cargo test --release -p pve-mcp-guest --test fuzz_arguments --test fuzz_responses
+    PVE_MCP_FUZZ_CASES={{CASES}} cargo test --release -p pve-mcp --test fuzz_policy --test fuzz_config --test fuzz_audit_verify
+    PVE_MCP_FUZZ_CASES={{CASES}} cargo test --release -p pve-mcp --test e2e fuzz_ -- --nocapture
+
 # Try pve-mcp on the embedded simulated cluster.
 demo:
     cargo run --release -p pve-mcp -- demo

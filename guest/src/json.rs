@@ -82,7 +82,14 @@ pub struct Tidy(pub f64);
 
 impl serde::Serialize for Tidy {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let f = self.0;
+        // Arithmetic on huge upstream values (CPU × 100, sums) can reach
+        // infinity, which JSON cannot hold (serde_json would write `null`,
+        // against the output schema's `number`): saturate, as `uint` does.
+        let f = if self.0.is_nan() {
+            0.0
+        } else {
+            self.0.clamp(f64::MIN, f64::MAX)
+        };
         // Beyond 2^53 a float no longer holds every integer exactly.
         if f.fract() == 0.0 && f.abs() < 9.0e15 {
             s.serialize_i64(f as i64)
@@ -148,6 +155,16 @@ mod tests {
         assert_eq!(tidy(8.0), json!(8));
         assert_eq!(tidy(0.5), json!(0.5));
         assert_eq!(tidy(0.0), json!(0));
+    }
+
+    /// Found by fuzzing (`fuzz_responses`): an RRD point of `cpu: 1e308`
+    /// became infinity in percent and was written as `null`.
+    #[test]
+    fn infinity_saturates_to_a_number() {
+        let tidy = |f| serde_json::to_value(Tidy(f)).unwrap();
+        assert_eq!(tidy(f64::INFINITY), json!(f64::MAX));
+        assert_eq!(tidy(f64::NEG_INFINITY), json!(f64::MIN));
+        assert!(tidy(f64::NAN).is_number());
     }
 
     #[test]

@@ -156,6 +156,17 @@ impl Wanted {
                      pve_list_vms (the token may also lack VM.Audit on /vms/{vmid})"
                 ))
             })?;
+        // The node goes into the next request's path and into messages: a
+        // listing that names no valid node (empty, huge, a path) is refused
+        // rather than echoed.
+        if !crate::arg::is_node_name(&found.node) {
+            return Err(ToolError::Upstream(format!(
+                "Proxmox lists {} {vmid} on node {}, which is not a valid node name; pass the                  node explicitly (pve_list_nodes lists them) [GET /api2/json{}]",
+                found.vm_type.label(),
+                quoted(&found.node, 64),
+                resources::guests_path()
+            )));
+        }
         if let Some(node) = &self.node
             && !node.eq_ignore_ascii_case(&found.node)
         {

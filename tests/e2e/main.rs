@@ -14,6 +14,10 @@ mod clusters;
 mod common;
 mod errors;
 mod fault_matrix;
+#[path = "../fuzz/gen.rs"]
+mod fuzz_gen;
+mod fuzz_http;
+mod fuzz_stdio;
 mod hostile;
 mod http;
 mod http_limits;

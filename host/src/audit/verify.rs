@@ -141,8 +141,18 @@ pub fn verify(inputs: &[PathBuf], options: &VerifyOptions) -> Result<Summary, Ve
             match &previous {
                 None => check_start(&here, link.seq, &link.prev, options.partial)?,
                 Some(p) => {
-                    if link.seq != p.seq + 1 {
-                        return Err(out_of_sequence(&files, &here, link.seq, p.seq + 1));
+                    // A seq of u64::MAX can only be an edit; nothing follows it.
+                    let Some(expected) = p.seq.checked_add(1) else {
+                        return Err(VerifyError::Broken {
+                            at: p.at.clone(),
+                            problem: format!(
+                                "record seq {} was edited: no record can follow the largest seq",
+                                p.seq
+                            ),
+                        });
+                    };
+                    if link.seq != expected {
+                        return Err(out_of_sequence(&files, &here, link.seq, expected));
                     }
                     if link.prev != p.hash {
                         return Err(VerifyError::Broken {
@@ -203,6 +213,14 @@ pub fn verify(inputs: &[PathBuf], options: &VerifyOptions) -> Result<Summary, Ve
 fn check_start(here: &Location, seq: u64, prev: &str, partial: bool) -> Result<(), VerifyError> {
     if partial {
         return Ok(());
+    }
+    if seq == 0 {
+        return Err(VerifyError::Broken {
+            at: here.clone(),
+            problem:
+                "the log starts at seq 0, which no record has (the first is seq 1): it was edited"
+                    .into(),
+        });
     }
     if seq != 1 {
         return Err(VerifyError::Broken {

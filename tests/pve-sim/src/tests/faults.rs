@@ -179,12 +179,15 @@ async fn handshake_error(sim: &Simulator) -> rustls::Error {
         .expect("a rustls error")
 }
 
+/// Whether a handshake failed for the reason a fault is for.
+type IsReason = fn(&rustls::CertificateError) -> bool;
+
 #[tokio::test]
 async fn certificate_faults_fail_the_handshake_for_their_reason() {
     let sim = start().await;
     // A connection made before the fault is closed when it is added.
     let early = tls_stream(&sim, "localhost").await;
-    let cases: [(FaultKind, fn(&rustls::CertificateError) -> bool); 3] = [
+    let cases: [(FaultKind, IsReason); 3] = [
         (FaultKind::ExpiredCertificate, |e| {
             matches!(
                 e,
