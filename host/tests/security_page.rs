@@ -31,19 +31,37 @@ fn references(page: &str) -> Vec<(String, String)> {
     found
 }
 
-/// Where a reference's test lives: `module` is `tests/e2e/module.rs`, a
-/// path ending in `.rs` is itself.
+/// Where a module-style reference may live, in this order: an e2e module,
+/// a host or guest integration test, a guest or host source module.
+const MODULE_DIRS: &[&str] = &[
+    "tests/e2e",
+    "host/tests",
+    "guest/tests",
+    "guest/src",
+    "host/src",
+];
+
+/// Where a reference's test lives: a path ending in `.rs` is itself;
+/// `module` is the first `module.rs` of [`MODULE_DIRS`] that exists.
 fn source(file: &str) -> Option<PathBuf> {
     if file.ends_with(".rs") {
         return Some(root().join(file));
     }
-    if file
+    if !file
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     {
-        return Some(root().join("tests/e2e").join(format!("{file}.rs")));
+        return None;
     }
-    None
+    let candidates: Vec<PathBuf> = MODULE_DIRS
+        .iter()
+        .map(|d| root().join(d).join(format!("{file}.rs")))
+        .collect();
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .or(candidates.first())
+        .cloned()
 }
 
 #[test]
@@ -74,9 +92,10 @@ fn the_page_counts_at_least_thirty_classes() {
     let rows = page
         .lines()
         .filter(|l| {
+            // A numbered row is `| N | ...`: the first cell a number alone.
             l.strip_prefix("| ")
-                .and_then(|rest| rest.split(' ').next())
-                .is_some_and(|n| n.parse::<u32>().is_ok())
+                .and_then(|rest| rest.split_once(" | "))
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
         })
         .count();
     assert!(rows >= 30, "{rows} numbered attack classes");
