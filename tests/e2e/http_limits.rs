@@ -377,3 +377,55 @@ async fn calls_without_a_session_are_limited_per_token() {
     })
     .await;
 }
+
+/// A request whose JSON-RPC id is still in flight in its session is
+/// refused at once with a clear error (MCP forbids reusing an id within a
+/// session; rmcp routes answers by id and used to leave the second one
+/// unanswered). The first still gets its answer, and the id is free again
+/// once it has.
+#[tokio::test]
+async fn a_request_reusing_an_id_in_flight_is_refused_not_left_hanging() {
+    within(async {
+        let sim = simulator().await;
+        let server = HttpServer::start(&sim, Opts::default()).await;
+        let session = server.session().await;
+        sim.add_fault(pve_sim::Fault {
+            path_prefix: "/cluster/resources".into(),
+            times: Some(1),
+            delay: Some(Duration::from_secs(3)),
+            ..Default::default()
+        });
+        let first = server
+            .post_in(&session, &call_request(7, "pve_list_vms", json!({})))
+            .send();
+        let first = tokio::spawn(first);
+        wait_for_request(&sim).await;
+        let again = server
+            .post_in(&session, &call_request(7, "pve_get_version", json!({})))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 400);
+        let text = again.text().await.unwrap();
+        assert!(
+            text.contains("id 7 is already used by a request still in flight"),
+            "{text}"
+        );
+        let first = first.await.unwrap().unwrap();
+        assert_eq!(first.status(), 200);
+        let answers = messages(first).await;
+        assert!(
+            answers
+                .iter()
+                .any(|m| m["id"] == 7 && m["result"].is_object()),
+            "{answers:?}"
+        );
+        let reused = server
+            .post_in(&session, &call_request(7, "pve_get_version", json!({})))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reused.status(), 200);
+    })
+    .await;
+}

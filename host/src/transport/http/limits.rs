@@ -305,7 +305,7 @@ impl Drop for InFlightGuard {
 
 /// The body, holding the guard until the body is finished or dropped: an
 /// SSE response is in flight until its last event is written.
-pub fn hold_until_sent(body: Body, guard: InFlightGuard) -> Body {
+pub fn hold_until_sent<G: Send + Sync + 'static>(body: Body, guard: G) -> Body {
     body.map_frame(move |frame| {
         let _held = &guard;
         frame

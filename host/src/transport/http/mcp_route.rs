@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::admin::AdminServer;
 use super::limits::{InFlight, hold_until_sent};
+use super::request_ids::RequestIds;
 use super::response::{Body, Reject, text};
 use crate::caller::TokenName;
 use crate::config::http::HttpSettings;
@@ -54,6 +55,8 @@ pub struct Mcp {
     /// Which token opened each session: another token cannot use it.
     owners: Mutex<HashMap<Arc<str>, Option<Arc<str>>>>,
     inflight: Arc<InFlight>,
+    /// The JSON-RPC ids each session has in flight.
+    request_ids: Arc<RequestIds>,
     draining: AtomicBool,
     shutdown: CancellationToken,
 }
@@ -83,6 +86,7 @@ impl Mcp {
             init_lock: tokio::sync::Mutex::new(()),
             owners: Mutex::new(HashMap::new()),
             inflight: Arc::new(InFlight::default()),
+            request_ids: Arc::default(),
             draining: AtomicBool::new(false),
             shutdown,
         }
@@ -185,6 +189,26 @@ impl Mcp {
         }
         let is_post = request.method() == Method::POST;
         let is_delete = request.method() == Method::DELETE;
+        let ids = match (&session, is_post) {
+            (Some(id), true) => match self.request_ids.take(id, request.body()) {
+                Ok(guard) => Some(guard),
+                Err(reused) => {
+                    tracing::debug!(
+                        token = owner.as_deref(),
+                        "a request reused the id of a request in flight in its session"
+                    );
+                    return Reject::new(
+                        StatusCode::BAD_REQUEST,
+                        format!(
+                            "Bad Request: the JSON-RPC id {reused} is already used by a request still in flight \
+                             in this session, and MCP forbids reusing an id within a session; send it with a new id"
+                        ),
+                    )
+                    .into_response();
+                }
+            },
+            _ => None,
+        };
         let inflight = is_post.then(|| self.inflight.enter());
         let mut response = if is_post && session.is_none() {
             self.post_without_session(service, request, owner).await
@@ -205,7 +229,7 @@ impl Mcp {
             }
         }
         match inflight {
-            Some(guard) => response.map(|body| hold_until_sent(body, guard)),
+            Some(guard) => response.map(|body| hold_until_sent(body, (guard, ids))),
             None => response,
         }
     }

@@ -17,6 +17,7 @@ pub mod guard;
 pub mod layers;
 pub mod limits;
 pub mod mcp_route;
+pub mod request_ids;
 pub mod response;
 pub mod serve;
 
