@@ -229,11 +229,30 @@ pub async fn run(
     Ok(outcome)
 }
 
-/// Runs `pve-mcp audit verify` on `log`; the record count it reports.
+/// Runs `pve-mcp audit verify` on `log` and the files it was rotated
+/// into (`LOG.<seq>`, oldest first); the record count it reports.
 pub fn verify_audit(bin: &str, log: &Path) -> Result<u64> {
+    let name = log
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("the audit log has a file name")?;
+    let dir = log.parent().context("the audit log is in a directory")?;
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(name))
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|seq| seq.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    // Zero-padded sequence numbers: the names sort in chain order.
+    files.sort();
+    files.push(log.to_path_buf());
     let out = std::process::Command::new(bin)
         .args(["audit", "verify"])
-        .arg(log)
+        .args(&files)
         .env_clear()
         .output()
         .context("running pve-mcp audit verify")?;

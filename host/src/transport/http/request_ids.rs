@@ -30,11 +30,13 @@ struct Head {
     method: Option<IgnoredAny>,
 }
 
+// A batch first: serde reads a struct from a sequence too, so an array
+// tried as `One` would pass as one request made of its first elements.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Body {
-    One(Head),
     Batch(Vec<Head>),
+    One(Head),
 }
 
 /// The ids of the requests in `body` (as JSON text), none when it is not
