@@ -334,7 +334,7 @@ pub struct CallHooks {
     writes: Vec<BoundRoute>,
     max_response_bytes: usize,
     log: EgressLog,
-    refusals: Arc<CallBudget>,
+    budget: Arc<CallBudget>,
 }
 
 impl CallHooks {
@@ -357,14 +357,14 @@ impl CallHooks {
             writes,
             max_response_bytes,
             log,
-            refusals: Arc::default(),
+            budget: Arc::default(),
         }
     }
 
     /// The call's request and refusal counts, which the sandbox watches to
     /// end a call that sent too many requests or had too many refused.
     pub fn budget(&self) -> Arc<CallBudget> {
-        self.refusals.clone()
+        self.budget.clone()
     }
 }
 
@@ -395,11 +395,11 @@ impl WasiHttpHooks for CallHooks {
         let started = Instant::now();
         let log = self.log.clone();
         let tool = self.tool.clone();
-        let refusals = self.refusals.clone();
-        // A call past its refusals is being stopped: nothing more goes out,
+        let budget = self.budget.clone();
+        // A call past its budget is being stopped: nothing more goes out,
         // and the request is not even looked at (nor its body read).
-        if refusals.exhausted() {
-            deny_more(&log, &tool, &refusals);
+        if budget.exhausted() {
+            deny_more(&log, &tool, &budget);
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         let mut record = EgressRecord {
@@ -427,9 +427,9 @@ impl WasiHttpHooks for CallHooks {
         );
         match decision {
             Err(denial) => {
-                deny(&log, &tool, &refusals, record, denial);
+                deny(&log, &tool, &budget, record, denial);
                 Box::new(async move {
-                    if !refusals.exhausted() {
+                    if !budget.exhausted() {
                         drain(request.into_body()).await;
                     }
                     Err(HttpError::HttpRequestDenied)
@@ -455,15 +455,15 @@ impl WasiHttpHooks for CallHooks {
                         Some(_) => None,
                     };
                     if let Some(denial) = denial {
-                        deny(&log, &tool, &refusals, record, denial);
+                        deny(&log, &tool, &budget, record, denial);
                         return Err(HttpError::HttpRequestDenied);
                     }
                     // Refused too often while the body was read: stopping.
-                    if refusals.exhausted() {
-                        deny_more(&log, &tool, &refusals);
+                    if budget.exhausted() {
+                        deny_more(&log, &tool, &budget);
                         return Err(HttpError::HttpRequestDenied);
                     }
-                    if !admit(&log, &tool, &refusals, &record) {
+                    if !admit(&log, &tool, &budget, &record) {
                         return Err(HttpError::HttpRequestDenied);
                     }
                     let request = Request::from_parts(parts, Full::new(body.unwrap_or_default()));
