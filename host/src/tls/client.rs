@@ -49,6 +49,13 @@ impl Fingerprint {
             .chars()
             .filter(|c| !matches!(c, ':' | ' ' | '-'))
             .collect();
+        // Every character checked before any is sliced: a multi-byte one
+        // would otherwise split at a byte that is not a character boundary.
+        if let Some(c) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "{c:?} is not a hexadecimal digit; a SHA-256 fingerprint is 64 hex digits, optionally in pairs separated by ':'"
+            ));
+        }
         if hex.len() != 64 {
             return Err(format!(
                 "a SHA-256 fingerprint has 32 bytes (64 hex digits); got {} hex digits",
@@ -235,7 +242,16 @@ mod tests {
         assert!(
             Fingerprint::parse(&bad)
                 .unwrap_err()
-                .contains("not hexadecimal")
+                .contains("'Z' is not a hexadecimal digit")
+        );
+        // Found by fuzz_config_environment: 64 bytes of multi-byte
+        // characters used to panic on a slice inside a character.
+        let wide = "a\u{10000}\u{800}\u{800}!0\u{a1}!".to_string() + &"a".repeat(48);
+        assert!(
+            Fingerprint::parse(&wide)
+                .unwrap_err()
+                .contains("is not a hexadecimal digit"),
+            "{wide:?}"
         );
     }
 
