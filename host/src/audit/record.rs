@@ -155,7 +155,7 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
         Some(Denial::Route) => "egress.route",
         Some(Denial::BodyOnGet) => "egress.body-on-get",
         Some(Denial::BodyTooLarge) => "egress.body-too-large",
-        Some(Denial::TooManyRequests) => "egress.too-many-requests",
+        Some(Denial::TooManyRequests(_)) => "egress.too-many-requests",
         Some(Denial::RefusedMore(_)) => "egress.refused-more",
     }
 }

@@ -113,6 +113,8 @@ pub struct SandboxLimits {
     pub max_log_bytes: usize,
     /// Calls that may run at once; more wait for a slot.
     pub max_concurrent_calls: usize,
+    /// Requests one call may send before it is stopped.
+    pub max_requests_per_call: usize,
 }
 
 impl Default for SandboxLimits {
@@ -124,9 +126,18 @@ impl Default for SandboxLimits {
             max_output_bytes: 4 << 20,
             max_log_bytes: 64 << 10,
             max_concurrent_calls: 32,
+            max_requests_per_call: DEFAULT_MAX_REQUESTS_PER_CALL,
         }
     }
 }
+
+/// How many requests one call may send unless `[sandbox]
+/// max_requests_per_call` says otherwise. The busiest read tool makes a few
+/// dozen (one per node at most); waiting on a task polls about once a
+/// second. The cap bounds what a call's bookkeeping can cost the host
+/// whatever the guest does within its deadline: at most this many egress
+/// records of under 2 KiB each, so under 2 MiB at the default.
+pub const DEFAULT_MAX_REQUESTS_PER_CALL: usize = 1000;
 
 /// The file format. Unknown keys are errors, so a typo never silently
 /// falls back to a default.
@@ -175,6 +186,7 @@ struct FileSandbox {
     max_response_mib: Option<u64>,
     max_output_mib: Option<u64>,
     max_concurrent_calls: Option<u64>,
+    max_requests_per_call: Option<u64>,
 }
 
 fn parse_seconds(raw: &str, key: &str, max: u64) -> Result<Duration, ConfigError> {
@@ -566,6 +578,20 @@ fn load_sandbox(s: &FileSandbox, file_name: &str) -> Result<SandboxLimits, Confi
                 ));
             }
         },
+        max_requests_per_call: match layers.file("max_requests_per_call", s.max_requests_per_call) {
+            None => d.max_requests_per_call,
+            Some(Sourced {
+                value: n @ 10..=100_000,
+                ..
+            }) => n as usize,
+            Some(n) => {
+                return Err(ConfigError::new(
+                    n.key,
+                    format!("{} is out of range", n.value),
+                    "use between 10 and 100000; a task wait polls about once a second",
+                ));
+            }
+        },
     })
 }
 
@@ -784,6 +810,10 @@ mod tests {
         assert_eq!(secret.expose(), SECRET);
         assert_eq!(c.sandbox.memory_bytes, 32 << 20);
         assert_eq!(c.sandbox.timeout, Duration::from_secs(5));
+        assert_eq!(
+            c.sandbox.max_requests_per_call,
+            DEFAULT_MAX_REQUESTS_PER_CALL
+        );
         let c = Config::load(
             Some(&path),
             &env(&[("PVE_BASE_URL", "https://env.example:8006")]),
@@ -815,5 +845,22 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("PVE_BASE_URL: "), "{text}");
         assert!(text.contains("\n  fix: "), "{text}");
+    }
+
+    #[test]
+    fn the_request_cap_is_read_and_bounded() {
+        let limits = |n: u64| {
+            let file = FileSandbox {
+                max_requests_per_call: Some(n),
+                ..FileSandbox::default()
+            };
+            load_sandbox(&file, "f.toml")
+        };
+        assert_eq!(limits(40).unwrap().max_requests_per_call, 40);
+        for bad in [0, 9, 100_001] {
+            let e = limits(bad).unwrap_err();
+            assert!(e.key.contains("sandbox.max_requests_per_call"), "{e}");
+            assert!(e.to_string().contains("between 10 and 100000"), "{e}");
+        }
     }
 }

@@ -81,12 +81,14 @@ const DRAIN_TIME: Duration = Duration::from_secs(1);
 /// costs the host a log line and an audit record) is stopped at once.
 pub const MAX_REFUSALS: usize = 32;
 
-/// How many requests one call may send. The busiest tool makes a few dozen
-/// (one per node at most); waiting on a task polls about once a second.
-/// The cap bounds what a call's bookkeeping can cost the host whatever the
-/// guest does within its deadline: at most this many records of under
-/// 2 KiB each (see below), so under 2 MiB.
-pub const MAX_REQUESTS: usize = 1000;
+/// What one call may consume upstream, from `[sandbox]`.
+#[derive(Debug, Clone, Copy)]
+pub struct CallCaps {
+    /// Cap on one upstream response body.
+    pub max_response_bytes: usize,
+    /// Cap on the requests one call may send (`[sandbox] max_requests_per_call`).
+    pub max_requests: usize,
+}
 
 /// The longest method, authority or path kept in a record, in bytes. The
 /// Proxmox API's paths are far shorter; a longer one is cut on a character
@@ -153,9 +155,9 @@ pub enum Denial {
     /// A body over Proxmox's own 512 KiB limit.
     #[error("request body over 512 KiB")]
     BodyTooLarge,
-    /// The call already sent [`MAX_REQUESTS`] requests.
-    #[error("over the limit of {MAX_REQUESTS} requests in one call")]
-    TooManyRequests,
+    /// The call already sent as many requests as it may (the number).
+    #[error("over the limit of {0} requests in one call")]
+    TooManyRequests(usize),
     /// Not one request: the summary that ends a call's refusals once
     /// [`MAX_REFUSALS`] were kept, counting the refused requests after them.
     #[error("and {0} more refused")]
@@ -279,24 +281,40 @@ pub type EgressLog = Arc<Mutex<Vec<EgressRecord>>>;
 /// How many requests a call has sent and had refused, and the signal that
 /// ends the call when either is too many. Shared by the call's hooks
 /// (including their in-flight futures) and the sandbox that runs the call.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CallBudget {
+    max_requests: usize,
     refused: AtomicUsize,
     sent: AtomicUsize,
     stop: tokio::sync::Notify,
 }
 
 impl CallBudget {
+    /// A budget of `max_requests` requests and [`MAX_REFUSALS`] refusals.
+    pub fn new(max_requests: usize) -> Self {
+        Self {
+            max_requests,
+            refused: AtomicUsize::new(0),
+            sent: AtomicUsize::new(0),
+            stop: tokio::sync::Notify::new(),
+        }
+    }
+
     /// Whether the call has had more than [`MAX_REFUSALS`] requests refused
-    /// or tried to send more than [`MAX_REQUESTS`], and must end: every
+    /// or tried to send more than its request cap, and must end: every
     /// later request fails at once.
     pub fn exhausted(&self) -> bool {
         self.refused.load(Ordering::Relaxed) > MAX_REFUSALS || self.over_requests()
     }
 
-    /// Whether the call tried to send more than [`MAX_REQUESTS`].
+    /// The call's request cap.
+    pub fn max_requests(&self) -> usize {
+        self.max_requests
+    }
+
+    /// Whether the call tried to send more than its request cap.
     pub fn over_requests(&self) -> bool {
-        self.sent.load(Ordering::Relaxed) > MAX_REQUESTS
+        self.sent.load(Ordering::Relaxed) > self.max_requests
     }
 
     /// Resolves once the call is [`exhausted`](CallBudget::exhausted), so the
@@ -346,7 +364,7 @@ impl CallHooks {
         access: Access,
         cluster: Option<ClusterIndex>,
         writes: Vec<BoundRoute>,
-        max_response_bytes: usize,
+        caps: CallCaps,
         log: EgressLog,
     ) -> Self {
         Self {
@@ -355,9 +373,9 @@ impl CallHooks {
             access,
             cluster,
             writes,
-            max_response_bytes,
+            max_response_bytes: caps.max_response_bytes,
             log,
-            budget: Arc::default(),
+            budget: Arc::new(CallBudget::new(caps.max_requests)),
         }
     }
 
@@ -558,21 +576,22 @@ fn deny_more(log: &EgressLog, tool: &str, budget: &CallBudget) {
     budget.signal_if_exhausted();
 }
 
-/// Counts a request about to leave: `true` while the call is within
-/// [`MAX_REQUESTS`]; past it, the request is refused (and recorded, and the
+/// Counts a request about to leave: `true` while the call is within its
+/// request cap; past it, the request is refused (and recorded, and the
 /// call stopped) instead. Counted under the log's lock, like a refusal.
 fn admit(log: &EgressLog, tool: &str, budget: &CallBudget, record: &EgressRecord) -> bool {
     let Ok(mut records) = log.lock() else {
         return false;
     };
     let n = budget.sent.fetch_add(1, Ordering::Relaxed) + 1;
-    if n <= MAX_REQUESTS {
+    let max = budget.max_requests;
+    if n <= max {
         return true;
     }
-    if n == MAX_REQUESTS + 1 {
+    if n == max + 1 {
         tracing::warn!(
             tool,
-            "a call tried to send more than {MAX_REQUESTS} requests; stopping the call"
+            "a call tried to send more than {max} requests; stopping the call"
         );
     }
     enter_denial(
@@ -580,7 +599,7 @@ fn admit(log: &EgressLog, tool: &str, budget: &CallBudget, record: &EgressRecord
         tool,
         budget,
         record.clone(),
-        Denial::TooManyRequests,
+        Denial::TooManyRequests(max),
     );
     drop(records);
     budget.signal_if_exhausted();
@@ -989,7 +1008,10 @@ mod refusal_tests {
             Access::Read,
             None,
             Vec::new(),
-            1 << 20,
+            CallCaps {
+                max_response_bytes: 1 << 20,
+                max_requests: crate::config::DEFAULT_MAX_REQUESTS_PER_CALL,
+            },
             log.clone(),
         );
         let refusals = hooks.budget();
@@ -1020,7 +1042,9 @@ mod refusal_tests {
 
     #[tokio::test]
     async fn the_stop_signal_waits_until_the_cap_is_passed() {
-        let refusals = Arc::new(CallBudget::default());
+        let refusals = Arc::new(CallBudget::new(
+            crate::config::DEFAULT_MAX_REQUESTS_PER_CALL,
+        ));
         for _ in 0..MAX_REFUSALS {
             refusals.count_one();
             refusals.signal_if_exhausted();

@@ -22,7 +22,7 @@ pub mod guest_log;
 use crate::config::SandboxLimits;
 use crate::egress::Access;
 use crate::egress::{
-    CallHooks, ClusterIndex, EgressLog, EgressRecord, Gate, MAX_REFUSALS, MAX_REQUESTS,
+    CallCaps, CallHooks, ClusterIndex, EgressLog, EgressRecord, Gate, MAX_REFUSALS,
 };
 use crate::route::{BoundRoute, Route};
 use crate::secret::Redactor;
@@ -260,7 +260,10 @@ impl Sandbox {
                 request.access,
                 request.cluster,
                 request.writes.clone(),
-                self.limits.max_response_bytes,
+                CallCaps {
+                    max_response_bytes: self.limits.max_response_bytes,
+                    max_requests: self.limits.max_requests_per_call,
+                },
                 egress,
             ),
             limits: Limits {
@@ -431,7 +434,8 @@ impl Sandbox {
         }
         if budget.over_requests() {
             return CallOutcome::sandbox(format!(
-                "the tool component tried to send more than {MAX_REQUESTS} requests to Proxmox in one call and was stopped; this is a bug in the component or an attack by it, not something a retry can fix"
+                "the tool component tried to send more than {} requests to Proxmox in one call and was stopped; this is a bug in the component or an attack by it, not something a retry can fix",
+                budget.max_requests()
             ));
         }
         if budget.exhausted() {
