@@ -11,6 +11,7 @@ use crate::cluster::Endpoint;
 use crate::error::ToolError;
 use crate::failure::{self, REASON_HEADER, Request};
 use crate::path::ApiPath;
+use crate::write::WriteRequest;
 
 /// The API prefix the component appends to an endpoint's base URL.
 pub const API_PREFIX: &str = "/api2/json";
@@ -42,6 +43,26 @@ pub trait Pve {
     /// The index in [`Pve::endpoints`] of the cluster this client talks to.
     fn selected(&self) -> Option<usize> {
         None
+    }
+
+    /// Sends a write (the host's egress gate admits only the calling
+    /// tool's declared routes, bound to its arguments); returns the
+    /// envelope's `data`: a UPID for a task, `null` for a change made at
+    /// once.
+    fn send(&mut self, request: &WriteRequest) -> Result<Value, ToolError>;
+
+    /// Waits `duration` without using CPU (between polls of a task).
+    fn sleep(&mut self, duration: std::time::Duration);
+
+    /// Time since this client was made, i.e. since the call began.
+    fn elapsed(&self) -> std::time::Duration;
+
+    /// Reports the call's progress to the host (nothing by default).
+    fn report_progress(&mut self, _progress: f64, _total: Option<f64>, _message: &str) {}
+
+    /// The longest the host lets this call wait on tasks.
+    fn wait_limit(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(600)
     }
 }
 
@@ -100,6 +121,7 @@ pub struct Client {
     base_url: Option<String>,
     endpoints: Vec<Endpoint>,
     selected: Option<usize>,
+    started: std::time::Instant,
 }
 
 impl Client {
@@ -111,6 +133,7 @@ impl Client {
             base_url: base_url.map(|b| b.trim_end_matches('/').to_owned()),
             endpoints: Vec::new(),
             selected: None,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -125,6 +148,7 @@ impl Client {
             base_url: base_url.map(|b| b.trim_end_matches('/').to_owned()),
             selected: selected.filter(|i| *i < endpoints.len()),
             endpoints,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -148,28 +172,64 @@ impl Pve for Client {
     }
 
     fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
-        let (Some(base_url), Some(url)) = (self.base_url.as_deref(), self.url(path)) else {
+        self.exchange("GET", &path.to_path_and_query(), None)
+    }
+
+    fn send(&mut self, request: &WriteRequest) -> Result<Value, ToolError> {
+        self.exchange(request.method.as_str(), &request.target(), request.body())
+            .map(|(data, _)| data)
+    }
+
+    fn sleep(&mut self, duration: std::time::Duration) {
+        wstd::runtime::block_on(wstd::task::sleep(wstd::time::Duration::from(duration)));
+    }
+
+    fn elapsed(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+}
+
+impl Client {
+    /// Sends one request to `/api2/json{target}` and decodes the answer. A
+    /// body is a form, sent whole with its length: pveproxy answers a
+    /// chunked body with 501.
+    fn exchange(
+        &mut self,
+        method: &'static str,
+        target: &str,
+        body: Option<String>,
+    ) -> Result<(Value, Option<u64>), ToolError> {
+        let Some(base_url) = self.base_url.as_deref() else {
             return Err(ToolError::Internal(
                 "the host passed no Proxmox endpoint in the call context; it must pass at \
                  least one"
                     .to_owned(),
             ));
         };
-        let target = format!("{API_PREFIX}{path}");
+        let full = format!("{API_PREFIX}{target}");
+        let url = format!("{base_url}{full}");
         let req = Request {
-            method: "GET",
-            target: &target,
+            method,
+            target: &full,
             base_url,
         };
-        let request = wstd::http::Request::get(url.as_str())
-            .header("accept", "application/json")
-            .body(wstd::http::Body::empty())
-            .map_err(|e| {
-                ToolError::Internal(format!(
-                    "cannot build a request from the endpoint base URL {base_url:?}: {e}; \
-                     the host should pass a URL like https://pve1.example:8006"
-                ))
-            })?;
+        let builder = wstd::http::Request::builder()
+            .method(method)
+            .uri(url.as_str())
+            .header("accept", "application/json");
+        let built = match body {
+            None => builder.body(wstd::http::Body::empty()),
+            Some(form) => builder
+                .header("content-type", "application/x-www-form-urlencoded")
+                .header("content-length", form.len().to_string())
+                .body(wstd::http::Body::from(form)),
+        };
+        let request = built.map_err(|e| {
+            ToolError::Internal(format!(
+                "cannot build a request from the endpoint base URL {base_url:?}: {e}; \
+                 the host should pass a URL like https://pve1.example:8006"
+            ))
+        })?;
         // Each call runs its own short event loop; tools are synchronous
         // and make their requests one after another.
         wstd::runtime::block_on(async move {
@@ -250,6 +310,13 @@ pub mod fake {
         pub endpoints: Vec<Endpoint>,
         /// Envelope `total`s by path with query, for [`Pve::get_with_total`].
         pub totals: HashMap<String, u64>,
+        /// Canned answers to writes by `METHOD target`, e.g.
+        /// `POST /nodes/pve1/qemu/100/status/start`.
+        pub write_answers: HashMap<String, Result<Value, ToolError>>,
+        /// Every write sent, as `METHOD target body`.
+        pub writes: Vec<String>,
+        /// The fake clock, advanced only by [`Pve::sleep`].
+        pub clock: std::time::Duration,
     }
 
     impl FakePve {
@@ -268,6 +335,12 @@ pub mod fake {
         /// Adds a canned error for a path.
         pub fn failing(mut self, path: &str, e: ToolError) -> Self {
             self.answers.insert(path.to_owned(), Err(e));
+            self
+        }
+
+        /// Adds a canned answer to a write, keyed `METHOD target`.
+        pub fn answering(mut self, write: &str, data: Value) -> Self {
+            self.write_answers.insert(write.to_owned(), Ok(data));
             self
         }
     }
@@ -293,6 +366,24 @@ pub mod fake {
         fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
             let total = self.totals.get(&path.to_path_and_query()).copied();
             Ok((self.get(path)?, total))
+        }
+
+        fn send(&mut self, request: &WriteRequest) -> Result<Value, ToolError> {
+            let key = format!("{} {}", request.method.as_str(), request.target());
+            self.writes
+                .push(format!("{key} {}", request.body().unwrap_or_default()));
+            self.write_answers
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| panic!("unexpected write {key}"))
+        }
+
+        fn sleep(&mut self, duration: std::time::Duration) {
+            self.clock += duration;
+        }
+
+        fn elapsed(&self) -> std::time::Duration {
+            self.clock
         }
     }
 }

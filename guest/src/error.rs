@@ -15,6 +15,10 @@ pub enum ToolError {
     /// Proxmox, or the path to it, failed; the message says what happened
     /// and what to do next.
     Upstream(String),
+    /// The guest's state rules the action out, found by reading before
+    /// writing; nothing was written. The message names the state and the
+    /// next step.
+    Precondition(String),
     /// A bug or an unexpected state inside the component.
     Internal(String),
 }
@@ -32,6 +36,7 @@ impl ToolError {
             ToolError::UnknownTool(m)
             | ToolError::InvalidArguments(m)
             | ToolError::Upstream(m)
+            | ToolError::Precondition(m)
             | ToolError::Internal(m) => m,
         }
     }
@@ -43,6 +48,7 @@ impl fmt::Display for ToolError {
             ToolError::UnknownTool(name) => write!(f, "unknown tool {name:?}"),
             ToolError::InvalidArguments(m) => write!(f, "invalid arguments: {m}"),
             ToolError::Upstream(m) => write!(f, "upstream error: {m}"),
+            ToolError::Precondition(m) => write!(f, "cannot act now: {m}"),
             ToolError::Internal(m) => write!(f, "internal error: {m}"),
         }
     }

@@ -10,7 +10,10 @@
 //! plain modules that also build and test natively:
 //! - [`tools`]: the registry and one module per tool,
 //! - [`input`], [`arg`]: arguments → a tool's typed input, validated,
-//! - [`api`]: the `GET` client (wstd over wasi:http) and envelope decoding,
+//! - [`api`]: the client (wstd over wasi:http) and envelope decoding,
+//! - [`write`], [`action`], [`task_wait`]: write requests as Proxmox's
+//!   wire wants them, what every write tool shares (reads before writing,
+//!   dry runs, plans), and waiting for a task with progress,
 //! - [`failure`]: Proxmox and transport errors → actionable messages,
 //! - [`resources`], [`resolve`]: guests from `/cluster/resources`, vmid →
 //!   node and type,
@@ -24,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod action;
 pub mod agent;
 pub mod api;
 pub mod arg;
@@ -40,7 +44,9 @@ pub mod resolve;
 pub mod resources;
 #[cfg(test)]
 pub mod schemas;
+pub mod task_wait;
 pub mod tools;
+pub mod write;
 
 mod bindings {
     // The world's wasi imports are mapped onto the `wasip2` crate, which
@@ -152,6 +158,7 @@ fn into_wit(e: error::ToolError) -> wit::ToolError {
         error::ToolError::UnknownTool(m) => wit::ToolError::UnknownTool(m),
         error::ToolError::InvalidArguments(m) => wit::ToolError::InvalidArguments(m),
         error::ToolError::Upstream(m) => wit::ToolError::Upstream(m),
+        error::ToolError::Precondition(m) => wit::ToolError::Precondition(m),
         error::ToolError::Internal(m) => wit::ToolError::Internal(m),
     }
 }

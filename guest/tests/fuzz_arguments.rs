@@ -10,12 +10,14 @@
 mod fuzz_gen;
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use pve_mcp_guest::api::Pve;
 use pve_mcp_guest::error::ToolError;
 use pve_mcp_guest::path::ApiPath;
 use pve_mcp_guest::tools::{TOOLS, Tool};
+use pve_mcp_guest::write::WriteRequest;
 use serde_json::{Map, Value};
 
 /// Longest message an argument error may be: values are shown cut short,
@@ -34,6 +36,17 @@ impl Pve for Refusing {
     fn get(&mut self, _: &ApiPath) -> Result<Value, ToolError> {
         self.0 += 1;
         Err(ToolError::Upstream(ACCEPTED.into()))
+    }
+
+    fn send(&mut self, _: &WriteRequest) -> Result<Value, ToolError> {
+        self.0 += 1;
+        Err(ToolError::Upstream(ACCEPTED.into()))
+    }
+
+    fn sleep(&mut self, _: Duration) {}
+
+    fn elapsed(&self) -> Duration {
+        Duration::ZERO
     }
 }
 

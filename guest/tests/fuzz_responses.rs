@@ -13,6 +13,7 @@
 mod fuzz_gen;
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use pve_mcp_guest::api::{Pve, decode_envelope};
@@ -21,6 +22,7 @@ use pve_mcp_guest::error::ToolError;
 use pve_mcp_guest::failure::Request;
 use pve_mcp_guest::path::ApiPath;
 use pve_mcp_guest::tools::{TOOLS, Tool, with_cluster};
+use pve_mcp_guest::write::WriteRequest;
 use serde_json::{Map, Value, json};
 
 /// Longest upstream error message: bodies are quoted cut short.
@@ -148,6 +150,9 @@ struct Hostile {
     replies: Vec<Reply>,
     next: usize,
     endpoints: Vec<Endpoint>,
+    /// A fake clock, so a tool waiting on a task that never ends stops
+    /// at its limit without the test sleeping.
+    clock: Duration,
 }
 
 impl Pve for Hostile {
@@ -165,6 +170,26 @@ impl Pve for Hostile {
             base_url: BASE_URL,
         };
         decode_envelope(req, reply.status, reply.reason.as_deref(), &reply.body)
+    }
+
+    fn send(&mut self, request: &WriteRequest) -> Result<Value, ToolError> {
+        let reply = &self.replies[self.next.min(self.replies.len() - 1)];
+        self.next += 1;
+        let target = format!("/api2/json{}", request.target());
+        let req = Request {
+            method: request.method.as_str(),
+            target: &target,
+            base_url: BASE_URL,
+        };
+        decode_envelope(req, reply.status, reply.reason.as_deref(), &reply.body).map(|(d, _)| d)
+    }
+
+    fn sleep(&mut self, duration: Duration) {
+        self.clock += duration;
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.clock
     }
 
     fn endpoints(&self) -> &[Endpoint] {
@@ -321,6 +346,7 @@ fn check(i: usize, located: bool, replies: Vec<Reply>) -> Result<(), TestCaseErr
             name: "default".into(),
             base_url: BASE_URL.into(),
         }],
+        clock: Duration::ZERO,
     };
     match target.tool.call(&mut pve, &arguments) {
         Ok(out) => {
@@ -339,7 +365,8 @@ fn check(i: usize, located: bool, replies: Vec<Reply>) -> Result<(), TestCaseErr
             );
             prop_assert!(!full.summary.is_empty(), "{}: no summary", name);
         }
-        Err(ToolError::Upstream(m)) => {
+        // A state read before a write may rule the action out.
+        Err(ToolError::Upstream(m) | ToolError::Precondition(m)) => {
             prop_assert!(
                 !m.is_empty() && m.len() <= MESSAGE_MAX,
                 "{}: {} bytes: {}",

@@ -73,6 +73,8 @@ pub enum FailureKind {
     InvalidArguments,
     /// Proxmox or the way to it failed.
     Upstream,
+    /// The guest's state rules the action out; nothing was written.
+    Precondition,
     /// A bug in the component.
     Internal,
     /// The sandbox stopped the call: deadline, memory cap, crash, oversize
@@ -88,6 +90,7 @@ impl FailureKind {
         match self {
             FailureKind::InvalidArguments => "invalid-arguments",
             FailureKind::Upstream => "upstream",
+            FailureKind::Precondition => "precondition",
             FailureKind::Internal => "internal",
             FailureKind::Sandbox => "sandbox",
             FailureKind::Policy => "policy",

@@ -82,6 +82,10 @@ pub mod list_ha;
 pub mod list_snapshots;
 pub mod list_tasks;
 pub mod support;
+// Actions and tasks (issue 11).
+pub mod next_vmid;
+pub mod power;
+pub mod wait_task;
 
 /// Every tool the component offers, in the order `list-tools` reports them.
 pub static TOOLS: &[&Tool] = &[
@@ -106,6 +110,15 @@ pub static TOOLS: &[&Tool] = &[
     &get_vm_ips::TOOL,
     &list_ha::TOOL,
     &check_permissions::TOOL,
+    // actions and tasks
+    &next_vmid::TOOL,
+    &wait_task::TOOL,
+    &power::START,
+    &power::SHUTDOWN,
+    &power::STOP,
+    &power::REBOOT,
+    &power::SUSPEND,
+    &power::RESUME,
 ];
 
 /// Behaviour hints, mirroring the WIT `annotations` record.
@@ -129,6 +142,16 @@ impl Annotations {
         idempotent: true,
         open_world: true,
     };
+
+    /// A tool that changes something in Proxmox.
+    pub const fn write(destructive: bool, idempotent: bool) -> Annotations {
+        Annotations {
+            read_only: false,
+            destructive,
+            idempotent,
+            open_world: true,
+        }
+    }
 }
 
 /// A tool's successful result, as the component returns it.
@@ -236,6 +259,33 @@ macro_rules! read_tool {
     };
 }
 pub(crate) use read_tool;
+
+/// Declares a [`Tool`] that writes: like `read_tool!`, plus its
+/// annotations and the routes it may write (method, path template with
+/// `{argument}` placeholders), which the host binds to each call's
+/// arguments and holds it to.
+macro_rules! write_tool {
+    (
+        name: $name:literal,
+        title: $title:expr,
+        description: $description:expr,
+        annotations: $annotations:expr,
+        routes: $routes:expr,
+        run: $run:path $(,)?
+    ) => {
+        $crate::tools::Tool {
+            annotations: $annotations,
+            routes: $routes,
+            ..$crate::tools::read_tool! {
+                name: $name,
+                title: $title,
+                description: $description,
+                run: $run,
+            }
+        }
+    };
+}
+pub(crate) use write_tool;
 
 /// The argument names of a [`Run`] function's input.
 pub fn arguments_of<I: DeserializeOwned, O>(_: Run<I, O>) -> &'static [&'static str] {
@@ -496,7 +546,17 @@ mod tests {
                 check_closed_and_described(schema, &format!("{} {kind}", tool.name));
             }
             assert!(!tool.title.is_empty() && tool.description.len() > 40);
-            assert_eq!(tool.annotations, Annotations::READ_ONLY);
+            // A tool that declares no writes is a read tool, and one that
+            // declares writes says so; the host holds each to its routes.
+            if tool.routes.is_empty() {
+                assert_eq!(tool.annotations, Annotations::READ_ONLY, "{}", tool.name);
+            } else {
+                assert!(!tool.annotations.read_only, "{}", tool.name);
+                for (method, path) in tool.routes {
+                    assert!(["POST", "PUT", "DELETE"].contains(method), "{}", tool.name);
+                    assert!(path.starts_with("/nodes/{node}/"), "{}: {path}", tool.name);
+                }
+            }
         }
     }
 

@@ -560,6 +560,7 @@ fn from_tool_error(error: guest::ToolError) -> CallOutcome {
         guest::ToolError::UnknownTool(name) => return CallOutcome::UnknownTool(name),
         guest::ToolError::InvalidArguments(m) => (FailureKind::InvalidArguments, m),
         guest::ToolError::Upstream(m) => (FailureKind::Upstream, m),
+        guest::ToolError::Precondition(m) => (FailureKind::Precondition, m),
         guest::ToolError::Internal(m) => (FailureKind::Internal, m),
     };
     CallOutcome::Failed { kind, message }

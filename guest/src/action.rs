@@ -1,0 +1,365 @@
+//! What every write tool shares: its common arguments (`dry_run`, `wait`,
+//! `wait_timeout`, `confirm`), the guest's state read before writing, the
+//! plan, and running it.
+//!
+//! A write tool reads first, then decides ([`Prepared`]): the action cannot
+//! work (a [`ToolError::Precondition`] naming the state and the next
+//! step), it has nothing to do, or here is the one request to send. A dry
+//! run stops there and returns the plan; otherwise the request is sent and,
+//! when it started a task, the call may wait for it. Either way the answer
+//! has the same shape ([`ActionOutput`]), so an agent reads a plan and a
+//! result alike.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::Pve;
+use crate::arg::VmType;
+use crate::error::ToolError;
+use crate::fetch;
+use crate::json as pj;
+use crate::path::ApiPath;
+use crate::resolve::{Resolved, Target};
+use crate::task_wait::{self, Progress, TaskEnd};
+use crate::tools::Answer;
+use crate::tools::support::{self, Outcome};
+use crate::write::{PlannedRequest, WriteRequest};
+
+/// Declares the input struct of a write tool about one guest: `vmid`,
+/// `node`, `vm_type` (as `resolve::guest_input!`), the tool's own fields,
+/// then the fields every write tool takes; its `execution` method reads
+/// those.
+macro_rules! action_input {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $crate::resolve::guest_input! {
+            $(#[$meta])*
+            pub struct $name {
+                $($(#[$fmeta])* $fvis $field: $ty,)*
+                /// true: send nothing; answer with the exact requests that would be sent and
+                /// what the reads before them found.
+                #[serde(default)]
+                pub dry_run: $crate::arg::Flag,
+                /// true: wait for the task to end (up to wait_timeout seconds), reporting its
+                /// progress; false (default): answer as soon as Proxmox has started it, with
+                /// its UPID for pve_wait_task.
+                #[serde(default)]
+                pub wait: $crate::arg::Flag,
+                /// Seconds to wait when wait is true (default 120; the server may cap it).
+                pub wait_timeout: Option<$crate::arg::Int<1, 86400>>,
+                /// Accepted for compatibility with proxmox-mcp and ignored: it grants
+                /// nothing. The server's policy decides whether this call may run.
+                #[serde(default)]
+                pub confirm: $crate::arg::Flag,
+            }
+        }
+
+        impl $name {
+            /// How the call wants the action run.
+            pub fn execution(&self) -> $crate::action::Execution {
+                $crate::action::Execution {
+                    dry_run: self.dry_run.0,
+                    wait: self.wait.0,
+                    wait_timeout: self.wait_timeout.map(|t| t.0),
+                }
+            }
+        }
+    };
+}
+pub(crate) use action_input;
+
+/// How the call wants the action run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Execution {
+    /// Plan only; send nothing.
+    pub dry_run: bool,
+    /// Wait for the task to end.
+    pub wait: bool,
+    /// How long to wait, in seconds; `None` = [`task_wait::DEFAULT_WAIT`].
+    pub wait_timeout: Option<u64>,
+}
+
+/// What a tool decided after reading.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prepared {
+    /// Send this request.
+    Act {
+        /// The one write.
+        request: WriteRequest,
+        /// What it does, for a person reading the plan.
+        effect: String,
+    },
+    /// The guest is already as asked: nothing to send.
+    NothingToDo {
+        /// Why, e.g. "VM 100 is already running".
+        why: String,
+    },
+}
+
+/// What a guest's `status/current` says, as the preconditions need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestState {
+    /// `running` or `stopped` (Proxmox's `status`).
+    pub running: bool,
+    /// A QEMU VM whose vCPUs are paused (`qmpstatus: paused`).
+    pub paused: bool,
+    /// The lock held, e.g. `backup`.
+    pub lock: Option<String>,
+    /// Managed by the HA manager.
+    pub ha_managed: bool,
+}
+
+impl GuestState {
+    /// Reads `GET .../status/current`.
+    pub fn read(pve: &mut dyn Pve, target: &Target) -> Result<GuestState, ToolError> {
+        let path = guest_path(target).lit("status").lit("current");
+        let d = fetch::object(pve, &path)?;
+        let status = pj::text(d.get("status"));
+        let qmp = pj::text(d.get("qmpstatus"));
+        Ok(GuestState {
+            running: status.as_deref() == Some("running"),
+            paused: target.vm_type == VmType::Qemu && qmp.as_deref() == Some("paused"),
+            lock: pj::text(d.get("lock")).filter(|l| !l.is_empty()),
+            ha_managed: d
+                .get("ha")
+                .and_then(Value::as_object)
+                .is_some_and(|h| pj::flag(h.get("managed"))),
+        })
+    }
+
+    /// "VM 100 on pve1 is running (paused); locked (backup); HA-managed".
+    pub fn describe(&self, target: &Target) -> String {
+        let mut s = format!(
+            "{} on {} is {}",
+            target.label(),
+            target.node,
+            if self.paused {
+                "paused"
+            } else if self.running {
+                "running"
+            } else {
+                "stopped"
+            }
+        );
+        match &self.lock {
+            Some(lock) => s.push_str(&format!("; locked ({lock})")),
+            None => s.push_str("; not locked"),
+        }
+        if self.ha_managed {
+            s.push_str("; managed by HA");
+        }
+        s
+    }
+
+    /// Refuses when a lock is held, naming it and what to do.
+    pub fn refuse_if_locked(&self, target: &Target) -> Result<(), ToolError> {
+        match &self.lock {
+            Some(lock) => Err(locked(target, lock)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The precondition error for a held lock.
+pub fn locked(target: &Target, lock: &str) -> ToolError {
+    let why = match lock {
+        "backup" => "a backup is running",
+        "migrate" => "it is being migrated",
+        "clone" => "it is being cloned",
+        "create" => "it is being created or restored",
+        "snapshot" => "a snapshot is being taken",
+        "snapshot-delete" => "a snapshot is being deleted",
+        "rollback" => "it is being rolled back to a snapshot",
+        "suspended" => "it is hibernated to disk; pve_start_vm resumes it",
+        "suspending" => "it is being hibernated",
+        "disk" | "fstrim" | "mounted" => "a disk operation is running",
+        "destroyed" => "it is being deleted",
+        _ => "another operation holds it",
+    };
+    ToolError::Precondition(format!(
+        "{} is locked ({lock}): {why}. Nothing was sent. Wait until the task holding the lock \
+         ends (pve_list_tasks shows it), then retry.",
+        target.label()
+    ))
+}
+
+/// `/nodes/{node}/{qemu|lxc}/{vmid}`.
+pub fn guest_path(target: &Target) -> ApiPath {
+    ApiPath::new("nodes")
+        .seg(&target.node)
+        .seg(target.vm_type.as_str())
+        .id(target.vmid)
+}
+
+/// A write tool's answer: the plan, and what happened when it was sent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct ActionOutput {
+    /// The guest acted on
+    pub vmid: u32,
+    /// Node that holds it
+    pub node: String,
+    /// qemu or lxc
+    pub vm_type: VmType,
+    /// Which of node and vm_type pve-mcp looked up because the call omitted them
+    pub resolved: Resolved,
+    /// true: a dry run; nothing was sent and requests is the plan
+    pub dry_run: bool,
+    /// Whether the write was sent to Proxmox
+    pub sent: bool,
+    /// What pve-mcp read before writing, e.g. "VM 100 on pve1 is stopped; not locked"
+    pub found: String,
+    /// The writes sent, or on a dry run those that would be sent; empty when there was
+    /// nothing to do
+    pub requests: Vec<PlannedRequest>,
+    /// What the action does (or would do, or why there was nothing to do)
+    pub effect: String,
+    /// The task Proxmox started; null when none was started
+    pub task: Option<TaskReport>,
+}
+
+/// A task an action started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct TaskReport {
+    /// The task id; pass it to pve_wait_task or pve_get_task_status
+    pub upid: String,
+    /// Node the task runs on
+    pub node: String,
+    /// Task type, e.g. qmstart, vzsnapshot, hastart
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// true: the HA manager took the request. The task ends once it is queued; the guest
+    /// changes when the HA manager acts (check with pve_get_vm_status)
+    pub ha: bool,
+    /// How the task ended; null when the call did not wait
+    pub end: Option<TaskEnd>,
+}
+
+/// Runs a prepared action as `execution` asks.
+pub fn run(
+    pve: &mut dyn Pve,
+    target: &Target,
+    found: String,
+    prepared: Prepared,
+    execution: Execution,
+) -> Result<Answer<ActionOutput>, ToolError> {
+    let mut out = ActionOutput {
+        vmid: target.vmid,
+        node: target.node.clone(),
+        vm_type: target.vm_type,
+        resolved: target.resolved(),
+        dry_run: execution.dry_run,
+        sent: false,
+        found,
+        requests: Vec::new(),
+        effect: String::new(),
+        task: None,
+    };
+    let (request, effect) = match prepared {
+        Prepared::NothingToDo { why } => {
+            out.effect = why.clone();
+            return Ok(Answer {
+                summary: format!("{why}; nothing was sent. ({})", out.found),
+                structured: out,
+            });
+        }
+        Prepared::Act { request, effect } => (request, effect),
+    };
+    let planned = request.planned();
+    let line = format!("{} {}", planned.method.as_str(), planned.path);
+    out.requests.push(planned);
+    out.effect = effect;
+    if execution.dry_run {
+        return Ok(Answer {
+            summary: format!(
+                "Dry run, nothing was sent. Would send {line}: {}. Found: {}.",
+                out.effect, out.found
+            ),
+            structured: out,
+        });
+    }
+    let data = pve.send(&request)?;
+    out.sent = true;
+    let Some(upid) = data.as_str().and_then(|s| support::parse_upid(s).ok()) else {
+        return Ok(Answer {
+            summary: format!(
+                "Sent {line}; Proxmox made the change at once: {}.",
+                out.effect
+            ),
+            structured: out,
+        });
+    };
+    let mut task = TaskReport {
+        upid: upid.raw.clone(),
+        node: upid.node.clone(),
+        task_type: upid.task_type.clone(),
+        ha: upid.task_type.starts_with("ha"),
+        end: None,
+    };
+    if execution.wait {
+        let limit = wait_limit(pve, execution.wait_timeout);
+        let end = task_wait::wait(pve, &upid, &upid.node, limit, &mut ReportToHost)?;
+        task.end = Some(end);
+    }
+    let summary = task_summary(&line, &out.effect, &task);
+    out.task = Some(task);
+    Ok(Answer {
+        summary,
+        structured: out,
+    })
+}
+
+/// How long a call may wait: its `wait_timeout` (or the default), capped
+/// by what the host allows.
+pub fn wait_limit(pve: &dyn Pve, asked: Option<u64>) -> Duration {
+    let asked = asked.map_or(task_wait::DEFAULT_WAIT, Duration::from_secs);
+    asked.min(pve.wait_limit())
+}
+
+fn task_summary(line: &str, effect: &str, task: &TaskReport) -> String {
+    let started = format!(
+        "Sent {line}; Proxmox started task {} on {} ({})",
+        task.task_type, task.node, task.upid
+    );
+    let ha = if task.ha {
+        " The HA manager has queued the request: the guest changes when it acts, not when \
+         this task ends; check with pve_get_vm_status."
+    } else {
+        ""
+    };
+    match &task.end {
+        None => format!("{started}. Follow it with pve_wait_task.{ha} Expected: {effect}."),
+        Some(end) => match end.outcome {
+            Outcome::Running => format!(
+                "{started}. It was still running after {} s; wait longer with pve_wait_task.{ha}",
+                end.waited_secs
+            ),
+            Outcome::Ok | Outcome::Warning => format!(
+                "{started}. It ended {} after {} s: {effect}.{ha}",
+                end.exitstatus.as_deref().unwrap_or("OK"),
+                end.waited_secs
+            ),
+            Outcome::Error => format!(
+                "{started}. It FAILED after {} s: {}. The end of its log is in task.end.log_tail.",
+                end.waited_secs,
+                end.exitstatus.as_deref().unwrap_or("unknown error")
+            ),
+        },
+    }
+}
+
+/// Passes a waiting task's progress to the host.
+pub struct ReportToHost;
+
+impl Progress for ReportToHost {
+    fn report(&mut self, pve: &mut dyn Pve, percent: Option<f64>, line: &str) {
+        pve.report_progress(percent.unwrap_or(0.0), percent.map(|_| 100.0), line);
+    }
+}

@@ -1,0 +1,86 @@
+//! `pve_wait_task`: wait for a task (a UPID) to end, reporting progress
+//! from its log; see [`crate::task_wait`].
+
+use serde::{Deserialize, Serialize};
+
+use super::support::{self, Upid};
+use super::{Answer, Tool, read_tool};
+use crate::action;
+use crate::api::Pve;
+use crate::arg::{Int, NodeName};
+use crate::error::ToolError;
+use crate::task_wait::{self, TaskEnd};
+use crate::tools::support::Outcome;
+
+/// The tool.
+pub static TOOL: Tool = read_tool! {
+    name: "pve_wait_task",
+    title: "Wait for a task to end",
+    description: "Wait until a Proxmox task (a UPID from an action tool or pve_list_tasks) \
+        ends, or timeout seconds pass, reporting progress from its log while it runs. Returns \
+        its exit status, and the end of its log when it failed. A task still running at the \
+        timeout is an answer, not an error: call again to keep waiting.",
+    run: run,
+};
+
+/// The task to wait for.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    upid: Upid,
+    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
+    /// node.
+    node: Option<NodeName>,
+    /// Seconds to wait at most (default 120; the server may cap it).
+    timeout: Option<Int<1, 86400>>,
+}
+
+/// How the wait ended.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Waited {
+    /// The task id
+    pub upid: String,
+    /// Node the task runs on
+    pub node: String,
+    /// Task type, e.g. qmstart, vzdump
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// How it ended, or that it still runs
+    #[serde(flatten)]
+    pub end: TaskEnd,
+}
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Waited>, ToolError> {
+    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let limit = action::wait_limit(pve, input.timeout.map(|t| t.0));
+    let end = task_wait::wait(pve, &input.upid, &node, limit, &mut action::ReportToHost)?;
+    let summary = match end.outcome {
+        Outcome::Running => format!(
+            "Task {} is still running after {} s; call pve_wait_task again to keep waiting.",
+            input.upid.task_type, end.waited_secs
+        ),
+        Outcome::Ok | Outcome::Warning => format!(
+            "Task {} ended {} after {} s.",
+            input.upid.task_type,
+            end.exitstatus.as_deref().unwrap_or("OK"),
+            end.waited_secs
+        ),
+        Outcome::Error => format!(
+            "Task {} FAILED after {} s: {}. The end of its log is in log_tail.",
+            input.upid.task_type,
+            end.waited_secs,
+            end.exitstatus.as_deref().unwrap_or("unknown error")
+        ),
+    };
+    Ok(Answer {
+        structured: Waited {
+            upid: input.upid.raw.clone(),
+            node,
+            task_type: input.upid.task_type.clone(),
+            end,
+        },
+        summary,
+    })
+}
