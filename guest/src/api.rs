@@ -181,7 +181,10 @@ impl Pve for Client {
     }
 
     fn sleep(&mut self, duration: std::time::Duration) {
-        wstd::runtime::block_on(wstd::task::sleep(wstd::time::Duration::from(duration)));
+        // The timer registers with the reactor, which exists only inside
+        // `block_on`: it must be made there.
+        let duration = wstd::time::Duration::from(duration);
+        wstd::runtime::block_on(async move { wstd::task::sleep(duration).await });
     }
 
     fn elapsed(&self) -> std::time::Duration {

@@ -49,6 +49,8 @@ pub const CATALOG: &[&str] = &[
     "pve_get_vm_ips",
     "pve_list_ha",
     "pve_check_permissions",
+    "pve_get_next_vmid",
+    "pve_wait_task",
 ];
 
 /// Every test gets this long before it is failed, so a hang is a failure

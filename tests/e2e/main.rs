@@ -2,6 +2,7 @@
 //! HTTPS to the Proxmox simulator, and the official API schema checking
 //! every request the guest makes.
 
+mod actions;
 mod approvals;
 mod audit;
 mod catalog_guests;
