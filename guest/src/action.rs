@@ -242,6 +242,20 @@ pub struct TaskReport {
     pub end: Option<TaskEnd>,
 }
 
+/// The usual flow of a write tool about one guest: find it, read its
+/// state, let `decide` (which may read more) choose, and run the choice.
+pub fn on_guest(
+    pve: &mut dyn Pve,
+    wanted: crate::resolve::Wanted,
+    execution: Execution,
+    decide: impl FnOnce(&mut dyn Pve, &Target, &GuestState) -> Result<Prepared, ToolError>,
+) -> Result<Answer<ActionOutput>, ToolError> {
+    let target = wanted.resolve(pve)?;
+    let state = GuestState::read(pve, &target)?;
+    let prepared = decide(pve, &target, &state)?;
+    run(pve, &target, state.describe(&target), prepared, execution)
+}
+
 /// Runs a prepared action as `execution` asks.
 pub fn run(
     pve: &mut dyn Pve,

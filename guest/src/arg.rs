@@ -384,6 +384,56 @@ impl Flag {
 deserialize_from_json!(Flag);
 fixed_schema!(Flag, serde_json::json!({"type": "boolean"}));
 
+/// Longest storage id.
+pub const STORAGE_MAX: usize = 100;
+/// JSON Schema pattern of a storage id (`pve-storage-id`).
+pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]$";
+
+/// Whether `s` is a valid Proxmox storage id.
+pub fn is_storage_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 2
+        && b.len() <= STORAGE_MAX
+        && b[0].is_ascii_alphabetic()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
+}
+
+/// A Proxmox storage id (format `pve-storage-id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageId(pub String);
+
+impl StorageId {
+    /// The id as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn from_json(v: &Value) -> Result<Self, String> {
+        if v.is_null() {
+            return Err(
+                "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}"
+                    .into(),
+            );
+        }
+        let s = string(v, STORAGE_MAX)?;
+        if !is_storage_id(s) {
+            return Err(format!(
+                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), \
+                 e.g. \"local\"",
+                quoted(s, 64)
+            ));
+        }
+        Ok(StorageId(s.to_owned()))
+    }
+}
+deserialize_from_json!(StorageId);
+fixed_schema!(
+    StorageId,
+    serde_json::json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

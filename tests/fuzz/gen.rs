@@ -395,6 +395,11 @@ pub fn plausible_values(name: &str, schema: &Value) -> Vec<Value> {
             "yesterday"
         ]),
         "cluster" => json!(["default", "lab", "nope"]),
+        "disk" => json!(["scsi0", "rootfs", "mp0", "scsi31", "net0"]),
+        "size" => json!(["+10G", "50G", "10", "-1G", "1e3G"]),
+        "snapname" => json!(["pre-upgrade", "current", "a", "1ab"]),
+        "target" => json!(["pve2", "pve1", "localhost", "-x"]),
+        "targetstorage" => json!(["local-lvm", "a", "-x"]),
         _ => Value::Null,
     };
     if let Value::Array(v) = by_name {

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use super::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::arg::{self, NodeName, Vmid};
-use crate::error::{ToolError, quoted};
+use crate::arg::{NodeName, StorageId, Vmid};
+use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
@@ -18,11 +18,6 @@ use crate::path::ApiPath;
 pub const DEFAULT_LIMIT: u64 = 50;
 /// Largest `limit`.
 pub const MAX_LIMIT: u64 = 500;
-/// Longest storage id.
-pub const STORAGE_MAX: usize = 100;
-/// JSON Schema pattern of a storage id (`pve-storage-id`).
-pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]$";
-
 /// The tool.
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_backups",
@@ -53,35 +48,6 @@ pub struct Input {
     #[serde(default)]
     offset: Offset,
 }
-
-/// A Proxmox storage id (format `pve-storage-id`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StorageId(String);
-
-impl StorageId {
-    fn from_json(v: &Value) -> Result<Self, String> {
-        if v.is_null() {
-            return Err(
-                "missing required argument; pass a storage id, e.g. {\"storage\": \"local\"}"
-                    .into(),
-            );
-        }
-        let s = arg::string(v, STORAGE_MAX)?;
-        if !is_storage_id(s) {
-            return Err(format!(
-                "{} is not a valid storage id (a letter, then letters, digits, '-', '_' or '.'), \
-                 e.g. \"local\"",
-                quoted(s, 64)
-            ));
-        }
-        Ok(StorageId(s.to_owned()))
-    }
-}
-arg::deserialize_from_json!(StorageId);
-arg::fixed_schema!(
-    StorageId,
-    serde_json::json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
-);
 
 /// One page of backups on one storage.
 #[derive(Debug, Clone, Serialize)]
@@ -134,20 +100,9 @@ pub struct Backup {
     pub verification: Option<String>,
 }
 
-/// Whether `s` is a valid Proxmox storage id.
-pub fn is_storage_id(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 2
-        && b.len() <= STORAGE_MAX
-        && b[0].is_ascii_alphabetic()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
-}
-
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<BackupList>, ToolError> {
     let node = input.node.as_str();
-    let storage = input.storage.0.as_str();
+    let storage = input.storage.as_str();
     let vmid = input.vmid.map(|v| v.0);
     let page = Page::new(input.limit, input.offset);
     let mut path = ApiPath::new("nodes")

@@ -83,8 +83,12 @@ pub mod list_snapshots;
 pub mod list_tasks;
 pub mod support;
 // Actions and tasks (issue 11).
+pub mod delete_vm;
+pub mod migrate;
 pub mod next_vmid;
 pub mod power;
+pub mod resize_disk;
+pub mod snapshots;
 pub mod wait_task;
 
 /// Every tool the component offers, in the order `list-tools` reports them.
@@ -119,6 +123,12 @@ pub static TOOLS: &[&Tool] = &[
     &power::REBOOT,
     &power::SUSPEND,
     &power::RESUME,
+    &snapshots::CREATE,
+    &snapshots::DELETE,
+    &snapshots::ROLLBACK,
+    &migrate::TOOL,
+    &resize_disk::TOOL,
+    &delete_vm::TOOL,
 ];
 
 /// Behaviour hints, mirroring the WIT `annotations` record.

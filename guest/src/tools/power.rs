@@ -216,10 +216,9 @@ fn power(
     action: Action,
     params: ShutdownParams,
 ) -> Result<Answer<ActionOutput>, ToolError> {
-    let target = wanted.clone().resolve(pve)?;
-    let state = GuestState::read(pve, &target)?;
-    let prepared = decide(&target, &state, action, params)?;
-    action::run(pve, &target, state.describe(&target), prepared, execution)
+    action::on_guest(pve, wanted.clone(), execution, |_, target, state| {
+        decide(target, state, action, params)
+    })
 }
 
 /// The preconditions, from the states PVE's own pre-checks and task

@@ -1,0 +1,379 @@
+//! The snapshot tools: `pve_create_snapshot`, `pve_delete_snapshot`,
+//! `pve_rollback_snapshot`, for qemu and lxc.
+//!
+//! Each reads the guest's state and its snapshot list first: creating a
+//! name that exists, or deleting or rolling back to one that does not, is
+//! refused without writing. `vmstate` exists only for qemu (lxc's endpoint
+//! answers 400), so it is refused for a container before any request.
+
+use serde_json::Value;
+
+use super::{Annotations, Answer, Tool, write_tool};
+use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
+use crate::api::Pve;
+use crate::arg::{self, Text, VmType, deserialize_from_json, fixed_schema};
+use crate::error::{ToolError, quoted};
+use crate::fetch;
+use crate::json as pj;
+use crate::resolve::Target;
+use crate::write::{Method, WriteRequest};
+
+/// PVE's `pve-configid` rule for a snapshot name.
+pub const SNAPNAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]+$";
+
+/// Longest snapshot name PVE accepts.
+pub const SNAPNAME_MAX: usize = 40;
+
+/// Names PVE keeps for itself: `current` (the live state), `pending`
+/// (qemu's pending changes, any case) and `vzdump` (lxc backups).
+const RESERVED: &[&str] = &["current", "pending", "vzdump"];
+
+/// A snapshot name: a letter, then letters, digits, `-` or `_`; 2 to 40
+/// characters; not a reserved name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapName(pub String);
+
+impl SnapName {
+    /// The name as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let rule = "2 to 40 characters: a letter, then letters, digits, '-' or '_', e.g. \
+                    \"pre-upgrade\"";
+        let s = match v {
+            Value::Null => {
+                return Err(format!(
+                    "missing required argument; pass a snapshot name ({rule})"
+                ));
+            }
+            Value::String(s) => s,
+            other => {
+                return Err(format!(
+                    "must be a snapshot name string ({rule}), not {}",
+                    arg::json_kind(other)
+                ));
+            }
+        };
+        let b = s.as_bytes();
+        let valid = (2..=SNAPNAME_MAX).contains(&b.len())
+            && b[0].is_ascii_alphabetic()
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_');
+        if !valid {
+            return Err(format!(
+                "{} is not a valid snapshot name ({rule})",
+                quoted(s, 64)
+            ));
+        }
+        if RESERVED.iter().any(|r| s.eq_ignore_ascii_case(r)) {
+            return Err(format!(
+                "{} is reserved by Proxmox (current, pending and vzdump are); choose another \
+                 name",
+                quoted(s, 64)
+            ));
+        }
+        Ok(SnapName(s.clone()))
+    }
+}
+deserialize_from_json!(SnapName);
+fixed_schema!(
+    SnapName,
+    serde_json::json!({
+        "type": "string", "pattern": SNAPNAME_PATTERN, "minLength": 2, "maxLength": SNAPNAME_MAX,
+    })
+);
+
+action_input! {
+    /// The snapshot to take.
+    pub struct CreateInput {
+        /// Name for the new snapshot: a letter, then letters, digits, '-' or '_' (2 to 40
+        /// characters); current, pending and vzdump are reserved.
+        pub snapname: SnapName,
+        /// A free-text note stored with the snapshot.
+        pub description: Option<Text<8192>>,
+        /// true: also save the VM's RAM, so a rollback resumes it running (QEMU only; slow,
+        /// uses space, fails for VMs with passthrough devices).
+        pub vmstate: Option<bool>,
+    }
+}
+
+action_input! {
+    /// The snapshot to delete.
+    pub struct DeleteInput {
+        /// The snapshot to delete (pve_list_snapshots lists them).
+        pub snapname: SnapName,
+    }
+}
+
+action_input! {
+    /// The snapshot to roll back to.
+    pub struct RollbackInput {
+        /// The snapshot to return to (pve_list_snapshots lists them).
+        pub snapname: SnapName,
+        /// true: start the guest after rolling back (a snapshot with RAM starts it anyway).
+        pub start: Option<bool>,
+    }
+}
+
+/// `pve_create_snapshot`.
+pub static CREATE: Tool = write_tool! {
+    name: "pve_create_snapshot",
+    title: "Take a snapshot",
+    description: "Take a snapshot of a QEMU VM or LXC container, e.g. before an upgrade, so \
+        pve_rollback_snapshot can return to it. vmstate: true also saves a VM's RAM. Refused \
+        without writing when the name exists or the guest is locked. dry_run: true shows the \
+        request.",
+    annotations: Annotations::write(false, false),
+    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot")],
+    run: create,
+};
+
+/// `pve_delete_snapshot`.
+pub static DELETE: Tool = write_tool! {
+    name: "pve_delete_snapshot",
+    title: "Delete a snapshot",
+    description: "Delete one snapshot of a QEMU VM or LXC container: the restore point is \
+        gone for good. Refused without writing when there is no such snapshot or the guest is \
+        locked. dry_run: true shows the request.",
+    annotations: Annotations::write(true, true),
+    routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}")],
+    run: delete,
+};
+
+/// `pve_rollback_snapshot`.
+pub static ROLLBACK: Tool = write_tool! {
+    name: "pve_rollback_snapshot",
+    title: "Roll back to a snapshot",
+    description: "Return a QEMU VM or LXC container to a snapshot. Everything since the \
+        snapshot (disk, and RAM if it was saved) is lost and cannot be recovered. Refused \
+        without writing when there is no such snapshot or the guest is locked. dry_run: true \
+        shows the request.",
+    annotations: Annotations::write(true, false),
+    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}/rollback")],
+    run: rollback,
+};
+
+/// The names of a guest's snapshots, `current` left out.
+fn snapshot_names(pve: &mut dyn Pve, target: &Target) -> Result<Vec<String>, ToolError> {
+    let path = action::guest_path(target).lit("snapshot");
+    Ok(fetch::list(pve, &path)?
+        .iter()
+        .filter_map(|s| pj::text(s.get("name")))
+        .filter(|n| n != "current")
+        .collect())
+}
+
+fn missing(target: &Target, name: &str, names: &[String]) -> ToolError {
+    ToolError::Precondition(format!(
+        "{} has no snapshot {}; it has {}. Nothing was sent. pve_list_snapshots lists them.",
+        target.label(),
+        quoted(name, 64),
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
+fn snapshot_path(target: &Target) -> crate::path::ApiPath {
+    action::guest_path(target).lit("snapshot")
+}
+
+fn create(pve: &mut dyn Pve, input: CreateInput) -> Result<Answer<ActionOutput>, ToolError> {
+    let execution = input.execution();
+    let wanted = input.wanted();
+    action::on_guest(pve, wanted, execution, |pve, target, state: &GuestState| {
+        if target.vm_type == VmType::Lxc && input.vmstate.is_some() {
+            return Err(ToolError::field(
+                "vmstate",
+                "containers have no RAM state to save; leave vmstate out for an LXC container",
+            ));
+        }
+        state.refuse_if_locked(target)?;
+        let name = input.snapname.as_str();
+        if snapshot_names(pve, target)?.iter().any(|n| n == name) {
+            return Err(ToolError::Precondition(format!(
+                "{} already has a snapshot {}. Nothing was sent. Choose another name, or delete \
+                 the old one with pve_delete_snapshot.",
+                target.label(),
+                quoted(name, 64)
+            )));
+        }
+        let request = WriteRequest::new(Method::Post, snapshot_path(target))
+            .text("snapname", Some(name))
+            .text("description", input.description.as_ref().map(Text::as_str))
+            .flag("vmstate", input.vmstate);
+        let ram = if input.vmstate == Some(true) {
+            " with its RAM"
+        } else {
+            ""
+        };
+        Ok(Prepared::Act {
+            request,
+            effect: format!("{} gets a snapshot {name}{ram}", target.label()),
+        })
+    })
+}
+
+fn delete(pve: &mut dyn Pve, input: DeleteInput) -> Result<Answer<ActionOutput>, ToolError> {
+    let execution = input.execution();
+    action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
+        state.refuse_if_locked(target)?;
+        let name = input.snapname.as_str();
+        let names = snapshot_names(pve, target)?;
+        if !names.iter().any(|n| n == name) {
+            return Err(missing(target, name, &names));
+        }
+        Ok(Prepared::Act {
+            request: WriteRequest::new(Method::Delete, snapshot_path(target).seg(name)),
+            effect: format!(
+                "snapshot {name} of {} is deleted; it can no longer be rolled back to",
+                target.label()
+            ),
+        })
+    })
+}
+
+fn rollback(pve: &mut dyn Pve, input: RollbackInput) -> Result<Answer<ActionOutput>, ToolError> {
+    let execution = input.execution();
+    action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
+        state.refuse_if_locked(target)?;
+        let name = input.snapname.as_str();
+        let names = snapshot_names(pve, target)?;
+        if !names.iter().any(|n| n == name) {
+            return Err(missing(target, name, &names));
+        }
+        let request = WriteRequest::new(
+            Method::Post,
+            snapshot_path(target).seg(name).lit("rollback"),
+        )
+        .flag("start", input.start);
+        Ok(Prepared::Act {
+            request,
+            effect: format!(
+                "{} returns to snapshot {name}; everything since it is lost",
+                target.label()
+            ),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmsnapshot:100:mcp@pve!ops:";
+
+    fn fake() -> FakePve {
+        FakePve::default()
+            .with(
+                "/nodes/pve1/qemu/100/status/current",
+                json!({"status": "running"}),
+            )
+            .with(
+                "/nodes/pve1/qemu/100/snapshot",
+                json!([{"name": "pre-up"}, {"name": "current"}]),
+            )
+    }
+
+    fn at(extra: Value) -> String {
+        let mut args = json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args.to_string()
+    }
+
+    #[test]
+    fn names_follow_pves_rule_and_reserved_ones_are_refused() {
+        for good in ["ab", "pre-upgrade", "A_1", &"a".repeat(40)] {
+            assert!(SnapName::from_json(&json!(good)).is_ok(), "{good}");
+        }
+        for bad in ["a", "1ab", "a b", "a.b", "", &"a".repeat(41)] {
+            let e = SnapName::from_json(&json!(bad)).unwrap_err();
+            assert!(e.contains("not a valid snapshot name"), "{bad}: {e}");
+        }
+        for reserved in ["current", "PENDING", "vzdump"] {
+            let e = SnapName::from_json(&json!(reserved)).unwrap_err();
+            assert!(e.contains("reserved"), "{e}");
+        }
+    }
+
+    #[test]
+    fn create_sends_the_name_description_and_vmstate() {
+        let mut pve = fake().answering("POST /nodes/pve1/qemu/100/snapshot", json!(UPID));
+        let out = CREATE
+            .call(
+                &mut pve,
+                &at(json!({"snapname": "before", "description": "x y", "vmstate": true})),
+            )
+            .unwrap();
+        assert_valid_output(&CREATE, &out);
+        assert_eq!(
+            pve.writes,
+            ["POST /nodes/pve1/qemu/100/snapshot snapname=before&description=x%20y&vmstate=1"]
+        );
+    }
+
+    #[test]
+    fn an_existing_or_missing_name_and_lxc_vmstate_are_refused_before_writing() {
+        let mut pve = fake();
+        let e = CREATE
+            .call(&mut pve, &at(json!({"snapname": "pre-up"})))
+            .unwrap_err();
+        assert!(e.message().contains("already has a snapshot"), "{e}");
+        let e = DELETE
+            .call(&mut pve, &at(json!({"snapname": "nope"})))
+            .unwrap_err();
+        assert!(
+            e.message()
+                .contains("has no snapshot \"nope\"; it has pre-up"),
+            "{e}"
+        );
+        let e = ROLLBACK
+            .call(&mut pve, &at(json!({"snapname": "nope"})))
+            .unwrap_err();
+        assert!(matches!(e, ToolError::Precondition(_)), "{e:?}");
+        let mut pve = FakePve::default().with(
+            "/nodes/pve1/lxc/200/status/current",
+            json!({"status": "stopped"}),
+        );
+        let e = CREATE
+            .call(
+                &mut pve,
+                r#"{"vmid": 200, "node": "pve1", "vm_type": "lxc", "snapname": "ab", "vmstate": false}"#,
+            )
+            .unwrap_err();
+        assert!(e.message().starts_with("vmstate:"), "{e}");
+        assert!(pve.writes.is_empty());
+    }
+
+    #[test]
+    fn delete_puts_nothing_in_a_body_and_rollback_may_start() {
+        let mut pve = fake()
+            .answering("DELETE /nodes/pve1/qemu/100/snapshot/pre-up", json!(UPID))
+            .answering(
+                "POST /nodes/pve1/qemu/100/snapshot/pre-up/rollback",
+                json!(UPID),
+            );
+        DELETE
+            .call(&mut pve, &at(json!({"snapname": "pre-up"})))
+            .unwrap();
+        ROLLBACK
+            .call(&mut pve, &at(json!({"snapname": "pre-up", "start": true})))
+            .unwrap();
+        assert_eq!(
+            pve.writes,
+            [
+                "DELETE /nodes/pve1/qemu/100/snapshot/pre-up ",
+                "POST /nodes/pve1/qemu/100/snapshot/pre-up/rollback start=1"
+            ]
+        );
+    }
+}
