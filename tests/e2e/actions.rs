@@ -25,7 +25,7 @@ action = \"allow\"
 ";
 
 /// `METHOD /api/path params` of every write the simulator saw.
-fn writes(sim: &pve_sim::Simulator) -> Vec<String> {
+pub fn writes(sim: &pve_sim::Simulator) -> Vec<String> {
     sim.writes()
         .iter()
         .map(|w| {
