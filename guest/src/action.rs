@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::api::Pve;
 use crate::arg::VmType;
-use crate::error::ToolError;
+use crate::error::{ToolError, quoted};
 use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
@@ -27,10 +27,14 @@ use crate::tools::Answer;
 use crate::tools::support::{self, Outcome};
 use crate::write::{PlannedRequest, WriteRequest};
 
-/// Declares the input struct of a write tool about one guest: `vmid`,
-/// `node`, `vm_type` (as `resolve::guest_input!`), the tool's own fields,
-/// then the fields every write tool takes; its `execution` method reads
-/// those.
+/// Declares the input struct of a write tool, with the fields every write
+/// tool takes appended (`dry_run`, `wait`, `wait_timeout`, `confirm`) and an
+/// `execution` method that reads them.
+///
+/// The plain form is about one existing guest: `vmid`, `node` and
+/// `vm_type` come first (as `resolve::guest_input!`). The `new:` form
+/// declares every field itself, for tools that make a guest or name it
+/// differently (`source_vmid`).
 macro_rules! action_input {
     (
         $(#[$meta:meta])*
@@ -59,7 +63,40 @@ macro_rules! action_input {
                 pub confirm: $crate::arg::Flag,
             }
         }
-
+        $crate::action::action_input!(@execution $name);
+    };
+    (
+        new:
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, serde::Deserialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$fmeta])* $fvis $field: $ty,)*
+            /// true: send nothing; answer with the exact requests that would be sent and
+            /// what the reads before them found.
+            #[serde(default)]
+            pub dry_run: $crate::arg::Flag,
+            /// true: wait for the task to end (up to wait_timeout seconds), reporting its
+            /// progress; false (default): answer as soon as Proxmox has started it, with
+            /// its UPID for pve_wait_task.
+            #[serde(default)]
+            pub wait: $crate::arg::Flag,
+            /// Seconds to wait when wait is true (default 120; the server may cap it).
+            pub wait_timeout: Option<$crate::arg::Int<1, 86400>>,
+            /// Accepted for compatibility with proxmox-mcp and ignored: it grants
+            /// nothing. The server's policy decides whether this call may run.
+            #[serde(default)]
+            pub confirm: $crate::arg::Flag,
+        }
+        $crate::action::action_input!(@execution $name);
+    };
+    (@execution $name:ident) => {
         impl $name {
             /// How the call wants the action run.
             pub fn execution(&self) -> $crate::action::Execution {
@@ -187,6 +224,55 @@ pub fn locked(target: &Target, lock: &str) -> ToolError {
          ends (pve_list_tasks shows it), then retry.",
         target.label()
     ))
+}
+
+/// Refuses a node that is not an online node of the cluster; `field` is
+/// the argument that named it.
+pub fn check_node_online(pve: &mut dyn Pve, field: &str, node: &str) -> Result<(), ToolError> {
+    let nodes = fetch::list(pve, &ApiPath::new("nodes"))?;
+    let names: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| pj::text(n.get("node")))
+        .collect();
+    let Some(found) = nodes
+        .iter()
+        .find(|n| pj::text(n.get("node")).as_deref() == Some(node))
+    else {
+        return Err(ToolError::field(
+            field,
+            format!(
+                "{} is not a node of this cluster; the nodes are {}",
+                quoted(node, 64),
+                names.join(", ")
+            ),
+        ));
+    };
+    if pj::text(found.get("status")).as_deref() != Some("online") {
+        return Err(ToolError::Precondition(format!(
+            "node {node} is not online. Nothing was sent. Choose an online node (pve_list_nodes)."
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a vmid some guest already has: creating, cloning or restoring
+/// onto it would fail (or, for a forced restore, destroy that guest).
+pub fn refuse_if_taken(pve: &mut dyn Pve, field: &str, vmid: u32) -> Result<(), ToolError> {
+    let guests = crate::resources::fetch_guests(pve)?;
+    match guests.iter().find(|g| g.vmid == u64::from(vmid)) {
+        Some(g) => Err(ToolError::Precondition(format!(
+            "{field} {vmid} is taken: {} {vmid}{} is {} on node {}. Nothing was sent. Choose a \
+             free id (pve_get_next_vmid finds one).",
+            g.vm_type.label(),
+            g.name
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default(),
+            g.status,
+            g.node,
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `/nodes/{node}/{qemu|lxc}/{vmid}`.

@@ -434,6 +434,48 @@ fixed_schema!(
     serde_json::json!({"type": "string", "minLength": 2, "maxLength": STORAGE_MAX, "pattern": STORAGE_PATTERN})
 );
 
+/// JSON Schema pattern of a DNS name (PVE's `dns-name` format): labels of
+/// letters, digits and inner hyphens, joined by dots.
+pub const DNS_NAME_PATTERN: &str =
+    "^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)*[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$";
+
+/// A guest name or container hostname (format `dns-name`): Proxmox
+/// rejects `_` and spaces in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsName(pub String);
+
+impl DnsName {
+    /// The name as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let s = string(v, 255)?;
+        let label_ok = |l: &str| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.len() <= 63
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        };
+        if !s.split('.').all(label_ok) {
+            return Err(format!(
+                "{} is not a valid DNS name (letters, digits and '-', in labels joined by '.'; \
+                 no '_' or spaces), e.g. \"web-02\"",
+                quoted(s, 64)
+            ));
+        }
+        Ok(DnsName(s.to_owned()))
+    }
+}
+deserialize_from_json!(DnsName);
+fixed_schema!(
+    DnsName,
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": DNS_NAME_PATTERN})
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -365,8 +365,11 @@ fn check(i: usize, located: bool, replies: Vec<Reply>) -> Result<(), TestCaseErr
             );
             prop_assert!(!full.summary.is_empty(), "{}: no summary", name);
         }
-        // A state read before a write may rule the action out.
-        Err(ToolError::Upstream(m) | ToolError::Precondition(m)) => {
+        // A state read before a write may rule the action out, or show
+        // that an argument names what the cluster does not have.
+        Err(
+            ToolError::Upstream(m) | ToolError::Precondition(m) | ToolError::InvalidArguments(m),
+        ) => {
             prop_assert!(
                 !m.is_empty() && m.len() <= MESSAGE_MAX,
                 "{}: {} bytes: {}",

@@ -400,6 +400,14 @@ pub fn plausible_values(name: &str, schema: &Value) -> Vec<Value> {
         "snapname" => json!(["pre-upgrade", "current", "a", "1ab"]),
         "target" => json!(["pve2", "pve1", "localhost", "-x"]),
         "targetstorage" => json!(["local-lvm", "a", "-x"]),
+        "newid" => json!([150, 100, 99]),
+        "config" => json!([{"memory": 4096, "onboot": true}, {"args": "-x"}, {}, "x"]),
+        "archive" => json!([
+            "local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst",
+            "pbs:backup/ct/200/2026-01-01T00:00:00Z",
+            "x"
+        ]),
+        "ostemplate" => json!(["local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "\n"]),
         _ => Value::Null,
     };
     if let Value::Array(v) = by_name {

@@ -13,10 +13,7 @@ use super::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{Int, NodeName, StorageId, VmType};
-use crate::error::{ToolError, quoted};
-use crate::fetch;
-use crate::json as pj;
-use crate::path::ApiPath;
+use crate::error::ToolError;
 use crate::write::{Method, WriteRequest};
 
 action_input! {
@@ -100,7 +97,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
                 "{label} is already on node {to}. Nothing was sent. Name another node as target."
             )));
         }
-        check_node(pve, to)?;
+        action::check_node_online(pve, "target", to)?;
         state.refuse_if_locked(target)?;
         if state.running {
             match target.vm_type {
@@ -144,34 +141,6 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
             effect: format!("{label} moves from {} to {to} {how}", target.node),
         })
     })
-}
-
-/// Refuses a target that is not an online node of the cluster.
-fn check_node(pve: &mut dyn Pve, to: &str) -> Result<(), ToolError> {
-    let nodes = fetch::list(pve, &ApiPath::new("nodes"))?;
-    let names: Vec<String> = nodes
-        .iter()
-        .filter_map(|n| pj::text(n.get("node")))
-        .collect();
-    let Some(node) = nodes
-        .iter()
-        .find(|n| pj::text(n.get("node")).as_deref() == Some(to))
-    else {
-        return Err(ToolError::field(
-            "target",
-            format!(
-                "{} is not a node of this cluster; the nodes are {}",
-                quoted(to, 64),
-                names.join(", ")
-            ),
-        ));
-    };
-    if pj::text(node.get("status")).as_deref() != Some("online") {
-        return Err(ToolError::Precondition(format!(
-            "node {to} is not online. Nothing was sent. Choose an online node (pve_list_nodes)."
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

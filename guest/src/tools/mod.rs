@@ -83,11 +83,15 @@ pub mod list_snapshots;
 pub mod list_tasks;
 pub mod support;
 // Actions and tasks (issue 11).
+pub mod backup;
+pub mod clone_vm;
+pub mod create_guest;
 pub mod delete_vm;
 pub mod migrate;
 pub mod next_vmid;
 pub mod power;
 pub mod resize_disk;
+pub mod set_config;
 pub mod snapshots;
 pub mod wait_task;
 
@@ -127,8 +131,14 @@ pub static TOOLS: &[&Tool] = &[
     &snapshots::DELETE,
     &snapshots::ROLLBACK,
     &migrate::TOOL,
+    &clone_vm::TOOL,
+    &create_guest::QEMU,
+    &create_guest::LXC,
     &resize_disk::TOOL,
+    &set_config::TOOL,
     &delete_vm::TOOL,
+    &backup::BACKUP,
+    &backup::RESTORE,
 ];
 
 /// Behaviour hints, mirroring the WIT `annotations` record.

@@ -1,0 +1,313 @@
+//! `pve_create_qemu_vm` (`POST /nodes/{node}/qemu`) and `pve_create_lxc`
+//! (`POST /nodes/{node}/lxc`), with the reference server's parameters.
+//!
+//! Both refuse before writing when the vmid is taken or the node is not an
+//! online cluster node. Property strings (`net0`, `scsi0`, `rootfs`, ...)
+//! are passed as written; Proxmox validates them. A root password is not
+//! taken: it would sit in the agent's context, the client's logs and the
+//! audit log. Containers get SSH keys instead, which are public.
+
+use serde_json::Value;
+
+use super::{Annotations, Answer, Tool, write_tool};
+use crate::action::{self, ActionOutput, Prepared, action_input};
+use crate::api::Pve;
+use crate::arg::{self, DnsName, Int, NodeName, StorageId, VmType, Vmid, choice};
+use crate::error::{ToolError, quoted};
+use crate::resolve::Target;
+use crate::write::{Method, WriteRequest};
+
+/// A Proxmox property string such as `virtio,bridge=vmbr0` or
+/// `local-lvm:32`: one line of printable text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropertyString(pub String);
+
+impl PropertyString {
+    /// The text as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let s = arg::string(v, 1024)?;
+        if s.chars().any(char::is_control) {
+            return Err(format!(
+                "{} contains a control character; a property string is one line, e.g. \
+                 \"virtio,bridge=vmbr0\"",
+                quoted(s, 64)
+            ));
+        }
+        Ok(PropertyString(s.to_owned()))
+    }
+}
+arg::deserialize_from_json!(PropertyString);
+arg::fixed_schema!(
+    PropertyString,
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": 1024})
+);
+
+choice! {
+    /// QEMU's guest OS types.
+    pub enum OsType {
+        /// Unspecified.
+        Other = "other",
+        /// Windows XP.
+        Wxp = "wxp",
+        /// Windows 2000.
+        W2k = "w2k",
+        /// Windows 2003.
+        W2k3 = "w2k3",
+        /// Windows 2008.
+        W2k8 = "w2k8",
+        /// Windows Vista.
+        Wvista = "wvista",
+        /// Windows 7.
+        Win7 = "win7",
+        /// Windows 8, 2012.
+        Win8 = "win8",
+        /// Windows 10, 2016, 2019.
+        Win10 = "win10",
+        /// Windows 11, 2022, 2025.
+        Win11 = "win11",
+        /// Linux 2.4.
+        L24 = "l24",
+        /// Linux 2.6 to 6.x.
+        L26 = "l26",
+        /// Solaris.
+        Solaris = "solaris",
+    }
+}
+
+action_input! {
+    new:
+    /// The VM to create.
+    pub struct QemuInput {
+        /// Node to create it on, e.g. "pve1".
+        pub node: NodeName,
+        /// Its id; it must be free (pve_get_next_vmid finds one).
+        pub vmid: Vmid,
+        /// Its name (a DNS name, e.g. "web-02").
+        pub name: Option<DnsName>,
+        /// Memory in MiB (Proxmox's default 512).
+        pub memory: Option<Int<16, 8388608>>,
+        /// CPU cores per socket (default 1).
+        pub cores: Option<Int<1, 1024>>,
+        /// CPU sockets (default 1).
+        pub sockets: Option<Int<1, 16>>,
+        /// First network device, e.g. "virtio,bridge=vmbr0".
+        pub net0: Option<PropertyString>,
+        /// First SCSI disk, e.g. "local-lvm:32" for a new 32 GiB volume.
+        pub scsi0: Option<PropertyString>,
+        /// IDE 2, usually the installer CD-ROM, e.g. "local:iso/debian-12.iso,media=cdrom".
+        pub ide2: Option<PropertyString>,
+        /// Guest OS type (default other; l26 for Linux, win11 for Windows 11).
+        pub ostype: Option<OsType>,
+    }
+}
+
+action_input! {
+    new:
+    /// The container to create.
+    pub struct LxcInput {
+        /// Node to create it on, e.g. "pve1".
+        pub node: NodeName,
+        /// Its id; it must be free (pve_get_next_vmid finds one).
+        pub vmid: Vmid,
+        /// The OS template volume, e.g. "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst".
+        pub ostemplate: PropertyString,
+        /// Storage for the root disk, e.g. "local-lvm" (Proxmox's default: local).
+        pub storage: Option<StorageId>,
+        /// Its hostname (a DNS name; Proxmox's default CT<vmid>).
+        pub hostname: Option<DnsName>,
+        /// Memory in MiB (default 512).
+        pub memory: Option<Int<16, 8388608>>,
+        /// CPU cores (default: all of the node's).
+        pub cores: Option<Int<1, 8192>>,
+        /// First network device, e.g. "name=eth0,bridge=vmbr0,ip=dhcp" (name is required).
+        pub net0: Option<PropertyString>,
+        /// Root disk, e.g. "local-lvm:8" for 8 GiB (default: 4 GiB on storage).
+        pub rootfs: Option<PropertyString>,
+        /// SSH public keys for root, one per line (OpenSSH format).
+        pub ssh_public_keys: Option<arg::Text<65536>>,
+    }
+}
+
+/// `pve_create_qemu_vm`.
+pub static QEMU: Tool = write_tool! {
+    name: "pve_create_qemu_vm",
+    title: "Create a QEMU VM",
+    description: "Create a QEMU VM on a node with the given id, name, memory, CPUs, disk \
+        (scsi0, e.g. \"local-lvm:32\"), network (net0, e.g. \"virtio,bridge=vmbr0\") and \
+        installer CD (ide2). It is created stopped. Refused without writing when the vmid is \
+        taken or the node is not online. dry_run: true shows the request.",
+    annotations: Annotations::write(false, false),
+    routes: &[("POST", "/nodes/{node}/qemu")],
+    run: create_qemu,
+};
+
+/// `pve_create_lxc`.
+pub static LXC: Tool = write_tool! {
+    name: "pve_create_lxc",
+    title: "Create an LXC container",
+    description: "Create an LXC container on a node from an OS template (ostemplate, e.g. \
+        \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\"), with hostname, memory, \
+        cores, root disk and network. It is created stopped and unprivileged. No root password \
+        is set through this tool (it would end up in logs): pass ssh_public_keys. Refused \
+        without writing when the vmid is taken or the node is not online.",
+    annotations: Annotations::write(false, false),
+    routes: &[("POST", "/nodes/{node}/lxc")],
+    run: create_lxc,
+};
+
+/// The checks both share; returns the new guest as a target.
+fn prepare(
+    pve: &mut dyn Pve,
+    node: &NodeName,
+    vmid: Vmid,
+    vm_type: VmType,
+) -> Result<(Target, String), ToolError> {
+    action::check_node_online(pve, "node", node.as_str())?;
+    action::refuse_if_taken(pve, "vmid", vmid.0)?;
+    let target = Target {
+        vmid: vmid.0,
+        node: node.as_str().to_owned(),
+        vm_type,
+        node_resolved: false,
+        vm_type_resolved: false,
+    };
+    let found = format!(
+        "node {} is online and no guest has vmid {}",
+        node.as_str(),
+        vmid.0
+    );
+    Ok((target, found))
+}
+
+fn int<const A: u64, const B: u64>(v: Option<Int<A, B>>) -> Option<i64> {
+    v.map(|n| n.0 as i64)
+}
+
+fn text(v: &Option<PropertyString>) -> Option<&str> {
+    v.as_ref().map(PropertyString::as_str)
+}
+
+fn create_qemu(pve: &mut dyn Pve, input: QemuInput) -> Result<Answer<ActionOutput>, ToolError> {
+    let (target, found) = prepare(pve, &input.node, input.vmid, VmType::Qemu)?;
+    let request = WriteRequest::new(
+        Method::Post,
+        crate::path::ApiPath::new("nodes")
+            .seg(&target.node)
+            .lit("qemu"),
+    )
+    .int("vmid", Some(i64::from(target.vmid)))
+    .text("name", input.name.as_ref().map(DnsName::as_str))
+    .int("memory", int(input.memory))
+    .int("cores", int(input.cores))
+    .int("sockets", int(input.sockets))
+    .text("net0", text(&input.net0))
+    .text("scsi0", text(&input.scsi0))
+    .text("ide2", text(&input.ide2))
+    .text("ostype", input.ostype.map(OsType::as_str));
+    let effect = format!("VM {} is created on {}, stopped", target.vmid, target.node);
+    action::run(
+        pve,
+        &target,
+        found,
+        Prepared::Act { request, effect },
+        input.execution(),
+    )
+}
+
+fn create_lxc(pve: &mut dyn Pve, input: LxcInput) -> Result<Answer<ActionOutput>, ToolError> {
+    let (target, found) = prepare(pve, &input.node, input.vmid, VmType::Lxc)?;
+    let request = WriteRequest::new(
+        Method::Post,
+        crate::path::ApiPath::new("nodes")
+            .seg(&target.node)
+            .lit("lxc"),
+    )
+    .int("vmid", Some(i64::from(target.vmid)))
+    .text("ostemplate", Some(input.ostemplate.as_str()))
+    .text("storage", input.storage.as_ref().map(StorageId::as_str))
+    .text("hostname", input.hostname.as_ref().map(DnsName::as_str))
+    .int("memory", int(input.memory))
+    .int("cores", int(input.cores))
+    .text("net0", text(&input.net0))
+    .text("rootfs", text(&input.rootfs))
+    .text(
+        "ssh-public-keys",
+        input.ssh_public_keys.as_ref().map(arg::Text::as_str),
+    );
+    let effect = format!(
+        "CT {} is created on {} from {}, stopped",
+        target.vmid,
+        target.node,
+        input.ostemplate.as_str()
+    );
+    action::run(
+        pve,
+        &target,
+        found,
+        Prepared::Act { request, effect },
+        input.execution(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tools::testing::assert_valid_output;
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmcreate:150:mcp@pve!ops:";
+
+    fn fake() -> FakePve {
+        FakePve::default()
+            .with("/nodes", json!([{"node": "pve1", "status": "online"}]))
+            .with(
+                "/cluster/resources?type=vm",
+                json!([{"vmid": 100, "type": "qemu", "node": "pve1", "status": "running"}]),
+            )
+    }
+
+    #[test]
+    fn a_vm_is_created_with_the_references_parameters() {
+        let mut pve = fake().answering("POST /nodes/pve1/qemu", json!(UPID));
+        let out = QEMU
+            .call(
+                &mut pve,
+                r#"{"node": "pve1", "vmid": 150, "name": "web-02", "memory": 2048, "cores": 2,
+                    "net0": "virtio,bridge=vmbr0", "scsi0": "local-lvm:32", "ostype": "l26"}"#,
+            )
+            .unwrap();
+        assert_valid_output(&QEMU, &out);
+        assert_eq!(
+            pve.writes,
+            [
+                "POST /nodes/pve1/qemu vmid=150&name=web-02&memory=2048&cores=2&net0=virtio%2Cbridge%3Dvmbr0&scsi0=local-lvm%3A32&ostype=l26"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_taken_vmid_or_a_password_is_refused_before_writing() {
+        let mut pve = fake();
+        let e = LXC
+            .call(
+                &mut pve,
+                r#"{"node": "pve1", "vmid": 100, "ostemplate": "local:vztmpl/x.tar.zst"}"#,
+            )
+            .unwrap_err();
+        assert!(e.message().contains("vmid 100 is taken"), "{e}");
+        let e = LXC
+            .call(
+                &mut pve,
+                r#"{"node": "pve1", "vmid": 150, "ostemplate": "x", "password": "hunter2"}"#,
+            )
+            .unwrap_err();
+        assert!(e.message().starts_with("password: unknown argument"), "{e}");
+        assert!(!e.message().contains("hunter2"), "{e}");
+        assert!(pve.writes.is_empty());
+    }
+}
