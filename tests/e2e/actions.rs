@@ -229,3 +229,47 @@ async fn a_task_is_waited_for_by_its_upid_and_a_free_vmid_is_found() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_writes_audit_record_has_its_request_status_upid_and_exit_status() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let config = dir.path().join("pve-mcp.toml");
+        std::fs::write(
+            &config,
+            format!("[audit]\npath = \"{}\"\n", audit.display()),
+        )
+        .unwrap();
+        let p = with_policy_opts(
+            &sim,
+            POWER_POLICY,
+            Opts::default().arg("--config").arg(config.to_str().unwrap()),
+        )
+        .await;
+        let out = p
+            .server
+            .ok("pve_start_vm", json!({"vmid": 104, "wait": true}))
+            .await;
+        let upid = out["task"]["upid"].as_str().unwrap();
+        let text = std::fs::read_to_string(&audit).unwrap();
+        let call: Value = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r["kind"] == "call" && r["tool"] == "pve_start_vm")
+            .expect("the call's record");
+        assert_eq!(call["task"]["upid"], upid, "{call}");
+        assert_eq!(call["task"]["exitstatus"], "OK", "{call}");
+        let post: Vec<&Value> = call["upstream"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["method"] == "POST")
+            .collect();
+        assert_eq!(post.len(), 1, "{call}");
+        assert_eq!(post[0]["path"], "/api2/json/nodes/pve1/qemu/104/status/start");
+        assert_eq!(post[0]["status"], 200);
+    })
+    .await;
+}

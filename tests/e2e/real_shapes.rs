@@ -197,6 +197,16 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             Expect::Ok(|o| assert_fields("task", o, json!({"outcome": "ok", "exitstatus": "OK"}))),
         ),
         (
+            "pve_wait_task",
+            json!({"upid": LONG_LOG_UPID, "timeout": 5}),
+            Expect::Ok(|o| assert_fields("task", o, json!({"outcome": "ok", "status": "stopped"}))),
+        ),
+        (
+            "pve_get_next_vmid",
+            json!({}),
+            Expect::Ok(|o| assert!(o["vmid"].as_u64().unwrap() >= 100, "{o}")),
+        ),
+        (
             "pve_get_task_log",
             json!({"upid": LONG_LOG_UPID}),
             Expect::Ok(|o| assert!(o["total_lines"].as_u64().unwrap() > 400, "{o}")),

@@ -494,6 +494,7 @@ pub(crate) mod tests {
             ms: 1.0,
             result_bytes: 2,
             upstream: vec![],
+            task: None,
         })
     }
 

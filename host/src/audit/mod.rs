@@ -181,6 +181,7 @@ impl AuditLog {
                 ms: 0.0,
                 result_bytes: 0,
                 upstream: Vec::new(),
+                task: None,
             }),
         }
     }
@@ -280,6 +281,9 @@ impl CallAudit<'_> {
             outcome_name(&report.outcome).to_string()
         };
         call.result_bytes = result_bytes(&report.outcome);
+        if let CallOutcome::Output { structured, .. } = &report.outcome {
+            call.task = record::TaskSeen::from_answer(structured);
+        }
         let records = end_records(call, &report.egress, redactor);
         let result = self.log.write(records).await;
         if let Err(error) = result {

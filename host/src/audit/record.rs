@@ -79,6 +79,44 @@ pub struct CallRecord {
     pub result_bytes: usize,
     /// Every upstream request the guest attempted, in order.
     pub upstream: Vec<UpstreamRequest>,
+    /// The Proxmox task a write started, as its answer reports it; absent
+    /// when it started none. `upstream` holds what was actually sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskSeen>,
+}
+
+/// A task a call started: its UPID and, when the call waited for it, how
+/// it ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskSeen {
+    /// The task's UPID.
+    pub upid: String,
+    /// Proxmox's exit status (`OK`, `WARNINGS: n` or the error), when the
+    /// call waited until the task ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exitstatus: Option<String>,
+}
+
+impl TaskSeen {
+    /// The task in a write tool's structured answer (`task.upid`,
+    /// `task.end.exitstatus`), if any. Only a string that looks like a
+    /// UPID, of bounded size, is taken: the answer comes from the guest.
+    pub fn from_answer(structured: &serde_json::Value) -> Option<TaskSeen> {
+        let task = structured.get("task")?;
+        let upid = task.get("upid")?.as_str()?;
+        if !upid.starts_with("UPID:") || upid.len() > 512 {
+            return None;
+        }
+        let exitstatus = task
+            .get("end")
+            .and_then(|e| e.get("exitstatus"))
+            .and_then(serde_json::Value::as_str)
+            .map(|s| s.chars().take(512).collect());
+        Some(TaskSeen {
+            upid: upid.to_owned(),
+            exitstatus,
+        })
+    }
 }
 
 /// One upstream request, as summarised in its call's record.
