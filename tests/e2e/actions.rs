@@ -245,7 +245,9 @@ async fn a_writes_audit_record_has_its_request_status_upid_and_exit_status() {
         let p = with_policy_opts(
             &sim,
             POWER_POLICY,
-            Opts::default().arg("--config").arg(config.to_str().unwrap()),
+            Opts::default()
+                .arg("--config")
+                .arg(config.to_str().unwrap()),
         )
         .await;
         let out = p
@@ -268,7 +270,10 @@ async fn a_writes_audit_record_has_its_request_status_upid_and_exit_status() {
             .filter(|u| u["method"] == "POST")
             .collect();
         assert_eq!(post.len(), 1, "{call}");
-        assert_eq!(post[0]["path"], "/api2/json/nodes/pve1/qemu/104/status/start");
+        assert_eq!(
+            post[0]["path"],
+            "/api2/json/nodes/pve1/qemu/104/status/start"
+        );
         assert_eq!(post[0]["status"], 200);
     })
     .await;

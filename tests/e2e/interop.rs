@@ -70,3 +70,25 @@ fn official_python_sdk_lists_and_calls_both_tools() {
         "{stdout}"
     );
 }
+
+/// Runs tests/interop/python_sdk_writes.py: every write tool through the
+/// Python SDK against `pve-mcp demo --writes`, over stdio and Streamable
+/// HTTP, destructive ones approved through the SDK's form callback, and
+/// progress while waiting.
+#[test]
+fn official_python_sdk_calls_every_write_tool_over_stdio_and_http() {
+    if !has_python_sdk() {
+        return;
+    }
+    let out = run_script("python_sdk_writes.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python write interop failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("writes [stdio]") && stdout.contains("writes [http]"),
+        "{stdout}"
+    );
+}

@@ -21,6 +21,7 @@
 
 pub mod client;
 pub mod elicit;
+pub mod plan;
 pub mod redact;
 pub mod redis_store;
 pub mod serve;
@@ -144,6 +145,8 @@ impl Approvals {
     /// client, giving the call's rate-limit units back when it is cancelled
     /// or refused (a person declined or denied it, the store is full or
     /// unavailable), and keeping them when it runs or is left pending.
+    /// `plan` (for a tool that writes) is what a dry run of the call would
+    /// send; the person is shown it.
     pub async fn gate(
         &self,
         context: &RequestContext<RoleServer>,
@@ -151,10 +154,11 @@ impl Approvals {
         tool: &str,
         arguments: &JsonObject,
         grant: Grant,
+        plan: Option<String>,
     ) -> Step {
         let client = (grant.approver == Approver::Client).then_some(&context.peer);
         let authorization = tokio::select! {
-            a = self.authorize(client, caller, tool, arguments) => a,
+            a = self.authorize(client, caller, tool, arguments, plan.as_deref()) => a,
             _ = context.ct.cancelled() => {
                 grant.permit.rollback().await;
                 return Step::Cancelled;
@@ -174,19 +178,32 @@ impl Approvals {
 
     /// Decides whether this call may run: asks the person at the client
     /// (`client`, when given and it can show a form), otherwise consumes or
-    /// requests an operator's approval.
+    /// requests an operator's approval. The operator's list shows the
+    /// `plan` with the arguments.
     pub async fn authorize(
         &self,
         client: Option<&Peer<RoleServer>>,
         caller: &Caller,
         tool: &str,
         arguments: &JsonObject,
+        plan: Option<&str>,
     ) -> Authorization {
-        let shown = redact::preview(arguments, &self.redactor);
+        let preview = redact::preview(arguments, &self.redactor);
+        let shown = match plan {
+            Some(plan) => format!("{preview} -> plan: {}", self.redactor.redact(plan)),
+            None => preview.clone(),
+        };
         let who = binding(caller);
         if let Some(peer) = client.filter(|p| self.elicitation && elicit::supported(p)) {
+            let will_send = match plan {
+                Some(plan) => format!(
+                    "\nWill send (from a dry run; nothing is sent until you approve): {}",
+                    self.redactor.redact(plan)
+                ),
+                None => String::new(),
+            };
             let question = format!(
-                "Approve a call to {tool}?\nArguments: {shown}\nRequested by: {who}\nApproving runs this call once."
+                "Approve a call to {tool}?\nArguments: {preview}{will_send}\nRequested by: {who}\nApproving runs this call once."
             );
             match elicit::ask(peer, question, self.ttl).await {
                 elicit::Answer::Approved => {
@@ -384,14 +401,14 @@ mod tests {
             .clone();
         let text = refused(
             approvals
-                .authorize(None, &caller, "pve_get_vm_status", &args)
+                .authorize(None, &caller, "pve_get_vm_status", &args, None)
                 .await,
         );
         assert!(text.contains("pve-mcp approvals approve ap-"), "{text}");
         let id = approval_id(&text);
         let again = refused(
             approvals
-                .authorize(None, &caller, "pve_get_vm_status", &args)
+                .authorize(None, &caller, "pve_get_vm_status", &args, None)
                 .await,
         );
         assert!(again.starts_with("Still waiting"), "{again}");
@@ -405,13 +422,13 @@ mod tests {
             .clone();
         assert_eq!(
             approvals
-                .authorize(None, &caller, "pve_get_vm_status", &reordered)
+                .authorize(None, &caller, "pve_get_vm_status", &reordered, None)
                 .await,
             Authorization::Run(Approver::Operator)
         );
         let after = refused(
             approvals
-                .authorize(None, &caller, "pve_get_vm_status", &args)
+                .authorize(None, &caller, "pve_get_vm_status", &args, None)
                 .await,
         );
         assert_ne!(approval_id(&after), id, "a second run needs a new approval");
@@ -424,21 +441,21 @@ mod tests {
         let args = json!({"vmid": 100}).as_object().unwrap().clone();
         let id = approval_id(&refused(
             approvals
-                .authorize(None, &caller, "pve_list_vms", &args)
+                .authorize(None, &caller, "pve_list_vms", &args, None)
                 .await,
         ));
         store.decide(&id, Verdict::Approve, now_ms()).await.unwrap();
         let changed = json!({"vmid": 101}).as_object().unwrap().clone();
         let text = refused(
             approvals
-                .authorize(None, &caller, "pve_list_vms", &changed)
+                .authorize(None, &caller, "pve_list_vms", &changed, None)
                 .await,
         );
         assert_ne!(approval_id(&text), id);
         let other_caller = caller_of("s2", None);
         let text = refused(
             approvals
-                .authorize(None, &other_caller, "pve_list_vms", &args)
+                .authorize(None, &other_caller, "pve_list_vms", &args, None)
                 .await,
         );
         assert_ne!(approval_id(&text), id, "approvals are per caller");
@@ -446,7 +463,7 @@ mod tests {
         store.decide(&id, Verdict::Deny, now_ms()).await.unwrap();
         let text = refused(
             approvals
-                .authorize(None, &caller, "pve_list_vms", &args)
+                .authorize(None, &caller, "pve_list_vms", &args, None)
                 .await,
         );
         assert!(text.starts_with("Not approved: a person denied"), "{text}");
@@ -459,7 +476,7 @@ mod tests {
         let args = json!({"vmid": 100}).as_object().unwrap().clone();
         let text = refused(
             approvals
-                .authorize(None, &Caller::stdio(), "pve_list_vms", &args)
+                .authorize(None, &Caller::stdio(), "pve_list_vms", &args, None)
                 .await,
         );
         assert!(text.contains("PVE_MCP_ADMIN_TOKEN"), "{text}");

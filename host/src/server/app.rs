@@ -208,8 +208,9 @@ impl App {
             }
         };
         let rule = grant.rule.clone();
+        let plan = self.plan(tool, arguments).await;
         match approvals
-            .gate(context, caller, &tool.name, arguments, grant)
+            .gate(context, caller, &tool.name, arguments, grant, plan)
             .await
         {
             Step::Approved(grant, by) => Authorized::Run {
@@ -298,6 +299,32 @@ impl App {
 
     fn next_call_id(&self) -> String {
         format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// What a call of a tool that writes would send, from a dry run of it
+    /// (`dry_run: true`, with the gate holding it to `GET`, so nothing can
+    /// be written), for the person asked to approve it; `None` for a tool
+    /// that declares no writes.
+    async fn plan(&self, tool: &ToolInfo, arguments: &JsonObject) -> Option<String> {
+        if tool.routes.is_empty() {
+            return None;
+        }
+        let mut dry = arguments.clone();
+        dry.insert("dry_run".into(), serde_json::Value::Bool(true));
+        let text = serde_json::Value::Object(dry).to_string();
+        let id = format!("{}-plan", self.next_call_id());
+        let report = self
+            .sandbox
+            .call(CallRequest {
+                tool: &tool.name,
+                arguments: &text,
+                request_id: &id,
+                access: Access::Read,
+                cluster: self.sandbox.cluster_for(arguments),
+                writes: Vec::new(),
+            })
+            .await;
+        Some(crate::approval::plan::describe(&report.outcome))
     }
 
     /// Runs one authorized call and logs it, recording `decision` in the

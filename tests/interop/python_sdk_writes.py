@@ -1,0 +1,176 @@
+"""Interop check of the write tools with the official MCP Python SDK (PyPI
+`mcp`, v2), over stdio and over Streamable HTTP.
+
+Runs `pve-mcp demo --writes` (the embedded simulated cluster, write tools
+enabled; destructive ones need a person's approval through the client's
+form) and calls every write tool once, in an order that works on a fresh
+demo cluster. The SDK's elicitation callback is the person: it approves,
+and the script checks that exactly the destructive calls asked. Calls with
+`wait: true` pass a progress callback and must get progress from the task.
+
+Usage: python_sdk_writes.py PATH_TO_PVE_MCP
+Exits non-zero with a message on the first mismatch.
+"""
+
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import sys
+
+import httpx2
+import mcp.types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from python_sdk_client import check, text_of
+from python_sdk_http_client import ENDPOINT_LINE, wait_ready
+
+TEMPLATE = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
+
+# Every write tool, and whether the demo asks a person before it runs.
+DESTRUCTIVE = {
+    "pve_delete_snapshot",
+    "pve_rollback_snapshot",
+    "pve_resize_disk",
+    "pve_delete_vm",
+    "pve_restore_vm",
+}
+WRITES = {
+    "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
+    "pve_resume_vm", "pve_create_snapshot", "pve_migrate_vm", "pve_clone_vm",
+    "pve_create_qemu_vm", "pve_create_lxc", "pve_set_vm_config", "pve_backup_vm",
+} | DESTRUCTIVE
+
+
+class Person:
+    """Answers every approval form with yes, counting the forms."""
+
+    def __init__(self):
+        self.asked = []
+
+    async def __call__(self, context, params):
+        self.asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+
+async def exercise(client, label, person):
+    listed = await client.list_tools()
+    names = {t.name for t in listed.tools}
+    check(WRITES <= names, f"[{label}] write tools missing from tools/list: {sorted(WRITES - names)}")
+    writes_listed = {t.name for t in listed.tools if not (t.annotations and t.annotations.read_only_hint)}
+    check(writes_listed == WRITES, f"[{label}] untested write tools: {sorted(writes_listed - WRITES)}")
+    called = set()
+
+    async def act(name, args, sent=True):
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append((value, total, message))
+
+        result = await client.call_tool(name, args, progress_callback=on_progress)
+        check(not result.is_error, f"[{label}] {name}({args}) failed: {text_of(result)}")
+        sc = result.structured_content
+        if sent is not None:
+            check(sc.get("sent") is sent, f"[{label}] {name}: sent is {sc.get('sent')}: {sc}")
+        if args.get("wait"):
+            end = (sc.get("task") or {}).get("end") or {}
+            check(end.get("outcome") in ("ok", "warning"), f"[{label}] {name}: the task did not end ok: {sc}")
+            check(progress, f"[{label}] {name}: no progress while waiting")
+        called.add(name)
+        return sc
+
+    await act("pve_start_vm", {"vmid": 104, "wait": True})
+    await act("pve_suspend_vm", {"vmid": 104, "wait": True})
+    await act("pve_resume_vm", {"vmid": 104, "wait": True})
+    await act("pve_reboot_vm", {"vmid": 104, "wait": True})
+    await act("pve_shutdown_vm", {"vmid": 104, "timeout": 30, "force_stop": True, "wait": True})
+    await act("pve_stop_vm", {"vmid": 101, "wait": True})
+    started = await act("pve_start_vm", {"vmid": 101})
+    waited = await client.call_tool("pve_wait_task", {"upid": started["task"]["upid"], "timeout": 60})
+    check(waited.structured_content["outcome"] == "ok", f"[{label}] pve_wait_task: {waited.structured_content}")
+    plan = await act("pve_stop_vm", {"vmid": 101, "dry_run": True}, sent=False)
+    check(plan["requests"][0]["method"] == "POST", f"[{label}] dry run plan: {plan}")
+
+    await act("pve_create_snapshot", {"vmid": 104, "snapname": "py-snap", "wait": True})
+    await act("pve_rollback_snapshot", {"vmid": 104, "snapname": "py-snap", "wait": True})
+    await act("pve_delete_snapshot", {"vmid": 104, "snapname": "py-snap", "wait": True})
+    await act("pve_set_vm_config", {"vmid": 104, "config": {"memory": 3072, "onboot": True}})
+    config = (await client.call_tool("pve_get_vm_config", {"vmid": 104})).structured_content
+    disk = next(k for k in ("scsi0", "virtio0", "sata0", "ide0") if k in config["config"])
+    await act("pve_resize_disk", {"vmid": 104, "disk": disk, "size": "+1G", "wait": True})
+    await act("pve_migrate_vm", {"vmid": 104, "target": "pve2", "wait": True})
+    await act("pve_clone_vm", {"source_vmid": 900, "newid": 160, "name": "py-clone", "wait": True})
+    await act("pve_create_qemu_vm", {"node": "pve1", "vmid": 161, "name": "py-vm", "memory": 1024,
+                                     "scsi0": "local-lvm:4", "net0": "virtio,bridge=vmbr0", "wait": True})
+    await act("pve_create_lxc", {"node": "pve1", "vmid": 162, "ostemplate": TEMPLATE, "storage": "local-lvm",
+                                 "hostname": "py-ct", "wait": True})
+    await act("pve_backup_vm", {"vmid": 161, "storage": "local", "wait": True})
+    backups = (await client.call_tool("pve_list_backups", {"node": "pve1", "storage": "local", "vmid": 161})).structured_content
+    archive = backups["backups"][0]["volid"]
+    await act("pve_restore_vm", {"archive": archive, "vmid": 163, "node": "pve1", "wait": True})
+    await act("pve_delete_vm", {"vmid": 163, "purge": True, "wait": True})
+
+    check(called == WRITES, f"[{label}] not called: {sorted(WRITES - called)}")
+    check(len(person.asked) == len(DESTRUCTIVE), f"[{label}] {len(person.asked)} approval forms for {len(DESTRUCTIVE)} destructive calls: {person.asked}")
+    check(all("POST" in m or "PUT" in m or "DELETE" in m for m in person.asked),
+          f"[{label}] an approval form did not show the planned request: {person.asked}")
+    print(f"python-sdk writes [{label}]: all {len(WRITES)} write tools ok, {len(person.asked)} approved by form")
+
+
+async def over_stdio(binary):
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PVE_MCP_CACHE_DIR")}
+    params = StdioServerParameters(command=binary, args=["demo", "--writes"], env=env)
+    person = Person()
+    async with Client(params, read_timeout_seconds=120, elicitation_callback=person) as client:
+        await exercise(client, "stdio", person)
+
+
+async def over_http(binary):
+    token = secrets.token_hex(32)
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PVE_MCP_CACHE_DIR")}
+    env["MCP_AUTH_TOKEN"] = token
+    server = subprocess.Popen(
+        [binary, "demo", "--writes", "--http", "127.0.0.1:0"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = None
+    for line in server.stderr:
+        if line.startswith(ENDPOINT_LINE):
+            url = line[len(ENDPOINT_LINE):].strip()
+            break
+    if url is None:
+        server.kill()
+        raise SystemExit("python-sdk writes: pve-mcp never announced its endpoint")
+    try:
+        await wait_ready(url)
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx2.Timeout(30, read=300),
+            trust_env=False,
+        )
+        person = Person()
+        async with http, Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120,
+                                elicitation_callback=person) as client:
+            await exercise(client, "http", person)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+async def main():
+    binary = sys.argv[1]
+    await over_stdio(binary)
+    await over_http(binary)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
