@@ -568,10 +568,15 @@ fn enter_denial(
 }
 
 /// Counts a request refused unseen because the call is being stopped.
+/// A call stopped at its request cap may have had few refusals before: the
+/// cap's own record says why it stopped, and these requests enter the
+/// summary only once the refusals pass [`MAX_REFUSALS`] too.
 fn deny_more(log: &EgressLog, tool: &str, budget: &CallBudget) {
     if let Ok(mut records) = log.lock() {
         let n = budget.count_one();
-        summarise(&mut records, tool, n);
+        if n > MAX_REFUSALS {
+            summarise(&mut records, tool, n);
+        }
     }
     budget.signal_if_exhausted();
 }
@@ -609,7 +614,7 @@ fn admit(log: &EgressLog, tool: &str, budget: &CallBudget, record: &EgressRecord
 /// Enters refusal `n` (past [`MAX_REFUSALS`]) in the call's summary record,
 /// adding that record (and one log line) the first time.
 fn summarise(records: &mut Vec<EgressRecord>, tool: &str, n: usize) {
-    let more = n - MAX_REFUSALS;
+    let more = n.saturating_sub(MAX_REFUSALS);
     // Past the cap nothing new is entered but this summary (a request
     // already in flight may still finish its own record), so the search
     // from the end is short.
@@ -1037,6 +1042,40 @@ mod refusal_tests {
         assert_eq!(
             records[MAX_REFUSALS].denied,
             Some(Denial::RefusedMore(1000 - MAX_REFUSALS))
+        );
+    }
+
+    /// Found by the e2e flood: requests after a call hit its request cap
+    /// were summarised as refusals past MAX_REFUSALS when there had been
+    /// fewer, and the count underflowed (a panic in debug builds, in the
+    /// task running the call, which then never answered).
+    #[test]
+    fn requests_after_the_request_cap_are_refused_without_underflow() {
+        let log = EgressLog::default();
+        let budget = CallBudget::new(2);
+        let record = EgressRecord {
+            cluster: None,
+            method: "GET".into(),
+            authority: "pve1:8006".into(),
+            path: "/api2/json/version".into(),
+            denied: None,
+            status: None,
+            failure: None,
+            elapsed: Duration::ZERO,
+        };
+        assert!(admit(&log, "t", &budget, &record));
+        assert!(admit(&log, "t", &budget, &record));
+        assert!(!admit(&log, "t", &budget, &record));
+        assert!(budget.exhausted() && budget.over_requests());
+        for _ in 0..(MAX_REFUSALS + 5) {
+            deny_more(&log, "t", &budget);
+        }
+        let records = log.lock().unwrap();
+        let denials: Vec<_> = records.iter().filter_map(|r| r.denied.clone()).collect();
+        assert_eq!(
+            denials,
+            vec![Denial::TooManyRequests(2), Denial::RefusedMore(6)],
+            "{records:?}"
         );
     }
 

@@ -17,6 +17,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 pub mod component;
+mod contain;
 pub mod guest_log;
 
 use crate::config::SandboxLimits;
@@ -30,6 +31,7 @@ use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
 };
 use component::{CacheDir, LoadedFrom};
+use contain::Contained;
 use guest_log::CappedPipe;
 
 mod bindings {
@@ -383,7 +385,22 @@ impl Sandbox {
     /// unfinished (the audit log records a cancelled call's requests).
     pub async fn call_recording(&self, request: CallRequest<'_>, egress: EgressLog) -> CallReport {
         let outcome = match self.slots.acquire().await {
-            Ok(_permit) => self.run(&request, egress.clone()).await,
+            Ok(_permit) => match Contained(Box::pin(self.run(&request, egress.clone()))).await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    tracing::error!(
+                        tool = request.tool,
+                        "a bug in pve-mcp ended this call: {panic}"
+                    );
+                    CallOutcome::Failed {
+                        kind: FailureKind::Internal,
+                        message: "pve-mcp hit a bug of its own while running this call and ended \
+                                  it; the server keeps serving. Retrying may work; please report \
+                                  the error in the server's log."
+                            .into(),
+                    }
+                }
+            },
             Err(_) => CallOutcome::sandbox("the server is shutting down"),
         };
         let outcome = self.redact_outcome(outcome);
