@@ -22,6 +22,7 @@ pub mod logging;
 pub mod route;
 pub mod secret;
 pub mod state;
+pub mod tier;
 pub mod tools;
 // 2. TLS for both directions.
 pub mod tls;

@@ -124,6 +124,31 @@ impl Route {
         Ok(Route { method, segments })
     }
 
+    /// The write method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// Whether some call could send this route to a path ending in `tail`
+    /// (`"*"` stands for any one segment). A placeholder counts as every
+    /// segment its pattern admits: `{storage}` could be `resize`, so a
+    /// component cannot hide a destructive write behind an argument.
+    pub fn could_end_with(&self, tail: &[&str]) -> bool {
+        let Some(start) = self.segments.len().checked_sub(tail.len()) else {
+            return false;
+        };
+        self.segments[start..]
+            .iter()
+            .zip(tail)
+            .all(|(segment, want)| match segment {
+                _ if *want == "*" => true,
+                Segment::Literal(l) => l == want,
+                Segment::Arg(name) => {
+                    pattern(name).is_some_and(|p| p.is_match(want)) && !is_localhost(name, want)
+                }
+            })
+    }
+
     /// The route with its placeholders filled from `arguments`, where given.
     pub fn bind(&self, arguments: &JsonObject) -> BoundRoute {
         let segments = self

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("state", 1),
     ("tools", 1),
     ("route", 1),
+    ("tier", 1),
     // 2. TLS, both directions.
     ("tls", 2),
     // 3. Configuration, parsed into typed values.

@@ -941,3 +941,69 @@ async fn the_rule_names_who_approves_and_the_audit_records_it() {
     })
     .await;
 }
+
+/// Without an `approver` in the rule, who approves follows the host's
+/// tier, not the tool's claim: `hostile_rollback` claims to be harmless
+/// but declares a rollback route, so it is destructive and its approval
+/// waits for an operator (the client, which would approve at once, is not
+/// asked, and nothing is sent until then); `hostile_write` (tier write)
+/// asks the client's form.
+#[tokio::test]
+async fn the_default_approver_follows_the_hosts_tier() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::socket();
+        std::fs::write(
+            &setup.config,
+            format!(
+                "[policy.tools.hostile_rollback]\naction = \"require_approval\"\n\
+                 [policy.tools.hostile_write]\naction = \"require_approval\"\n\
+                 [approvals]\nadmin_socket = \"{}\"\n",
+                setup.dir.path().join("admin.sock").display()
+            ),
+        )
+        .unwrap();
+        let opts = setup.opts().arg("--component").arg(HOSTILE_WASM);
+        let person = Person::answering(accept(true));
+        let (client, _log) = with_person(&sim, &opts, setup.dir.path(), person.clone()).await;
+        let call = |tool: &'static str| {
+            let client = &client;
+            async move {
+                client
+                    .call_tool(
+                        CallToolRequestParams::new(tool)
+                            .with_arguments(json!({"vmid": 100}).as_object().cloned().unwrap()),
+                    )
+                    .await
+                    .expect("a result, not a protocol error")
+            }
+        };
+        let rollback = "/api2/json/nodes/pve1/qemu/100/snapshot/before/rollback";
+
+        let result = call("hostile_rollback").await;
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let id = approval_id(&text(&result));
+        assert!(
+            person.asked.lock().unwrap().is_empty(),
+            "a destructive tool's approval must not be asked of the client"
+        );
+        assert!(sim.writes().is_empty(), "{:?}", sim.writes());
+        setup.decide("approve", &id).await;
+        let result = call("hostile_rollback").await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let sent: Vec<_> = sim.writes().into_iter().map(|r| r.path).collect();
+        assert_eq!(sent, [rollback]);
+        assert!(person.asked.lock().unwrap().is_empty());
+
+        let result = call("hostile_write").await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        assert_eq!(
+            person.asked.lock().unwrap().len(),
+            1,
+            "the client's form decided"
+        );
+        assert_eq!(sim.writes().len(), 2, "{:?}", sim.writes());
+        let _ = client.cancel().await;
+    })
+    .await;
+}

@@ -88,11 +88,17 @@ async fn other_hosts_ports_schemes_and_paths_are_denied() {
     .await;
 }
 
+/// `hostile_methods` declares POST, PUT and DELETE routes (so it is
+/// destructive and the default policy would not run it at all); enabled
+/// with `write = false`, nothing but GET leaves.
 #[tokio::test]
 async fn only_get_leaves_the_sandbox() {
     within(async {
         let sim = simulator().await;
-        let (server, _dir) = hostile(&sim).await;
+        let (server, _dir) = hostile_with(&sim, |_| {
+            "\n[policy.tools.hostile_methods]\naction = \"allow\"\nwrite = false\n".into()
+        })
+        .await;
         let report = server.ok("hostile_methods", json!({})).await;
         let all = attempts(&report);
         assert!(all.len() >= 12, "{report}");

@@ -34,6 +34,7 @@ mod policy_harness;
 mod policy_limits;
 mod policy_reload;
 mod policy_rules;
+mod policy_tiers;
 mod protocol;
 mod real_shapes;
 mod secret_scan;

@@ -152,26 +152,27 @@ fn the_table_shows_every_tool_and_its_effective_decision() {
     assert_eq!(stdout.lines().count(), CATALOG.len() + 2, "{stdout}");
     assert_eq!(
         row("pve_list_backups"),
-        "pve_list_backups deny - policy.tools.pve_list_backups reason: backups are out of scope for this agent"
+        "pve_list_backups read deny - policy.tools.pve_list_backups reason: backups are out of scope for this agent"
     );
     assert_eq!(
         row("pve_list_vms"),
-        "pve_list_vms allow GET policy.default limit 30/minute per session; limit 1000/day for all callers together"
+        "pve_list_vms read allow GET policy.default limit 30/minute per session; limit 1000/day for all callers together"
     );
     assert_eq!(
         row("pve_get_vm_status"),
-        "pve_get_vm_status allow GET policy.default if vmid in [100,101]"
+        "pve_get_vm_status read allow GET policy.default if vmid in [100,101]"
     );
     assert!(
-        row("pve_list_nodes").starts_with("pve_list_nodes hidden - policy.tools.pve_list_nodes")
+        row("pve_list_nodes")
+            .starts_with("pve_list_nodes read hidden - policy.tools.pve_list_nodes")
     );
     assert_eq!(
         row("pve_get_vm_config"),
-        "pve_get_vm_config approval GET policy.tools.pve_get_vm_config approver client"
+        "pve_get_vm_config read approval GET policy.tools.pve_get_vm_config approver client"
     );
     assert_eq!(
         row("pve_get_version"),
-        "pve_get_version allow GET policy.default"
+        "pve_get_version read allow GET policy.default"
     );
 }
 
@@ -193,6 +194,7 @@ fn json_output_has_the_same_decisions() {
     assert_eq!(tool("pve_list_vms")["approver"], Value::Null);
     assert_eq!(tool("pve_list_vms")["methods"], serde_json::json!(["GET"]));
     assert_eq!(tool("pve_list_vms")["may_write"], false);
+    assert_eq!(tool("pve_list_vms")["tier"], "read");
     let limits = tool("pve_list_vms")["rate_limits"].clone();
     assert_eq!(limits[0]["rule"], "policy.tools.pve_list_vms.rate_limit");
     assert_eq!(limits[0]["limit"], "30/minute");
@@ -315,4 +317,98 @@ fn a_misspelt_policy_section_is_refused_as_serve_refuses_it() {
         stderr.contains("unknown field `Policy`") && stderr.contains("line 4"),
         "{stderr}"
     );
+}
+
+/// `policy check` puts each tool's tier next to its verdict: the host's
+/// tier, from the routes each hostile tool declares (all of them claim
+/// `readOnlyHint`), and the approver a `require_approval` rule defaults
+/// to follows it.
+#[test]
+fn the_table_shows_each_tools_tier_next_to_its_verdict() {
+    use crate::common::HOSTILE_WASM;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(
+        &path,
+        "[policy]\ndefault = \"allow\"\n\
+         [policy.tools.hostile_write]\naction = \"require_approval\"\n\
+         [policy.tools.hostile_rollback]\naction = \"require_approval\"\n",
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    let out = run(&["--component", HOSTILE_WASM, "policy", "check", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header = stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        header.split_whitespace().collect::<Vec<_>>()[..3] == ["TOOL", "TIER", "DECISION"],
+        "{stdout}"
+    );
+    let row = |tool: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(tool))
+            .unwrap_or_else(|| panic!("no row for {tool}:\n{stdout}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("hostile_egress"),
+        "hostile_egress read allow GET policy.default"
+    );
+    assert_eq!(
+        row("hostile_write"),
+        "hostile_write write approval GET,POST policy.tools.hostile_write approver client"
+    );
+    assert_eq!(
+        row("hostile_rollback"),
+        "hostile_rollback destructive approval GET,POST policy.tools.hostile_rollback approver operator"
+    );
+    assert_eq!(
+        row("hostile_routes"),
+        "hostile_routes write allow GET,POST policy.default"
+    );
+    assert_eq!(
+        row("hostile_hinted"),
+        "hostile_hinted destructive hidden - policy.default reason: hostile_hinted is destructive, and \
+         default = \"allow\" never enables a destructive tool: it needs its own rule; \
+         an operator can enable it with [policy.tools.hostile_hinted] action = \"allow\""
+    );
+    assert!(
+        row("hostile_methods").starts_with("hostile_methods destructive hidden - policy.default"),
+        "{stdout}"
+    );
+
+    let out = run(&[
+        "--component",
+        HOSTILE_WASM,
+        "policy",
+        "check",
+        path,
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let tool = |name: &str| {
+        v["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["tool"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {v}"))
+    };
+    for (name, tier, approver) in [
+        ("hostile_egress", "read", Value::Null),
+        ("hostile_write", "write", "client".into()),
+        ("hostile_rollback", "destructive", "operator".into()),
+        ("hostile_hinted", "destructive", Value::Null),
+    ] {
+        assert_eq!(tool(name)["tier"], tier, "{name}");
+        assert_eq!(tool(name)["approver"], approver, "{name}");
+    }
+    assert_eq!(tool("hostile_hinted")["hidden"], true);
 }

@@ -1,6 +1,7 @@
 //! The egress gate follows the policy: only a call the policy allows to
 //! write may send non-GET requests, and only during that call. The hostile
-//! component claims every tool is read-only; that grants nothing.
+//! component claims every tool is read-only; that neither grants nor
+//! withholds anything.
 
 use serde_json::{Value, json};
 
@@ -28,11 +29,17 @@ fn methods_seen(sim: &pve_sim::Simulator) -> Vec<String> {
     sim.requests().iter().map(|r| r.method.clone()).collect()
 }
 
+/// `write = false` keeps a tool its own rule enables to GET, although
+/// its declared routes would otherwise go out.
 #[tokio::test]
 async fn a_read_only_call_cannot_send_a_post_even_when_allowed() {
     within(async {
         let sim = simulator().await;
-        let p = hostile_with(&sim, "[policy.tools.hostile_methods]\naction = \"allow\"\n").await;
+        let p = hostile_with(
+            &sim,
+            "[policy.tools.hostile_methods]\naction = \"allow\"\nwrite = false\n",
+        )
+        .await;
         let report = p.server.ok("hostile_methods", json!({})).await;
         for what in ["POST", "PUT", "DELETE", "POST with body"] {
             assert_eq!(attempt(&report, what)["outcome"], "denied", "{report}");

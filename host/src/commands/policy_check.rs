@@ -1,5 +1,6 @@
 //! `pve-mcp policy check [FILE]`: validates a policy against the
-//! component's tools and prints the effective decision for every tool.
+//! component's tools and prints every tool's risk tier and effective
+//! decision.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -46,12 +47,18 @@ fn verdict(hidden: bool, action: Action) -> &'static str {
     }
 }
 
-/// The methods the gate would let the tool send: none when it is denied.
-fn methods(access: Access, action: Action) -> Vec<String> {
+/// The methods the gate would let the tool send: none when it is denied;
+/// beside `GET`, only those of its declared routes.
+fn methods(access: Access, action: Action, tool: &ToolInfo) -> Vec<String> {
     if action == Action::Deny {
         return Vec::new();
     }
-    access.methods().iter().map(|m| m.to_string()).collect()
+    access
+        .methods()
+        .iter()
+        .filter(|m| **m == http::Method::GET || tool.routes.iter().any(|r| r.method() == *m))
+        .map(|m| m.to_string())
+        .collect()
 }
 
 fn state(policy: &Policy) -> String {
@@ -70,7 +77,7 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
         state(policy),
         policy.state_failure.as_str()
     );
-    let rows: Vec<[String; 5]> = tools
+    let rows: Vec<[String; 6]> = tools
         .iter()
         .map(|tool| {
             let e = policy.effective(tool);
@@ -87,8 +94,9 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             }
             [
                 tool.name.clone(),
+                e.tier.as_str().into(),
                 verdict(e.hidden, e.action).into(),
-                match methods(e.access, e.action) {
+                match methods(e.access, e.action, tool) {
                     m if m.is_empty() => "-".into(),
                     m => m.join(","),
                 },
@@ -97,8 +105,9 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             ]
         })
         .collect();
-    let headers = ["TOOL", "DECISION", "METHODS", "RULE", "DETAILS"];
-    let widths: Vec<usize> = (0..4)
+    let headers = ["TOOL", "TIER", "DECISION", "METHODS", "RULE", "DETAILS"];
+    let last = headers.len() - 1;
+    let widths: Vec<usize> = (0..last)
         .map(|i| {
             rows.iter()
                 .map(|r| r[i].len())
@@ -107,10 +116,10 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: [&str; 5]| {
+    let line = |cells: [&str; 6]| {
         let mut l = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if i < 4 {
+            if i < last {
                 l.push_str(&format!("{cell:w$}  ", w = widths[i]));
             } else {
                 l.push_str(cell);
@@ -120,7 +129,7 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
     };
     out.push_str(&line(headers));
     for r in &rows {
-        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
+        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
     }
     out
 }
@@ -133,6 +142,7 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
             let e = policy.effective(tool);
             json!({
                 "tool": tool.name,
+                "tier": e.tier.as_str(),
                 "decision": verdict(e.hidden, e.action),
                 "rule": e.rule,
                 "reason": e.reason,
@@ -140,7 +150,7 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
                 "may_write": e.access == Access::Write,
                 "approver": (e.action == Action::RequireApproval && !e.hidden)
                     .then(|| e.approver.as_str()),
-                "methods": methods(e.access, e.action),
+                "methods": methods(e.access, e.action, tool),
                 "rate_limits": e.limits.iter().map(|l| json!({
                     "rule": l.name,
                     "limit": l.rate.to_string(),

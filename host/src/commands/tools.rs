@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use super::{Global, failure};
 use crate::config::SandboxLimits;
 use crate::server::app::App;
+use crate::tier::Tier;
 use crate::tools::ToolInfo;
 
 /// `pve-mcp tools`.
@@ -62,17 +63,19 @@ pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
     .map_err(|e| failure(&e))
 }
 
-/// A plain-text table of the tools.
+/// A plain-text table of the tools, with the tier the host gives each
+/// (what it may send, never only what it claims).
 pub fn tool_table(tools: &[ToolInfo]) -> String {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    let mut out = format!("{:width$}  {:4}  {}\n", "TOOL", "MODE", "WHAT IT DOES");
+    let mut out = format!("{:width$}  {:11}  {}\n", "TOOL", "TIER", "WHAT IT DOES");
     for tool in tools {
-        let mode = if tool.annotations.read_only {
-            "read"
-        } else {
-            "WRITE"
-        };
-        out.push_str(&format!("{:width$}  {mode:4}  {}\n", tool.name, tool.title));
+        let tier = Tier::of(tool);
+        out.push_str(&format!(
+            "{:width$}  {:11}  {}\n",
+            tool.name,
+            tier.as_str(),
+            tool.title
+        ));
     }
     out
 }

@@ -6,13 +6,17 @@ use super::conditions::Condition;
 use super::rate_limit::RateLimit;
 use super::rules::{self, Action, Approver, DefaultMode, Policy};
 use crate::egress::Access;
+use crate::tier::Tier;
 use crate::tools::ToolInfo;
 
 /// What the policy says about a tool before its arguments are seen: the
 /// effective verdict `pve-mcp policy check` prints.
 #[derive(Debug, Clone)]
 pub struct Effective<'a> {
-    /// Hidden from `tools/list` (and denied).
+    /// The tool's risk tier, which decides which rules may enable it.
+    pub tier: Tier,
+    /// Hidden from `tools/list` (and denied): by a `hide` rule, or because
+    /// the tool may write and no rule lets it run.
     pub hidden: bool,
     /// The verdict: allow, deny or require_approval.
     pub action: Action,
@@ -33,20 +37,20 @@ pub struct Effective<'a> {
 impl Policy {
     /// The tool's verdict before arguments and counters are looked at.
     pub fn effective(&self, tool: &ToolInfo) -> Effective<'_> {
+        let tier = Tier::of(tool);
         let own = self.tools.get(&tool.name);
         let any = self.tools.get("*");
         let rules = || own.into_iter().chain(any);
         let conditions = rules().flat_map(|r| r.conditions.iter()).collect();
         // A destructive tool's approval goes to an operator unless a rule
         // says otherwise: its client may be the very agent asking.
-        let approver =
-            rules()
-                .find_map(|r| r.approver)
-                .unwrap_or(if tool.annotations.destructive {
-                    Approver::Operator
-                } else {
-                    Approver::Client
-                });
+        let approver = rules()
+            .find_map(|r| r.approver)
+            .unwrap_or(if tier == Tier::Destructive {
+                Approver::Operator
+            } else {
+                Approver::Client
+            });
         let limits = rules().flat_map(|r| r.limits.iter()).collect();
         let hider = own
             .filter(|r| r.hide.is_some())
@@ -54,6 +58,7 @@ impl Policy {
             .filter(|r| r.hide == Some(true));
         if let Some(rule) = hider {
             return Effective {
+                tier,
                 hidden: true,
                 action: Action::Deny,
                 rule: rule.name.clone(),
@@ -69,11 +74,24 @@ impl Policy {
             };
         }
         let write = own.and_then(|r| r.write).or(any.and_then(|r| r.write));
-        let may_write = write.unwrap_or(!tool.annotations.read_only);
-        let decided = own
-            .filter(|r| r.action.is_some())
-            .or(any.filter(|r| r.action.is_some()));
-        let (action, rule, reason) = match decided {
+        let may_write = write.unwrap_or(tier != Tier::Read);
+        let own_action = own.filter(|r| r.action.is_some());
+        let (action, rule, reason) = match own_action.or(any.filter(|r| r.action.is_some())) {
+            // Only the tool's own table can enable a destructive tool.
+            Some(rule)
+                if tier == Tier::Destructive
+                    && own_action.is_none()
+                    && rule.action != Some(Action::Deny) =>
+            {
+                (
+                    Action::Deny,
+                    rule.name.clone(),
+                    Some(destructive_needs_own_rule(
+                        &tool.name,
+                        "the \"*\" table never enables a destructive tool",
+                    )),
+                )
+            }
             Some(rule) => {
                 let action = rule.action.unwrap_or(Action::Allow);
                 let reason = (action == Action::Deny).then(|| {
@@ -83,10 +101,14 @@ impl Policy {
                 });
                 (action, rule.name.clone(), reason)
             }
-            None => self.default_verdict(tool, own.is_some()),
+            None => self.default_verdict(tool, tier, own.is_some()),
         };
         Effective {
-            hidden: false,
+            tier,
+            // Not offered what it can never run: a tool that may write is
+            // listed only when a rule can let it run (its conditions are
+            // judged per call, so they never hide it).
+            hidden: action == Action::Deny && tier != Tier::Read,
             action,
             rule,
             reason,
@@ -97,31 +119,65 @@ impl Policy {
         }
     }
 
-    fn default_verdict(&self, tool: &ToolInfo, listed: bool) -> (Action, String, Option<String>) {
-        let deny = |reason: String| (Action::Deny, DEFAULT_RULE.to_string(), Some(reason));
+    fn default_verdict(
+        &self,
+        tool: &ToolInfo,
+        tier: Tier,
+        listed: bool,
+    ) -> (Action, String, Option<String>) {
+        let deny = |rule: String, reason: String| (Action::Deny, rule, Some(reason));
+        let destructive = tier == Tier::Destructive;
         match self.default {
+            DefaultMode::Allow if destructive => deny(
+                DEFAULT_RULE.into(),
+                destructive_needs_own_rule(
+                    &tool.name,
+                    "default = \"allow\" never enables a destructive tool",
+                ),
+            ),
             DefaultMode::Allow => (Action::Allow, DEFAULT_RULE.into(), None),
+            DefaultMode::Deny if listed && destructive => deny(
+                rules::rule_name(&tool.name),
+                destructive_needs_own_rule(
+                    &tool.name,
+                    "being listed without an action does not enable a destructive tool",
+                ),
+            ),
             DefaultMode::Deny if listed => (Action::Allow, rules::rule_name(&tool.name), None),
-            DefaultMode::Deny => deny(format!(
-                "the policy allows only the tools it lists (default = \"deny\") and {} is not listed",
-                tool.name
-            )),
-            DefaultMode::ReadOnly if tool.annotations.read_only => {
+            DefaultMode::Deny => deny(
+                DEFAULT_RULE.into(),
+                format!(
+                    "the policy allows only the tools it lists (default = \"deny\") and {} is not listed",
+                    tool.name
+                ),
+            ),
+            DefaultMode::ReadOnly if tier == Tier::Read => {
                 (Action::Allow, DEFAULT_RULE.into(), None)
             }
-            DefaultMode::ReadOnly => deny(format!(
-                "the policy is read-only (default = \"read-only\") and {} may write; an operator can allow it with [policy.tools.{}] action = \"allow\"",
-                tool.name, tool.name
-            )),
+            DefaultMode::ReadOnly => deny(
+                DEFAULT_RULE.into(),
+                format!(
+                    "the policy is read-only (default = \"read-only\") and {} may write (tier {tier}); {}",
+                    tool.name,
+                    rules::enabling_line(&tool.name)
+                ),
+            ),
         }
     }
 
     /// Whether the tool appears in `tools/list`.
     pub fn visible(&self, tool: &ToolInfo) -> bool {
-        let own = self.tools.get(&tool.name).and_then(|r| r.hide);
-        let any = self.tools.get("*").and_then(|r| r.hide);
-        !own.or(any).unwrap_or(false)
+        !self.effective(tool).hidden
     }
+}
+
+/// Why a destructive tool is refused although a rule would run the
+/// others: `why` names the rule that cannot enable it.
+fn destructive_needs_own_rule(tool: &str, why: &str) -> String {
+    format!(
+        "{tool} is destructive, and {why}: it needs its own rule; {}",
+        rules::enabling_line(tool)
+    )
 }
 
 #[cfg(test)]
@@ -151,8 +207,23 @@ pub(crate) mod tests {
         }
     }
 
+    /// A tool that declares a harmless write and no hint: tier write.
+    pub(crate) fn writer(name: &str, route: (&str, &str)) -> ToolInfo {
+        let mut t = tool(name, false);
+        t.annotations.destructive = false;
+        t.routes = vec![crate::route::Route::parse(route.0, route.1).unwrap()];
+        t
+    }
+
+    /// `look` reads; `push` writes (tier write); `poke` declares
+    /// `destructiveHint` and `drop` a DELETE route (both destructive).
     pub(crate) fn tools() -> Vec<ToolInfo> {
-        vec![tool("look", true), tool("poke", false)]
+        vec![
+            tool("look", true),
+            tool("poke", false),
+            writer("push", ("POST", "/nodes/{node}/qemu/{vmid}/status/start")),
+            writer("drop", ("DELETE", "/nodes/{node}/qemu/{vmid}")),
+        ]
     }
 
     pub(crate) fn policy(text: &str) -> Policy {
@@ -219,6 +290,18 @@ pub(crate) mod tests {
                     [policy.tools.look]\naction = \"require_approval\"\n";
         assert_eq!(approver(both, "poke"), Approver::Operator);
         assert_eq!(approver(both, "look"), Approver::Client);
+        // The tier decides, not the hint: `drop` declares no
+        // destructiveHint but a DELETE route; `push` a harmless write.
+        let all = tools();
+        let of = |name: &str| {
+            let p = policy(&format!(
+                "[policy.tools.{name}]\naction = \"require_approval\"\n"
+            ));
+            p.effective(all.iter().find(|t| t.name == name).unwrap())
+                .approver
+        };
+        assert_eq!(of("drop"), Approver::Operator);
+        assert_eq!(of("push"), Approver::Client);
         // The tool's own rule wins over the wildcard's.
         let text = "[policy.tools.\"*\"]\naction = \"require_approval\"\napprover = \"operator\"\n\
                     [policy.tools.poke]\napprover = \"client\"\n";
@@ -254,22 +337,140 @@ pub(crate) mod tests {
     fn default_modes_allow_and_deny() {
         let p = policy("[policy]\ndefault = \"allow\"\n");
         assert_eq!(
-            verdict(&p, "poke"),
+            verdict(&p, "push"),
             (Action::Allow, "policy.default".into(), true)
         );
         assert_eq!(
             verdict(&p, "look"),
             (Action::Allow, "policy.default".into(), false)
         );
-        let p = policy("[policy]\ndefault = \"deny\"\n[policy.tools.poke]\n");
+        let p = policy("[policy]\ndefault = \"deny\"\n[policy.tools.push]\n");
         assert_eq!(
-            verdict(&p, "poke"),
-            (Action::Allow, "policy.tools.poke".into(), true)
+            verdict(&p, "push"),
+            (Action::Allow, "policy.tools.push".into(), true)
         );
         assert_eq!(
             verdict(&p, "look"),
             (Action::Deny, "policy.default".into(), false)
         );
+    }
+
+    fn effective_of(p: &Policy, name: &str) -> (Tier, Action, String, bool, String) {
+        let all = tools();
+        let t = all.iter().find(|t| t.name == name).unwrap();
+        let e = p.effective(t);
+        (
+            e.tier,
+            e.action,
+            e.rule,
+            e.hidden,
+            e.reason.unwrap_or_default(),
+        )
+    }
+
+    #[test]
+    fn read_only_hides_and_refuses_every_tool_that_may_write() {
+        let p = policy("[policy]\n");
+        let (tier, action, rule, hidden, _) = effective_of(&p, "look");
+        assert_eq!(
+            (tier, action, rule.as_str(), hidden),
+            (Tier::Read, Action::Allow, "policy.default", false)
+        );
+        for (name, tier) in [
+            ("push", Tier::Write),
+            ("poke", Tier::Destructive),
+            ("drop", Tier::Destructive),
+        ] {
+            let (t, action, rule, hidden, reason) = effective_of(&p, name);
+            assert_eq!(
+                (t, action, rule.as_str(), hidden),
+                (tier, Action::Deny, "policy.default", true),
+                "{name}"
+            );
+            assert!(
+                reason.ends_with(&format!(
+                    "an operator can enable it with [policy.tools.{name}] action = \"allow\""
+                )),
+                "{reason}"
+            );
+            assert!(!p.visible(&tools().into_iter().find(|t| t.name == name).unwrap()));
+        }
+        // A named rule enables each, and lets it write its routes.
+        for action in ["allow", "require_approval"] {
+            for name in ["push", "poke", "drop"] {
+                let p = policy(&format!("[policy.tools.{name}]\naction = \"{action}\"\n"));
+                let (_, a, rule, hidden, _) = effective_of(&p, name);
+                assert_eq!(
+                    (a.as_str(), rule, hidden),
+                    (action, format!("policy.tools.{name}"), false)
+                );
+                assert!(verdict(&p, name).2, "{name} may write");
+            }
+        }
+        // write = false keeps an enabled tool to GET.
+        let p = policy("[policy.tools.push]\naction = \"allow\"\nwrite = false\n");
+        assert_eq!(
+            verdict(&p, "push"),
+            (Action::Allow, "policy.tools.push".into(), false)
+        );
+    }
+
+    #[test]
+    fn default_allow_and_the_wildcard_never_enable_a_destructive_tool() {
+        for text in [
+            "[policy]\ndefault = \"allow\"\n",
+            "[policy.tools.\"*\"]\naction = \"allow\"\n",
+            "[policy.tools.\"*\"]\naction = \"require_approval\"\n",
+            "[policy]\ndefault = \"allow\"\n[policy.tools.\"*\"]\naction = \"allow\"\nwrite = true\n",
+            // Listed, but without an action of its own.
+            "[policy]\ndefault = \"deny\"\n[policy.tools.drop]\n[policy.tools.poke]\n[policy.tools.push]\n",
+            "[policy]\ndefault = \"allow\"\n[policy.tools.drop]\nrate_limit = \"1/day\"\n[policy.tools.poke]\n[policy.tools.push]\n",
+        ] {
+            let p = policy(text);
+            let (_, action, _, hidden, _) = effective_of(&p, "push");
+            assert_eq!(
+                (action == Action::Deny, hidden),
+                (false, false),
+                "push under {text}"
+            );
+            for name in ["poke", "drop"] {
+                let (tier, action, _, hidden, reason) = effective_of(&p, name);
+                assert_eq!(
+                    (tier, action, hidden),
+                    (Tier::Destructive, Action::Deny, true),
+                    "{name} under {text}"
+                );
+                assert!(
+                    reason.starts_with(&format!("{name} is destructive, and "))
+                        && reason.contains("it needs its own rule")
+                        && reason.ends_with(&format!("[policy.tools.{name}] action = \"allow\"")),
+                    "{reason}"
+                );
+            }
+        }
+        // Its own action wins over the wildcard's, conditions and all:
+        // they are judged per call, so they do not hide it.
+        let p = policy(
+            "[policy]\ndefault = \"allow\"\n[policy.tools.\"*\"]\naction = \"allow\"\n\
+             [policy.tools.drop]\naction = \"allow\"\n\
+             conditions = [{ arg = \"vmid\", op = \"in\", value = [100] }]\n",
+        );
+        let (_, action, rule, hidden, _) = effective_of(&p, "drop");
+        assert_eq!(
+            (action, rule.as_str(), hidden),
+            (Action::Allow, "policy.tools.drop", false)
+        );
+        assert_eq!(effective_of(&p, "poke").1, Action::Deny);
+        // A wildcard deny is a plain deny, whatever the tier.
+        let p = policy("[policy.tools.\"*\"]\naction = \"deny\"\n");
+        let (_, action, rule, hidden, reason) = effective_of(&p, "drop");
+        assert_eq!(
+            (action, rule.as_str(), hidden),
+            (Action::Deny, "policy.tools.\"*\"", true)
+        );
+        assert_eq!(reason, "the policy does not allow drop");
+        // A read tool denied stays listed (only `hide` hides it).
+        assert!(!effective_of(&p, "look").3);
     }
 
     #[test]

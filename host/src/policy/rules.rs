@@ -180,6 +180,15 @@ pub fn rule_name(tool: &str) -> String {
     }
 }
 
+/// The policy line that enables `tool`, for the refusals that say how to
+/// lift them: the one place this advice is written.
+pub fn enabling_line(tool: &str) -> String {
+    format!(
+        "an operator can enable it with [{}] action = \"allow\"",
+        rule_name(tool)
+    )
+}
+
 /// Where the policy lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicySource {

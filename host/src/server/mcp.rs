@@ -17,6 +17,7 @@ use crate::sandbox::CallReport;
 use crate::server::app::{App, Approver, Authorized};
 use crate::server::call_slots::{CallSlots, StatelessSlots};
 use crate::server::client_log::ClientLog;
+use crate::tier::Tier;
 use crate::tools::{CallOutcome, ToolInfo};
 
 const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
@@ -76,8 +77,11 @@ impl McpServer {
     }
 }
 
-/// The MCP form of a tool.
+/// The MCP form of a tool. Its hints are corrected by the host's tier, so
+/// a client is never told a tool that may write is read-only, nor that a
+/// destructive one is not.
 pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
+    let tier = Tier::of(tool);
     let mut out = Tool::new(
         tool.name.clone(),
         tool.description.clone(),
@@ -86,8 +90,8 @@ pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
     .with_title(tool.title.clone())
     .with_annotations(
         ToolAnnotations::with_title(tool.title.clone())
-            .read_only(tool.annotations.read_only)
-            .destructive(tool.annotations.destructive)
+            .read_only(tool.annotations.read_only && tier == Tier::Read)
+            .destructive(tier == Tier::Destructive)
             .idempotent(tool.annotations.idempotent)
             .open_world(tool.annotations.open_world),
     );
