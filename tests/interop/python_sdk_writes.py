@@ -31,6 +31,7 @@ TEMPLATE = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
 
 # Every write tool, and whether the demo asks a person before it runs.
 DESTRUCTIVE = {
+    "pve_set_vm_config",
     "pve_delete_snapshot",
     "pve_rollback_snapshot",
     "pve_resize_disk",
@@ -40,7 +41,7 @@ DESTRUCTIVE = {
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
     "pve_resume_vm", "pve_create_snapshot", "pve_migrate_vm", "pve_clone_vm",
-    "pve_create_qemu_vm", "pve_create_lxc", "pve_set_vm_config", "pve_backup_vm",
+    "pve_create_qemu_vm", "pve_create_lxc", "pve_backup_vm",
 } | DESTRUCTIVE
 
 

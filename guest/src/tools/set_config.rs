@@ -132,7 +132,10 @@ pub static TOOL: Tool = write_tool! {
         of overwritten; the answer lists each change with its old value. On a running VM, \
         changes that cannot be hot-plugged apply at the next reboot. dry_run: true shows the \
         request.",
-    annotations: Annotations::write(false, true),
+    // Destructive as a tool: a call may `delete` keys (an unused disk is
+    // destroyed at once) or lift `protection`, and the host's tier is per
+    // tool, so the tool needs its own policy rule and an operator approves.
+    annotations: Annotations::write(true, true),
     routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/config")],
     run: run,
 };

@@ -11,12 +11,17 @@ use pve_sim::{SimConfig, Simulator};
 use super::call::{parse_args, print_call};
 use super::tools::tool_table;
 use super::{Global, config_failure, failure, usage_failure};
+use crate::approval::Approvals;
+use crate::approval::store::{MemoryApprovals, StoreLimits};
 use crate::config::{Auth, Cluster, SandboxLimits};
 use crate::endpoint::Endpoint;
-use crate::secret::Secret;
+use crate::policy::Policy;
+use crate::secret::{Redactor, Secret};
 use crate::server::app::App;
 use crate::server::mcp::McpServer;
+use crate::tier::Tier;
 use crate::tls::client::TlsMode;
+use crate::tools::ToolInfo;
 
 /// A simulator and the host configured for it.
 pub struct Demo {
@@ -53,11 +58,50 @@ fn demo_cluster(simulator: &Simulator) -> anyhow::Result<Cluster> {
     })
 }
 
+/// The policy `demo --writes` runs: every write tool allowed, every
+/// destructive one behind an approval the person at the client gives
+/// through its form. Generated from the tools, so a new tool is covered.
+fn writes_policy(tools: &[ToolInfo]) -> String {
+    let mut text = String::from("[policy]\ndefault = \"read-only\"\n");
+    for tool in tools {
+        let rule = match Tier::of(tool) {
+            Tier::Read => continue,
+            Tier::Write => "action = \"allow\"\n",
+            Tier::Destructive => "action = \"require_approval\"\napprover = \"client\"\n",
+        };
+        text.push_str(&format!("[policy.tools.{}]\n{rule}", tool.name));
+    }
+    text
+}
+
+/// The demo's MCP server: read-only, or with `writes` the write tools on
+/// (see [`writes_policy`]) and approvals asked of the client only: the
+/// demo has no operator and no admin endpoint.
+fn demo_server(app: App, writes: bool) -> anyhow::Result<McpServer> {
+    if !writes {
+        return Ok(McpServer::new(Arc::new(app)));
+    }
+    let text = writes_policy(app.tools());
+    let policy = Policy::parse(&text, "demo --writes", app.tools())
+        .map_err(|e| anyhow::anyhow!("the demo's write policy: {e}"))?;
+    let engine = crate::policy::Engine::new(policy)
+        .map_err(|e| anyhow::anyhow!("the demo's write policy: {e}"))?;
+    let store = MemoryApprovals::new(StoreLimits::with_ttl(Duration::from_secs(600)));
+    let approvals = Approvals::new(
+        Arc::new(store),
+        Duration::from_secs(600),
+        Redactor::new(Vec::new()),
+    )
+    .without_admin();
+    Ok(McpServer::new(Arc::new(app.with_policy(Arc::new(engine))))
+        .with_approvals(Arc::new(approvals)))
+}
+
 /// `pve-mcp demo`, over stdio (or a tour in a terminal), or with `--http`
-/// over Streamable HTTP.
-pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
+/// over Streamable HTTP; `writes` enables the write tools.
+pub async fn run(global: &Global, http: Option<&str>, writes: bool) -> ExitCode {
     if let Some(listen) = http {
-        return serve_http(global, listen).await;
+        return serve_http(global, listen, writes).await;
     }
     let demo = match Demo::start(global).await {
         Ok(d) => d,
@@ -66,8 +110,12 @@ pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
     if std::io::stdin().is_terminal() {
         tour(&demo).await
     } else {
-        tracing::info!(simulator = %demo.simulator.base_url(), "serving MCP on stdio against the simulated cluster");
-        match crate::transport::stdio::serve(McpServer::new(Arc::new(demo.app))).await {
+        tracing::info!(simulator = %demo.simulator.base_url(), writes, "serving MCP on stdio against the simulated cluster");
+        let server = match demo_server(demo.app, writes) {
+            Ok(server) => server,
+            Err(e) => return failure(&e),
+        };
+        match crate::transport::stdio::serve(server).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => failure(&e),
         }
@@ -77,7 +125,7 @@ pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
 /// `pve-mcp demo --http ADDR[:PORT]`: the simulated cluster behind the
 /// real Streamable HTTP endpoint, with the `[http]` settings and `MCP_*`
 /// variables (a token is optional on loopback).
-async fn serve_http(global: &Global, listen: &str) -> ExitCode {
+async fn serve_http(global: &Global, listen: &str, writes: bool) -> ExitCode {
     let settings = match crate::config::Config::load_http(global.config.as_deref(), &|k| {
         std::env::var(k).ok()
     }) {
@@ -98,9 +146,8 @@ async fn serve_http(global: &Global, listen: &str) -> ExitCode {
     };
     let (component, cache) = (global.component(), global.cache());
     let app = async move {
-        App::start(&[cluster], &SandboxLimits::default(), &component, &cache)
-            .await
-            .map(crate::server::serving::Serving::without_approvals)
+        let app = App::start(&[cluster], &SandboxLimits::default(), &component, &cache).await?;
+        demo_server(app, writes).map(crate::server::serving::Serving::from_server)
     };
     let token = settings.tokens.first().map(|t| t.name.clone());
     let announce = |bound: &crate::transport::http::serve::Bound| {
@@ -169,7 +216,8 @@ async fn tour(demo: &Demo) -> ExitCode {
         demo.simulator.base_url()
     );
     println!(
-        "Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only.\n"
+        "Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only;\n\
+         `pve-mcp demo --writes` lets a client act on it (destructive tools ask first).\n"
     );
     print!("{}", tool_table(demo.app.tools()));
 

@@ -94,6 +94,10 @@ pub enum Command {
         /// 127.0.0.1:8080.
         #[arg(long, value_name = "ADDR[:PORT]")]
         http: Option<String>,
+        /// Let clients act on the simulated cluster: write tools run, and
+        /// destructive ones ask for approval through the client's form.
+        #[arg(long)]
+        writes: bool,
     },
     /// List the tools.
     Tools {
@@ -220,7 +224,7 @@ pub async fn run(cli: &Cli) -> ExitCode {
     let global = &cli.global;
     match &cli.command {
         Command::Serve { http } => serve::run(global, http.as_deref()).await,
-        Command::Demo { http } => demo::run(global, http.as_deref()).await,
+        Command::Demo { http, writes } => demo::run(global, http.as_deref(), *writes).await,
         Command::Tools { json, routes } => tools::run(global, *json, *routes).await,
         Command::Call {
             tool,
@@ -252,7 +256,7 @@ pub async fn run(cli: &Cli) -> ExitCode {
 pub fn is_server(command: &Command) -> bool {
     matches!(
         command,
-        Command::Serve { .. } | Command::Demo { http: Some(_) }
+        Command::Serve { .. } | Command::Demo { http: Some(_), .. }
     )
 }
 

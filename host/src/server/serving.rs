@@ -80,10 +80,10 @@ impl Serving {
         })
     }
 
-    /// A server with no policy file, approvals or audit: the demo's.
-    pub fn without_approvals(app: App) -> Serving {
+    /// A server built elsewhere (the demo's), with no admin endpoint.
+    pub fn from_server(server: McpServer) -> Serving {
         Serving {
-            server: McpServer::new(Arc::new(app)),
+            server,
             admin: None,
         }
     }
