@@ -143,7 +143,11 @@ fn tools_lists_the_catalog_as_table_and_json() {
     );
     let o = run(&["tools", "--json"], &[]);
     let tools: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(tools.len(), crate::common::CATALOG.len());
+    let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let mut expected: Vec<&str> = [crate::common::CATALOG, crate::common::WRITE_TOOLS].concat();
+    names.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(names, expected);
     assert!(
         tools
             .iter()
@@ -152,16 +156,32 @@ fn tools_lists_the_catalog_as_table_and_json() {
 }
 
 /// `tools --routes` shows the only writes each tool may send: none for the
-/// embedded read tools; the hostile component's declared routes, as the
-/// host parsed them.
+/// embedded read tools, its own for each write tool; the hostile
+/// component's declared routes, as the host parsed them.
 #[test]
 fn tools_routes_prints_each_tools_writes() {
     let o = run(&["tools", "--routes"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8_lossy(&o.stdout);
     let rows: Vec<&str> = table.lines().skip(1).collect();
-    assert_eq!(rows.len(), crate::common::CATALOG.len(), "{table}");
-    assert!(rows.iter().all(|r| r.contains("reads only")), "{table}");
+    let starts = |r: &&str, names: &[&str]| names.iter().any(|n| r.starts_with(&format!("{n} ")));
+    let reads: Vec<&&str> = rows
+        .iter()
+        .filter(|r| starts(r, crate::common::CATALOG))
+        .collect();
+    assert_eq!(reads.len(), crate::common::CATALOG.len(), "{table}");
+    assert!(reads.iter().all(|r| r.contains("reads only")), "{table}");
+    for tool in crate::common::WRITE_TOOLS {
+        assert!(
+            rows.iter()
+                .any(|r| r.starts_with(&format!("{tool} ")) && r.contains("/api2/json/nodes/")),
+            "{tool} lists no route: {table}"
+        );
+    }
+    assert!(
+        table.contains("DELETE /api2/json/nodes/{node}/{vm_type}/{vmid}"),
+        "{table}"
+    );
 
     let o = run(&["--component", HOSTILE_WASM, "tools", "--routes"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -53,6 +53,29 @@ pub const CATALOG: &[&str] = &[
     "pve_wait_task",
 ];
 
+/// The embedded component's write tools: hidden from `tools/list` under the
+/// default read-only policy, listed by `pve-mcp tools`.
+pub const WRITE_TOOLS: &[&str] = &[
+    "pve_start_vm",
+    "pve_shutdown_vm",
+    "pve_stop_vm",
+    "pve_reboot_vm",
+    "pve_suspend_vm",
+    "pve_resume_vm",
+    "pve_create_snapshot",
+    "pve_delete_snapshot",
+    "pve_rollback_snapshot",
+    "pve_migrate_vm",
+    "pve_clone_vm",
+    "pve_create_qemu_vm",
+    "pve_create_lxc",
+    "pve_set_vm_config",
+    "pve_resize_disk",
+    "pve_delete_vm",
+    "pve_backup_vm",
+    "pve_restore_vm",
+];
+
 /// Every test gets this long before it is failed, so a hang is a failure
 /// with a message rather than a stuck CI run.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::CATALOG;
+use crate::common::{CATALOG, WRITE_TOOLS};
 use crate::policy_harness::run;
 
 fn check(policy: &str, json: bool) -> (Option<i32>, String, String) {
@@ -149,7 +149,11 @@ fn the_table_shows_every_tool_and_its_effective_decision() {
     };
     assert!(stdout.starts_with("policy: "), "{stdout}");
     assert!(stdout.contains("default = \"read-only\""), "{stdout}");
-    assert_eq!(stdout.lines().count(), CATALOG.len() + 2, "{stdout}");
+    assert_eq!(
+        stdout.lines().count(),
+        CATALOG.len() + WRITE_TOOLS.len() + 2,
+        "{stdout}"
+    );
     assert_eq!(
         row("pve_list_backups"),
         "pve_list_backups read deny - policy.tools.pve_list_backups reason: backups are out of scope for this agent"
@@ -184,7 +188,7 @@ fn json_output_has_the_same_decisions() {
     assert_eq!(v["default"], "read-only");
     assert_eq!(v["state"], "memory");
     let tools = v["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), CATALOG.len());
+    assert_eq!(tools.len(), CATALOG.len() + WRITE_TOOLS.len());
     let tool = |name: &str| tools.iter().find(|t| t["tool"] == name).unwrap().clone();
     assert_eq!(tool("pve_list_backups")["decision"], "deny");
     assert_eq!(tool("pve_list_backups")["methods"], serde_json::json!([]));
@@ -195,6 +199,10 @@ fn json_output_has_the_same_decisions() {
     assert_eq!(tool("pve_list_vms")["methods"], serde_json::json!(["GET"]));
     assert_eq!(tool("pve_list_vms")["may_write"], false);
     assert_eq!(tool("pve_list_vms")["tier"], "read");
+    assert_eq!(tool("pve_delete_vm")["tier"], "destructive");
+    assert_eq!(tool("pve_start_vm")["tier"], "write");
+    assert_eq!(tool("pve_start_vm")["hidden"], true);
+
     let limits = tool("pve_list_vms")["rate_limits"].clone();
     assert_eq!(limits[0]["rule"], "policy.tools.pve_list_vms.rate_limit");
     assert_eq!(limits[0]["limit"], "30/minute");
