@@ -109,7 +109,7 @@ impl Size {
             _ => return Err(format!("{} is not {rule}", quoted(s, 32))),
         };
         let bytes = number * f64::from(1u32 << 10).powi(shift / 10);
-        if bytes < 1.0 || bytes > 1e18 {
+        if !(1.0..=1e18).contains(&bytes) {
             return Err(format!("{} is out of range; {rule}", quoted(s, 32)));
         }
         Ok(Size {
