@@ -182,6 +182,9 @@ pub struct Tool {
     /// `{argument}` placeholders (see `route` in the WIT); none for a read
     /// tool, whose GETs the host lets out without routes.
     pub routes: &'static [(&'static str, &'static str)],
+    /// It may wait for Proxmox tasks (up to [`crate::api::Pve::wait_limit`]),
+    /// so the host gives its calls that much longer (WIT `waits`).
+    pub waits: bool,
     /// The tool's own argument names (its input struct's fields).
     pub arguments: fn() -> &'static [&'static str],
     /// Reads the arguments into the tool's input and runs it; the
@@ -228,6 +231,7 @@ macro_rules! read_tool {
             )),
             annotations: $crate::tools::Annotations::READ_ONLY,
             routes: &[],
+            waits: false,
             arguments: || $crate::tools::arguments_of($run),
             run: |pve, args| $crate::tools::run_typed(pve, args, $run),
             #[cfg(test)]

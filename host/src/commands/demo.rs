@@ -171,7 +171,7 @@ async fn tour(demo: &Demo) -> ExitCode {
     println!(
         "Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only.\n"
     );
-    print!("{}", tool_table(demo.app.tools()));
+    print!("{}", tool_table(&demo.app));
 
     let samples: [(&str, serde_json::Value); 2] = [
         ("pve_list_vms", serde_json::json!({"status": "running"})),

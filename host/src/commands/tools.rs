@@ -26,7 +26,7 @@ pub async fn run(global: &Global, json: bool, routes: bool) -> ExitCode {
     } else if routes {
         print!("{}", route_table(app.tools()));
     } else {
-        print!("{}", tool_table(app.tools()));
+        print!("{}", tool_table(&app));
     }
     ExitCode::SUCCESS
 }
@@ -62,17 +62,27 @@ pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
     .map_err(|e| failure(&e))
 }
 
-/// A plain-text table of the tools.
-pub fn tool_table(tools: &[ToolInfo]) -> String {
+/// A plain-text table of the tools: what each does, whether it writes,
+/// and whether it may wait for Proxmox tasks (up to
+/// `sandbox.max_wait_secs`).
+pub fn tool_table(app: &App) -> String {
+    let tools = app.tools();
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    let mut out = format!("{:width$}  {:4}  {}\n", "TOOL", "MODE", "WHAT IT DOES");
+    let mut out = format!(
+        "{:width$}  {:5}  {:5}  {}\n",
+        "TOOL", "MODE", "WAITS", "WHAT IT DOES"
+    );
     for tool in tools {
         let mode = if tool.annotations.read_only {
             "read"
         } else {
             "WRITE"
         };
-        out.push_str(&format!("{:width$}  {mode:4}  {}\n", tool.name, tool.title));
+        let waits = if app.waits(&tool.name) { "yes" } else { "-" };
+        out.push_str(&format!(
+            "{:width$}  {mode:5}  {waits:5}  {}\n",
+            tool.name, tool.title
+        ));
     }
     out
 }
