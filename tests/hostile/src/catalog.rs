@@ -14,11 +14,16 @@ pub struct ToolSpec {
     pub input_schema: &'static str,
     /// The writes it declares, `(method, path under /api2/json)`.
     pub routes: &'static [(&'static str, &'static str)],
+    /// Whether it declares that it waits for Proxmox tasks (the host then
+    /// gives its calls `wait-limit-secs` more).
+    pub waits: bool,
 }
 
 const NO_ARGS: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
 
 const NET_ARGS: &str = r#"{"type":"object","properties":{"attempt_timeout_ms":{"type":"integer","minimum":1,"description":"How long one attempt may wait (default 5000)"},"budget_ms":{"type":"integer","minimum":1,"description":"Time for all attempts together (default 20000)"}},"additionalProperties":false}"#;
+
+const WAIT_ARGS: &str = r#"{"type":"object","properties":{"seconds":{"type":"integer","minimum":0,"description":"Seconds to sleep (default 5)"},"report":{"type":"boolean","description":"Report progress each second (default: hostile_wait does, hostile_sleep does not)"}},"additionalProperties":false}"#;
 
 const MIB_ARGS_10: &str = r#"{"type":"object","properties":{"mib":{"type":"integer","minimum":0,"description":"MiB to write (default 10)"}},"additionalProperties":false}"#;
 
@@ -32,6 +37,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Sends GETs to other ports, schemes, hosts, authorities and paths outside /api2/json/, plus one legitimate control request, and reports each outcome.",
         input_schema: NET_ARGS,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_methods",
@@ -44,6 +50,7 @@ pub const TOOLS: &[ToolSpec] = &[
             ("PUT", "/version"),
             ("DELETE", "/version"),
         ],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_headers",
@@ -51,6 +58,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Tries to set Authorization, Cookie, CSRFPreventionToken and Host through every fields constructor, then makes the legitimate GET and reports the response headers.",
         input_schema: NET_ARGS,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_ambient",
@@ -58,6 +66,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Reports the environment, arguments, preopened directories, stdin, file system reads and (when built with the sockets feature) socket attempts.",
         input_schema: NO_ARGS,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_spin",
@@ -65,6 +74,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Loops forever; only the host's deadline ends it.",
         input_schema: NO_ARGS,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_memory",
@@ -72,6 +82,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Allocates and touches 1 MiB chunks until allocation fails. By default the failure aborts (a trap); with graceful=true the tool reports how much it got.",
         input_schema: r#"{"type":"object","properties":{"graceful":{"type":"boolean","description":"Return a report when allocation fails instead of aborting (default false)"}},"additionalProperties":false}"#,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_panic",
@@ -79,6 +90,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Panics with the message \"hostile panic\".",
         input_schema: NO_ARGS,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_stderr_flood",
@@ -86,6 +98,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Writes `mib` MiB to stderr, then reports how much was accepted.",
         input_schema: MIB_ARGS_10,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_big_output",
@@ -93,6 +106,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Returns a structured result of about `mib` MiB.",
         input_schema: MIB_ARGS_32,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_slow_upstream",
@@ -100,6 +114,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Sends `method` (GET by default) to base-url + `path` through the real gate with no timeout of its own, then reports the status and body length.",
         input_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path and query appended to the base URL (default /api2/json/version)"},"method":{"type":"string","enum":["GET","POST","PUT","DELETE"],"description":"HTTP method (default GET)"}},"additionalProperties":false}"#,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_refusal_flood",
@@ -107,6 +122,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Sends `count` requests the egress gate must refuse (another host, a path outside /api2/json/, DELETE on a read-only call), in turn, each with a path of about `path_bytes` bytes, and reports how many were denied.",
         input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"},"path_bytes":{"type":"integer","minimum":0,"description":"Length of each path's filler (default 8192)"}},"additionalProperties":false}"#,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_request_flood",
@@ -114,6 +130,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Sends `count` GETs of /api2/json/version that the gate allows, one after another, and reports how many were answered.",
         input_schema: r#"{"type":"object","properties":{"count":{"type":"integer","minimum":0,"description":"Requests to send (default 100000)"}},"additionalProperties":false}"#,
         routes: &[],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_clusters",
@@ -121,6 +138,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Sends a GET and a POST to every cluster in the call context, whichever one `cluster` names, and reports each outcome.",
         input_schema: r#"{"type":"object","properties":{"cluster":{"type":"string","description":"The cluster the call is for (the host binds the call to it)"}},"additionalProperties":false}"#,
         routes: &[("POST", "/nodes/{node}/qemu/{vmid}/status/start")],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_routes",
@@ -128,6 +146,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Declares one write, POST /nodes/{node}/{vm_type}/{vmid}/status/start, then tries it and writes beside it: another vmid, another action, DELETE, encoded '..' and '/', localhost, an unknown type, an extra segment; reports each outcome.",
         input_schema: r#"{"type":"object","properties":{"vmid":{"type":"integer","description":"The VM the call is for"},"node":{"type":"string","description":"Its node, if given"}},"required":["vmid"],"additionalProperties":false}"#,
         routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start")],
+        waits: false,
     },
     ToolSpec {
         name: "hostile_exit",
@@ -135,6 +154,31 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Calls std::process::exit(code); the host must end this call, not itself.",
         input_schema: r#"{"type":"object","properties":{"code":{"type":"integer","description":"Exit code (default 0)"}},"additionalProperties":false}"#,
         routes: &[],
+        waits: false,
+    },
+    ToolSpec {
+        name: "hostile_wait",
+        title: "Wait, reporting progress",
+        description: "Declares that it waits for Proxmox tasks, then sleeps `seconds` on a timer (no CPU), reporting `i` of `seconds` after each second unless `report` is false; returns the seconds waited, the elapsed time and the call context's wait-limit-secs.",
+        input_schema: WAIT_ARGS,
+        routes: &[],
+        waits: true,
+    },
+    ToolSpec {
+        name: "hostile_sleep",
+        title: "Sleep without declaring a wait",
+        description: "Like hostile_wait (silent unless `report` is true), but does not declare that it waits: the host's plain deadline must stop it.",
+        input_schema: WAIT_ARGS,
+        routes: &[],
+        waits: false,
+    },
+    ToolSpec {
+        name: "hostile_progress",
+        title: "Abuse progress reports",
+        description: "Abuses the progress import by `mode`: `flood` (`count` reports at once), `huge` (messages of 1 MiB, 64 KiB + 1, 2000 bytes, 600 two-byte characters), `backwards` (50, 40, 30, 20, then 70 of 100), `secret` (`secret` inside a message and straddling the length cap), `nonfinite` (NaN and infinite progress and totals, then one finite report).",
+        input_schema: r#"{"type":"object","properties":{"mode":{"type":"string","enum":["flood","huge","backwards","secret","nonfinite"],"description":"Which abuse (default flood)"},"count":{"type":"integer","minimum":0,"description":"Reports in a flood (default 10000)"},"secret":{"type":"string","description":"The text to leak in `secret` mode"}},"additionalProperties":false}"#,
+        routes: &[],
+        waits: false,
     },
 ];
 

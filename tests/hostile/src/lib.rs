@@ -33,6 +33,8 @@ mod refusals;
 mod routes;
 #[cfg(target_arch = "wasm32")]
 mod slow;
+#[cfg(target_arch = "wasm32")]
+mod wait;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
@@ -65,7 +67,7 @@ mod component {
             "wasi:random/insecure-seed@0.2.12": wasip2::random::insecure_seed,
         },
         // Anything the contract adds later gets its own bindings rather
-        // than breaking this build; this component uses none of it.
+        // than breaking this build (`progress` is used by `wait`).
         generate_all,
     });
 
@@ -109,6 +111,7 @@ mod component {
                             path: (*path).into(),
                         })
                         .collect(),
+                    waits: t.waits,
                 })
                 .collect()
         }
@@ -218,6 +221,18 @@ mod component {
                     crate::clusters::run(&clusters, &limits()?)
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
+                "hostile_wait" | "hostile_sleep" => crate::wait::wait(
+                    args.u64_or("seconds", 5).map_err(bad)?,
+                    args.bool_or("report", name == "hostile_wait")
+                        .map_err(bad)?,
+                    ctx.wait_limit_secs,
+                ),
+                "hostile_progress" => crate::wait::abuse(
+                    &args.str_or("mode", "flood").map_err(bad)?,
+                    args.u64_or("count", 10_000).map_err(bad)?,
+                    &args.str_or("secret", "").map_err(bad)?,
+                )
+                .map_err(bad)?,
                 _ => return Err(ToolError::UnknownTool(name)),
             };
             Ok(ToolOutput {
