@@ -399,6 +399,20 @@ async fn a_waiting_call_outlives_the_deadline_up_to_the_wait_limit_and_no_furthe
         assert!(took >= Duration::from_secs(5), "stopped early: {took:?}");
         // A bound against a hang, not a latency check.
         assert!(took < Duration::from_secs(30), "{took:?}");
+
+        // May wait long, not compute long: a waiting tool that spins is
+        // stopped after the plain deadline's worth of running.
+        let (client, notes) =
+            stdio_client(&sim, dir.path(), "timeout_secs = 2\nmax_wait_secs = 120").await;
+        let started = Instant::now();
+        let (result, _) = call_noting(&client, &notes, "hostile_wait", json!({"spin": true})).await;
+        let took = started.elapsed();
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let said = text(&result);
+        assert!(said.contains("computed for more than 2 s"), "{said}");
+        // A bound against a hang (the wall limit is 122 s), not a latency
+        // check.
+        assert!(took < Duration::from_secs(60), "{took:?}");
         let _ = client.cancel().await;
     })
     .await;

@@ -97,10 +97,37 @@ impl WasiHttpView for CallState {
 }
 
 /// The memory cap, remembering whether the guest hit it, so a trap can be
-/// reported as "memory limit" rather than as a crash.
+/// reported as "memory limit" rather than as a crash; and the guest's
+/// running time, so a call that may wait long cannot compute long.
 struct Limits {
     memory_bytes: usize,
     hit_memory: bool,
+    /// Wasm running time allowed to a call that may wait: the sandbox
+    /// timeout, however long it may wait (other calls' deadline is that).
+    max_busy: Duration,
+    /// Wasm running time so far, sampled at epoch ticks.
+    busy: Duration,
+    /// When the epoch callback last ran.
+    last_tick: Option<Instant>,
+    hit_busy: bool,
+}
+
+impl Limits {
+    /// Counts one epoch tick of the guest's time. The callback runs once a
+    /// tick while the guest executes, and once when it resumes after
+    /// waiting on the host; only the gap since a tick just before is
+    /// running time. Whether the budget is spent.
+    fn tick(&mut self, now: Instant) -> bool {
+        if let Some(last) = self.last_tick {
+            let gap = now.saturating_duration_since(last);
+            if gap < EPOCH_TICK * 2 {
+                self.busy += gap;
+            }
+        }
+        self.last_tick = Some(now);
+        self.hit_busy = self.busy > self.max_busy;
+        self.hit_busy
+    }
 }
 
 const MAX_TABLE_ELEMENTS: usize = 100_000;
@@ -308,18 +335,28 @@ impl Sandbox {
             limits: Limits {
                 memory_bytes: self.limits.memory_bytes,
                 hit_memory: false,
+                max_busy: match self.waits(request.tool) {
+                    true => self.limits.timeout,
+                    false => Duration::MAX,
+                },
+                busy: Duration::ZERO,
+                last_tick: None,
+                hit_busy: false,
             },
             progress: ProgressSink::new(request.progress.clone(), self.redactor.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         // Checked every tick: the guest is interrupted (a trap) when its
-        // time is up, and within a tick of the gate refusing it too often,
-        // even if it never waits on the host again.
+        // time is up, when it has run (not waited) for longer than the
+        // sandbox timeout, and within a tick of the gate refusing it too
+        // often, even if it never waits on the host again.
         let deadline = Instant::now() + self.time_limit(request.tool) + EPOCH_TICK;
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |store| {
-            if Instant::now() >= deadline || store.data().hooks.budget().exhausted() {
+        store.epoch_deadline_callback(move |mut store| {
+            let now = Instant::now();
+            let busy_too_long = store.data_mut().limits.tick(now);
+            if now >= deadline || busy_too_long || store.data().hooks.budget().exhausted() {
                 Ok(UpdateDeadline::Interrupt)
             } else {
                 Ok(UpdateDeadline::Continue(1))
@@ -478,6 +515,7 @@ impl Sandbox {
         let limit = self.time_limit(request.tool);
         let result = tokio::time::timeout(limit, run).await;
         let hit_memory = store.data().limits.hit_memory;
+        let hit_busy = store.data().limits.hit_busy;
         let dropped_reports = store.data().progress.dropped;
         drop(store);
         if dropped_reports > 0 {
@@ -514,6 +552,17 @@ impl Sandbox {
                 "the call did not finish within {} and was stopped; Proxmox may be slow or unreachable. Retry later, or narrow the request",
                 self.describe_limit(request.tool)
             )),
+            Ok(Err(trap)) if hit_busy => {
+                let message = format!(
+                    "the tool component computed for more than {} s of running time and was stopped; a tool may wait for Proxmox tasks longer than that, but not compute",
+                    self.limits.timeout.as_secs()
+                );
+                tracing::warn!(
+                    tool = request.tool,
+                    "sandbox stopped a call: {message} ({trap:#})"
+                );
+                CallOutcome::sandbox(message)
+            }
             Ok(Err(trap)) => self.describe_trap(request.tool, &trap, hit_memory, &guest_log),
             Ok(Ok(Err(error))) => from_tool_error(error),
             Ok(Ok(Ok(output))) => self.check_output(request.tool, output),
@@ -768,6 +817,35 @@ mod tests {
                 "the component imports {import}, which the world does not declare"
             );
         }
+    }
+
+    fn limits(max_busy: Duration) -> Limits {
+        Limits {
+            memory_bytes: 0,
+            hit_memory: false,
+            max_busy,
+            busy: Duration::ZERO,
+            last_tick: None,
+            hit_busy: false,
+        }
+    }
+
+    #[test]
+    fn running_time_counts_ticks_in_a_row_not_time_spent_waiting() {
+        let start = Instant::now();
+        let mut l = limits(Duration::from_millis(100));
+        // Resuming once a second for a minute is waiting, not running.
+        for s in 0..60 {
+            assert!(!l.tick(start + Duration::from_secs(s)));
+        }
+        assert_eq!(l.busy, Duration::ZERO);
+        // Running: a tick every 10 ms, 100 ms allowed.
+        let run = start + Duration::from_secs(61);
+        let spent = (0..100)
+            .position(|i| l.tick(run + EPOCH_TICK * i))
+            .expect("stopped");
+        assert_eq!(spent, 11, "stopped just past 100 ms of running");
+        assert!(l.hit_busy);
     }
 
     #[test]

@@ -23,7 +23,7 @@ const NO_ARGS: &str = r#"{"type":"object","properties":{},"additionalProperties"
 
 const NET_ARGS: &str = r#"{"type":"object","properties":{"attempt_timeout_ms":{"type":"integer","minimum":1,"description":"How long one attempt may wait (default 5000)"},"budget_ms":{"type":"integer","minimum":1,"description":"Time for all attempts together (default 20000)"}},"additionalProperties":false}"#;
 
-const WAIT_ARGS: &str = r#"{"type":"object","properties":{"seconds":{"type":"integer","minimum":0,"description":"Seconds to sleep (default 5)"},"report":{"type":"boolean","description":"Report progress each second (default: hostile_wait does, hostile_sleep does not)"}},"additionalProperties":false}"#;
+const WAIT_ARGS: &str = r#"{"type":"object","properties":{"seconds":{"type":"integer","minimum":0,"description":"Seconds to sleep (default 5)"},"spin":{"type":"boolean","description":"hostile_wait only: burn CPU forever instead (default false)"},"report":{"type":"boolean","description":"Report progress each second (default: hostile_wait does, hostile_sleep does not)"}},"additionalProperties":false}"#;
 
 const MIB_ARGS_10: &str = r#"{"type":"object","properties":{"mib":{"type":"integer","minimum":0,"description":"MiB to write (default 10)"}},"additionalProperties":false}"#;
 
@@ -159,7 +159,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "hostile_wait",
         title: "Wait, reporting progress",
-        description: "Declares that it waits for Proxmox tasks, then sleeps `seconds` on a timer (no CPU), reporting `i` of `seconds` after each second unless `report` is false; returns the seconds waited, the elapsed time and the call context's wait-limit-secs.",
+        description: "Declares that it waits for Proxmox tasks, then sleeps `seconds` on a timer (no CPU), reporting `i` of `seconds` after each second unless `report` is false (with `spin`, it burns CPU forever instead); returns the seconds waited, the elapsed time and the call context's wait-limit-secs.",
         input_schema: WAIT_ARGS,
         routes: &[],
         waits: true,

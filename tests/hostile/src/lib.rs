@@ -221,6 +221,7 @@ mod component {
                     crate::clusters::run(&clusters, &limits()?)
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
+                "hostile_wait" if args.bool_or("spin", false).map_err(bad)? => crate::abuse::spin(),
                 "hostile_wait" | "hostile_sleep" => crate::wait::wait(
                     args.u64_or("seconds", 5).map_err(bad)?,
                     args.bool_or("report", name == "hostile_wait")
