@@ -405,7 +405,7 @@ pub fn run(
     };
     if execution.wait {
         let limit = wait_limit(pve, execution.wait_timeout);
-        let end = task_wait::wait(pve, &upid, &upid.node, limit, &mut ReportToHost)?;
+        let end = task_wait::wait(pve, &upid, &upid.node, limit, &mut ReportToHost::default())?;
         task.end = Some(end);
     }
     let summary = task_summary(&line, &out.effect, &task);
@@ -455,11 +455,21 @@ fn task_summary(line: &str, effect: &str, task: &TaskReport) -> String {
     }
 }
 
-/// Passes a waiting task's progress to the host.
-pub struct ReportToHost;
+/// Passes a waiting task's progress to the host on one scale, percent of
+/// 100: the task log's latest percentage, held between lines that state
+/// none, and starting at 1 (the host's own first notice of a call is 0).
+#[derive(Debug, Default)]
+pub struct ReportToHost {
+    last: f64,
+}
 
 impl Progress for ReportToHost {
     fn report(&mut self, pve: &mut dyn Pve, percent: Option<f64>, line: &str) {
-        pve.report_progress(percent.unwrap_or(0.0), percent.map(|_| 100.0), line);
+        let value = percent
+            .unwrap_or(self.last)
+            .clamp(1.0, 100.0)
+            .max(self.last);
+        self.last = value;
+        pve.report_progress(value, Some(100.0), line);
     }
 }

@@ -5,6 +5,8 @@
 //! fixtures; [`Client`] is the real implementation over `wasi:http` (via
 //! wstd). Decoding and error mapping are plain functions, tested natively.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::cluster::Endpoint;
@@ -15,6 +17,10 @@ use crate::write::WriteRequest;
 
 /// The API prefix the component appends to an endpoint's base URL.
 pub const API_PREFIX: &str = "/api2/json";
+
+/// How long a call may wait for Proxmox tasks when the host does not say
+/// (it always does: `call-context.wait-limit-secs`); the host's default.
+pub const DEFAULT_WAIT_LIMIT: Duration = Duration::from_secs(600);
 
 /// Largest response body we read. `/cluster/resources` for thousands of
 /// guests is a few MiB; anything far beyond that is not Proxmox talking,
@@ -57,12 +63,22 @@ pub trait Pve {
     /// Time since this client was made, i.e. since the call began.
     fn elapsed(&self) -> std::time::Duration;
 
-    /// Reports the call's progress to the host (nothing by default).
-    fn report_progress(&mut self, _progress: f64, _total: Option<f64>, _message: &str) {}
+    /// Tells the client waiting on this call how far it has got:
+    /// `progress` of `total` (when known), with a one-line `message`.
+    /// Report on one scale that increases, starting above 0 (percent of
+    /// a task log's "NN%" with `total` 100, or seconds waited without a
+    /// total). Never fails; the host drops what it cannot forward (see the
+    /// WIT `progress` interface: 10 a second, 512-byte messages). The
+    /// default (native tests, fakes) drops everything.
+    fn report_progress(&mut self, progress: f64, total: Option<f64>, message: &str) {
+        let _ = (progress, total, message);
+    }
 
-    /// The longest the host lets this call wait on tasks.
-    fn wait_limit(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(600)
+    /// The longest this call may wait for Proxmox tasks; clamp a tool's
+    /// `timeout` argument to it. A waiting tool's call is stopped by the
+    /// host shortly after its usual deadline plus this.
+    fn wait_limit(&self) -> Duration {
+        DEFAULT_WAIT_LIMIT
     }
 }
 
@@ -122,6 +138,7 @@ pub struct Client {
     endpoints: Vec<Endpoint>,
     selected: Option<usize>,
     started: std::time::Instant,
+    wait_limit: Duration,
 }
 
 impl Client {
@@ -134,6 +151,7 @@ impl Client {
             endpoints: Vec::new(),
             selected: None,
             started: std::time::Instant::now(),
+            wait_limit: DEFAULT_WAIT_LIMIT,
         }
     }
 
@@ -149,7 +167,15 @@ impl Client {
             selected: selected.filter(|i| *i < endpoints.len()),
             endpoints,
             started: std::time::Instant::now(),
+            wait_limit: DEFAULT_WAIT_LIMIT,
         }
+    }
+
+    /// The same client, allowed to wait `limit` for Proxmox tasks (the
+    /// call context's `wait-limit-secs`).
+    pub fn with_wait_limit(mut self, limit: Duration) -> Self {
+        self.wait_limit = limit;
+        self
     }
 
     /// The full URL for an API path, if there is an endpoint.
@@ -165,6 +191,14 @@ impl Pve for Client {
 
     fn selected(&self) -> Option<usize> {
         self.selected
+    }
+
+    fn report_progress(&mut self, progress: f64, total: Option<f64>, message: &str) {
+        crate::report_progress(progress, total, message);
+    }
+
+    fn wait_limit(&self) -> Duration {
+        self.wait_limit
     }
 
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
@@ -439,5 +473,13 @@ mod tests {
             Some("https://pve1.example:8006/api2/json/cluster/resources?type=vm")
         );
         assert_eq!(Client::new(None).url(&p), None);
+    }
+
+    #[test]
+    fn the_wait_limit_is_the_hosts() {
+        let c = Client::for_call(Vec::new(), None);
+        assert_eq!(c.wait_limit(), DEFAULT_WAIT_LIMIT);
+        let c = c.with_wait_limit(Duration::from_secs(42));
+        assert_eq!(c.wait_limit(), Duration::from_secs(42));
     }
 }

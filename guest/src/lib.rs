@@ -11,6 +11,7 @@
 //! - [`tools`]: the registry and one module per tool,
 //! - [`input`], [`arg`]: arguments → a tool's typed input, validated,
 //! - [`api`]: the client (wstd over wasi:http) and envelope decoding,
+//!   plus progress reports and the wait limit from the call context,
 //! - [`write`], [`action`], [`task_wait`]: write requests as Proxmox's
 //!   wire wants them, what every write tool shares (reads before writing,
 //!   dry runs, plans), and waiting for a task with progress,
@@ -116,6 +117,7 @@ impl wit::Guest for Component {
                         path: (*path).to_owned(),
                     })
                     .collect(),
+                waits: t.waits,
             })
             .collect()
     }
@@ -142,7 +144,9 @@ impl wit::Guest for Component {
             .collect();
         let selected = cluster::select(&endpoints, parsed.cluster.as_deref()).map_err(into_wit)?;
         let name = selected.map(|i| endpoints[i].name.clone());
-        let mut client = api::Client::for_call(endpoints, selected);
+        let mut client = api::Client::for_call(endpoints, selected).with_wait_limit(
+            std::time::Duration::from_secs(u64::from(ctx.wait_limit_secs)),
+        );
         let out = (tool.run)(&mut client, parsed.args).map_err(into_wit)?;
         let out = tools::with_cluster(out, name.as_deref());
         Ok(wit::ToolOutput {
@@ -151,6 +155,16 @@ impl wit::Guest for Component {
             is_error: false,
         })
     }
+}
+
+/// Sends one progress report to the host (the WIT `progress` import).
+/// Natively there is no host: tools run against fakes there, which do not
+/// call this.
+fn report_progress(progress: f64, total: Option<f64>, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    bindings::pve_mcp::guest::progress::report(progress, total, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (progress, total, message);
 }
 
 fn into_wit(e: error::ToolError) -> wit::ToolError {

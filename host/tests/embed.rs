@@ -65,6 +65,7 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
             // The default cluster: what the call's arguments name.
             cluster: sandbox.cluster_for(&JsonObject::new()),
             writes: Vec::new(),
+            progress: None,
         })
         .await;
     let CallOutcome::Output {
@@ -101,6 +102,7 @@ async fn bad_arguments_are_answered_by_the_component_without_a_request() {
             access: Access::Read,
             cluster: sandbox.cluster_for(&JsonObject::new()),
             writes: Vec::new(),
+            progress: None,
         })
         .await;
     let CallOutcome::Failed { message, .. } = &report.outcome else {

@@ -155,6 +155,37 @@ fn tools_lists_the_catalog_as_table_and_json() {
     );
 }
 
+/// The table says which tools wait for Proxmox tasks (and so may run up to
+/// `sandbox.max_wait_secs` longer): what each component's descriptors say.
+#[test]
+fn tools_table_marks_the_tools_that_wait() {
+    let o = run(&["--component", HOSTILE_WASM, "tools"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let waits = |tool: &str| {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(tool))
+            .unwrap_or_else(|| panic!("no {tool} in {table}"));
+        row.split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(table.starts_with("TOOL"), "{table}");
+    assert_eq!(waits("hostile_wait"), "yes", "{table}");
+    assert_eq!(waits("hostile_sleep"), "-", "{table}");
+    let o = run(&["tools"], &[]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table
+            .lines()
+            .skip(1)
+            .all(|l| l.split_whitespace().nth(2) == Some("-")),
+        "no read tool waits: {table}"
+    );
+}
+
 /// `tools --routes` shows the only writes each tool may send: none for the
 /// embedded read tools, its own for each write tool; the hostile
 /// component's declared routes, as the host parsed them.

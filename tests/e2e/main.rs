@@ -21,6 +21,7 @@ mod fault_matrix;
 mod fuzz_gen;
 mod fuzz_http;
 mod fuzz_stdio;
+mod guest_progress;
 mod hostile;
 mod http;
 mod http_limits;

@@ -225,6 +225,9 @@ pub struct Tool {
     /// `{argument}` placeholders (see `route` in the WIT); none for a read
     /// tool, whose GETs the host lets out without routes.
     pub routes: &'static [(&'static str, &'static str)],
+    /// It may wait for Proxmox tasks (up to [`crate::api::Pve::wait_limit`]),
+    /// so the host gives its calls that much longer (WIT `waits`).
+    pub waits: bool,
     /// The tool's own argument names (its input struct's fields).
     pub arguments: fn() -> &'static [&'static str],
     /// Reads the arguments into the tool's input and runs it; the
@@ -271,6 +274,7 @@ macro_rules! read_tool {
             )),
             annotations: $crate::tools::Annotations::READ_ONLY,
             routes: &[],
+            waits: false,
             arguments: || $crate::tools::arguments_of($run),
             run: |pve, args| $crate::tools::run_typed(pve, args, $run),
             #[cfg(test)]
@@ -296,6 +300,8 @@ macro_rules! write_tool {
         $crate::tools::Tool {
             annotations: $annotations,
             routes: $routes,
+            // Every write tool can wait for the task it starts (`wait`).
+            waits: true,
             ..$crate::tools::read_tool! {
                 name: $name,
                 title: $title,

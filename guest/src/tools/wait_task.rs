@@ -13,7 +13,9 @@ use crate::task_wait::{self, TaskEnd};
 use crate::tools::support::Outcome;
 
 /// The tool.
-pub static TOOL: Tool = read_tool! {
+pub static TOOL: Tool = Tool {
+    waits: true,
+    ..read_tool! {
     name: "pve_wait_task",
     title: "Wait for a task to end",
     description: "Wait until a Proxmox task (a UPID from an action tool or pve_list_tasks) \
@@ -21,6 +23,7 @@ pub static TOOL: Tool = read_tool! {
         its exit status, and the end of its log when it failed. A task still running at the \
         timeout is an answer, not an error: call again to keep waiting.",
     run: run,
+    }
 };
 
 /// The task to wait for.
@@ -55,7 +58,13 @@ pub struct Waited {
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Waited>, ToolError> {
     let node = support::task_node(&input.upid, input.node.as_ref())?;
     let limit = action::wait_limit(pve, input.timeout.map(|t| t.0));
-    let end = task_wait::wait(pve, &input.upid, &node, limit, &mut action::ReportToHost)?;
+    let end = task_wait::wait(
+        pve,
+        &input.upid,
+        &node,
+        limit,
+        &mut action::ReportToHost::default(),
+    )?;
     let summary = match end.outcome {
         Outcome::Running => format!(
             "Task {} is still running after {} s; call pve_wait_task again to keep waiting.",

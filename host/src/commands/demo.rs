@@ -219,7 +219,7 @@ async fn tour(demo: &Demo) -> ExitCode {
         "Every tool below runs in a WebAssembly sandbox that can only reach that API, read-only;\n\
          `pve-mcp demo --writes` lets a client act on it (destructive tools ask first).\n"
     );
-    print!("{}", tool_table(demo.app.tools()));
+    print!("{}", tool_table(&demo.app));
 
     let samples: [(&str, serde_json::Value); 2] = [
         ("pve_list_vms", serde_json::json!({"status": "running"})),

@@ -46,13 +46,14 @@ async fn serve_http(global: &Global, config: Config, flag: Option<&str>) -> Exit
         Ok(addr) => addr,
         Err(e) => return config_failure(&e),
     };
-    if config.http.session_idle < config.sandbox.timeout {
+    if config.http.session_idle < config.sandbox.timeout + config.sandbox.max_wait {
         // rmcp's idle timer only restarts on session traffic, and a call
         // without progress notifications sends none until it ends.
         tracing::warn!(
             session_idle_secs = config.http.session_idle.as_secs(),
             call_timeout_secs = config.sandbox.timeout.as_secs(),
-            "http.session_idle_secs is shorter than sandbox.timeout_secs: a long call can outlive its session"
+            max_wait_secs = config.sandbox.max_wait.as_secs(),
+            "http.session_idle_secs is shorter than sandbox.timeout_secs plus sandbox.max_wait_secs: a call that waits for a Proxmox task can outlive its session"
         );
     }
     let global = global.clone();

@@ -27,7 +27,7 @@ pub async fn run(global: &Global, json: bool, routes: bool) -> ExitCode {
     } else if routes {
         print!("{}", route_table(app.tools()));
     } else {
-        print!("{}", tool_table(app.tools()));
+        print!("{}", tool_table(&app));
     }
     ExitCode::SUCCESS
 }
@@ -64,14 +64,20 @@ pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
 }
 
 /// A plain-text table of the tools, with the tier the host gives each
-/// (what it may send, never only what it claims).
-pub fn tool_table(tools: &[ToolInfo]) -> String {
+/// (what it may send, never only what it claims) and whether it may wait
+/// for Proxmox tasks (up to `sandbox.max_wait_secs`).
+pub fn tool_table(app: &App) -> String {
+    let tools = app.tools();
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    let mut out = format!("{:width$}  {:11}  {}\n", "TOOL", "TIER", "WHAT IT DOES");
+    let mut out = format!(
+        "{:width$}  {:11}  {:5}  {}\n",
+        "TOOL", "TIER", "WAITS", "WHAT IT DOES"
+    );
     for tool in tools {
         let tier = Tier::of(tool);
+        let waits = if app.waits(&tool.name) { "yes" } else { "-" };
         out.push_str(&format!(
-            "{:width$}  {:11}  {}\n",
+            "{:width$}  {:11}  {waits:5}  {}\n",
             tool.name,
             tier.as_str(),
             tool.title

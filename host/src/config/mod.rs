@@ -26,7 +26,7 @@ pub mod http;
 pub mod layered;
 pub mod listen;
 
-use layered::{Layers, Sourced};
+use layered::{Env, Layers, Sourced};
 
 use crate::endpoint::{Endpoint, EndpointError};
 use crate::error::ConfigError;
@@ -115,6 +115,10 @@ pub struct SandboxLimits {
     pub max_concurrent_calls: usize,
     /// Requests one call may send before it is stopped.
     pub max_requests_per_call: usize,
+    /// The longest a call may wait for Proxmox tasks: the guest clamps a
+    /// tool's `timeout` to it, and a call of a tool that waits may run
+    /// this much longer than [`SandboxLimits::timeout`].
+    pub max_wait: Duration,
 }
 
 impl Default for SandboxLimits {
@@ -127,6 +131,7 @@ impl Default for SandboxLimits {
             max_log_bytes: 64 << 10,
             max_concurrent_calls: 32,
             max_requests_per_call: DEFAULT_MAX_REQUESTS_PER_CALL,
+            max_wait: Duration::from_secs(600),
         }
     }
 }
@@ -187,6 +192,7 @@ struct FileSandbox {
     max_output_mib: Option<u64>,
     max_concurrent_calls: Option<u64>,
     max_requests_per_call: Option<u64>,
+    max_wait_secs: Option<u64>,
 }
 
 fn parse_seconds(raw: &str, key: &str, max: u64) -> Result<Duration, ConfigError> {
@@ -269,7 +275,7 @@ impl Config {
             let layers = Layers::file_only(format!("clusters.{name}"), &file_name);
             clusters.push(load_cluster(&layers, section, name)?);
         }
-        let sandbox = load_sandbox(&file_config.sandbox, &file_name)?;
+        let sandbox = load_sandbox(&file_config.sandbox, &file_name, env)?;
         let http = http::load(&file_config.http, &file_name, env)?;
         let audit = audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
         let approvals = approvals::ApprovalSettings::load(&file_config.approvals, &file_name, env)?;
@@ -540,10 +546,18 @@ fn load_tls(src: &Layers<'_>, f: &FileCluster) -> Result<TlsMode, ConfigError> {
     Ok(TlsMode::WebPki)
 }
 
-fn load_sandbox(s: &FileSandbox, file_name: &str) -> Result<SandboxLimits, ConfigError> {
-    let layers = Layers::file_only("sandbox", file_name);
+/// The variable that overrides `[sandbox] max_wait_secs`.
+pub const MAX_WAIT_ENV: &str = "PVE_MCP_MAX_WAIT_SECS";
+
+fn load_sandbox(s: &FileSandbox, file_name: &str, env: Env) -> Result<SandboxLimits, ConfigError> {
+    // Only `max_wait_secs` has a variable; `file` reads the rest from the
+    // file alone.
+    let layers = Layers::new(env, "sandbox", file_name);
     let d = SandboxLimits::default();
     Ok(SandboxLimits {
+        max_wait: layers
+            .whole_number(MAX_WAIT_ENV, "max_wait_secs", s.max_wait_secs, (1, 3600))?
+            .map_or(d.max_wait, Duration::from_secs),
         memory_bytes: mib(
             layers.file("memory_mib", s.memory_mib),
             d.memory_bytes,
@@ -826,6 +840,34 @@ mod tests {
     }
 
     #[test]
+    fn max_wait_comes_from_the_file_or_the_environment_within_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[sandbox]\nmax_wait_secs = 90\n").unwrap();
+        let e = base_env();
+        assert_eq!(
+            load_env(&e).unwrap().sandbox.max_wait,
+            Duration::from_secs(600)
+        );
+        let c = Config::load(Some(&path), &env(&e)).unwrap();
+        assert_eq!(c.sandbox.max_wait, Duration::from_secs(90));
+        let mut over = e.clone();
+        over.push((MAX_WAIT_ENV, "1200"));
+        let c = Config::load(Some(&path), &env(&over)).unwrap();
+        assert_eq!(c.sandbox.max_wait, Duration::from_secs(1200));
+        for bad in ["0", "3601", "ten", "1.5"] {
+            let mut bad_env = e.clone();
+            bad_env.push((MAX_WAIT_ENV, bad));
+            let err = load_env(&bad_env).unwrap_err();
+            assert_eq!(err.key, MAX_WAIT_ENV, "{bad}: {err}");
+            assert!(err.to_string().contains("between 1 and 3600"), "{err}");
+        }
+        std::fs::write(&path, "[sandbox]\nmax_wait_secs = 0\n").unwrap();
+        let err = Config::load(Some(&path), &env(&e)).unwrap_err();
+        assert!(err.key.starts_with("sandbox.max_wait_secs"), "{err}");
+    }
+
+    #[test]
     fn typo_in_file_names_the_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
@@ -854,7 +896,7 @@ mod tests {
                 max_requests_per_call: Some(n),
                 ..FileSandbox::default()
             };
-            load_sandbox(&file, "f.toml")
+            load_sandbox(&file, "f.toml", &env(&[]))
         };
         assert_eq!(limits(40).unwrap().max_requests_per_call, 40);
         for bad in [0, 9, 100_001] {

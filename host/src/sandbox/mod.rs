@@ -1,6 +1,7 @@
 //! The sandbox: one engine, the component compiled and pre-instantiated
 //! once, and a fresh store and instance for every call, under a memory cap,
-//! an epoch deadline and a wall-clock timeout.
+//! an epoch deadline and a wall-clock timeout (longer for a tool that
+//! waits for Proxmox tasks), with the call's progress import.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 pub mod component;
 mod contain;
 pub mod guest_log;
+pub mod progress;
 
 use crate::config::SandboxLimits;
 use crate::egress::Access;
@@ -33,6 +35,7 @@ use crate::tools::{
 use component::{CacheDir, LoadedFrom};
 use contain::Contained;
 use guest_log::CappedPipe;
+use progress::{ProgressSink, ReportSender};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -67,6 +70,13 @@ struct CallState {
     table: ResourceTable,
     hooks: CallHooks,
     limits: Limits,
+    progress: ProgressSink,
+}
+
+impl bindings::pve_mcp::guest::progress::Host for CallState {
+    fn report(&mut self, progress: f64, total: Option<f64>, message: String) {
+        self.progress.report(progress, total, &message);
+    }
 }
 
 impl WasiView for CallState {
@@ -89,10 +99,37 @@ impl WasiHttpView for CallState {
 }
 
 /// The memory cap, remembering whether the guest hit it, so a trap can be
-/// reported as "memory limit" rather than as a crash.
+/// reported as "memory limit" rather than as a crash; and the guest's
+/// running time, so a call that may wait long cannot compute long.
 struct Limits {
     memory_bytes: usize,
     hit_memory: bool,
+    /// Wasm running time allowed to a call that may wait: the sandbox
+    /// timeout, however long it may wait (other calls' deadline is that).
+    max_busy: Duration,
+    /// Wasm running time so far, sampled at epoch ticks.
+    busy: Duration,
+    /// When the epoch callback last ran.
+    last_tick: Option<Instant>,
+    hit_busy: bool,
+}
+
+impl Limits {
+    /// Counts one epoch tick of the guest's time. The callback runs once a
+    /// tick while the guest executes, and once when it resumes after
+    /// waiting on the host; only the gap since a tick just before is
+    /// running time. Whether the budget is spent.
+    fn tick(&mut self, now: Instant) -> bool {
+        if let Some(last) = self.last_tick {
+            let gap = now.saturating_duration_since(last);
+            if gap < EPOCH_TICK * 2 {
+                self.busy += gap;
+            }
+        }
+        self.last_tick = Some(now);
+        self.hit_busy = self.busy > self.max_busy;
+        self.hit_busy
+    }
 }
 
 const MAX_TABLE_ELEMENTS: usize = 100_000;
@@ -134,6 +171,11 @@ pub struct Sandbox {
     gate: Arc<Gate>,
     limits: SandboxLimits,
     slots: Semaphore,
+    /// Held, besides a slot, by calls of tools that wait, so they can never
+    /// take every slot: see [`wait_slots`].
+    wait_slots: Semaphore,
+    /// The tools whose descriptor says they wait for Proxmox tasks.
+    waiting: Box<[String]>,
     redactor: Redactor,
     loaded_from: LoadedFrom,
     _ticker: EpochTicker,
@@ -157,6 +199,9 @@ pub struct CallRequest<'a> {
     /// its tool's routes bound to its arguments, from
     /// [`Sandbox::writes_for`].
     pub writes: Vec<BoundRoute>,
+    /// Where the guest's progress reports go, when someone asked for
+    /// them; without it they are dropped.
+    pub progress: Option<ReportSender>,
 }
 
 /// A call's outcome plus what it did on the network.
@@ -199,6 +244,10 @@ impl Sandbox {
         // network, so the interfaces are there but open nothing.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        bindings::pve_mcp::guest::progress::add_to_linker::<
+            CallState,
+            wasmtime::component::HasSelf<CallState>,
+        >(&mut linker, |state| state)?;
         let pre = linker
             .instantiate_pre(&component)
             .map_err(anyhow::Error::from)
@@ -215,13 +264,33 @@ impl Sandbox {
             tools: Arc::from(Vec::new()),
             gate: Arc::new(gate),
             slots: Semaphore::new(limits.max_concurrent_calls),
+            wait_slots: Semaphore::new(wait_slots(limits.max_concurrent_calls)),
+            waiting: Box::new([]),
             limits,
             redactor,
             loaded_from,
             _ticker: ticker,
         };
-        sandbox.tools = sandbox.read_tools().await?.into();
+        let (tools, waiting) = sandbox.read_tools().await?;
+        sandbox.tools = tools.into();
+        sandbox.waiting = waiting.into();
         Ok(sandbox)
+    }
+
+    /// Whether the component declared that `tool` waits for Proxmox tasks
+    /// (its calls get [`SandboxLimits::max_wait`] more time).
+    pub fn waits(&self, tool: &str) -> bool {
+        self.waiting.iter().any(|t| t == tool)
+    }
+
+    /// How long a call of `tool` may run: the sandbox timeout, plus the
+    /// wait limit for a tool that waits.
+    pub fn time_limit(&self, tool: &str) -> Duration {
+        if self.waits(tool) {
+            self.limits.timeout + self.limits.max_wait
+        } else {
+            self.limits.timeout
+        }
     }
 
     /// The component's tools, as validated at load.
@@ -271,17 +340,28 @@ impl Sandbox {
             limits: Limits {
                 memory_bytes: self.limits.memory_bytes,
                 hit_memory: false,
+                max_busy: match self.waits(request.tool) {
+                    true => self.limits.timeout,
+                    false => Duration::MAX,
+                },
+                busy: Duration::ZERO,
+                last_tick: None,
+                hit_busy: false,
             },
+            progress: ProgressSink::new(request.progress.clone(), self.redactor.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         // Checked every tick: the guest is interrupted (a trap) when its
-        // time is up, and within a tick of the gate refusing it too often,
-        // even if it never waits on the host again.
-        let deadline = Instant::now() + self.limits.timeout + EPOCH_TICK;
+        // time is up, when it has run (not waited) for longer than the
+        // sandbox timeout, and within a tick of the gate refusing it too
+        // often, even if it never waits on the host again.
+        let deadline = Instant::now() + self.time_limit(request.tool) + EPOCH_TICK;
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |store| {
-            if Instant::now() >= deadline || store.data().hooks.budget().exhausted() {
+        store.epoch_deadline_callback(move |mut store| {
+            let now = Instant::now();
+            let busy_too_long = store.data_mut().limits.tick(now);
+            if now >= deadline || busy_too_long || store.data().hooks.budget().exhausted() {
                 Ok(UpdateDeadline::Interrupt)
             } else {
                 Ok(UpdateDeadline::Continue(1))
@@ -290,7 +370,8 @@ impl Sandbox {
         store
     }
 
-    async fn read_tools(&self) -> anyhow::Result<Vec<ToolInfo>> {
+    /// The component's tools, validated, and the names of those that wait.
+    async fn read_tools(&self) -> anyhow::Result<(Vec<ToolInfo>, Vec<String>)> {
         let log = CappedPipe::new(self.limits.max_log_bytes);
         let listing = CallRequest {
             tool: "list-tools",
@@ -301,6 +382,7 @@ impl Sandbox {
             access: Access::Read,
             cluster: None,
             writes: Vec::new(),
+            progress: None,
         };
         let mut store = self.new_store(&listing, EgressLog::default(), &log);
         let instance = self.pre.instantiate_async(&mut store).await?;
@@ -311,6 +393,7 @@ impl Sandbox {
             .map_err(anyhow::Error::from)
             .context("the component's list-tools failed")?;
         let mut tools = Vec::with_capacity(descriptors.len());
+        let mut waiting = Vec::new();
         for d in descriptors {
             if !valid_tool_name(&d.name) {
                 anyhow::bail!(
@@ -320,6 +403,9 @@ impl Sandbox {
             }
             if tools.iter().any(|t: &ToolInfo| t.name == d.name) {
                 anyhow::bail!("the component declares tool {} twice", d.name);
+            }
+            if d.waits {
+                waiting.push(d.name.clone());
             }
             tools.push(ToolInfo {
                 input_schema: parse_schema(&d.name, "input schema", &d.input_schema)?,
@@ -350,7 +436,7 @@ impl Sandbox {
                 description: d.description,
             });
         }
-        Ok(tools)
+        Ok((tools, waiting))
     }
 
     /// The cluster a call with these arguments is for: the one its
@@ -384,24 +470,33 @@ impl Sandbox {
     /// they happen, so the caller still has them if it drops the call
     /// unfinished (the audit log records a cancelled call's requests).
     pub async fn call_recording(&self, request: CallRequest<'_>, egress: EgressLog) -> CallReport {
-        let outcome = match self.slots.acquire().await {
-            Ok(_permit) => match Contained(Box::pin(self.run(&request, egress.clone()))).await {
-                Ok(outcome) => outcome,
-                Err(panic) => {
-                    tracing::error!(
-                        tool = request.tool,
-                        "a bug in pve-mcp ended this call: {panic}"
-                    );
-                    CallOutcome::Failed {
-                        kind: FailureKind::Internal,
-                        message: "pve-mcp hit a bug of its own while running this call and ended \
-                                  it; the server keeps serving. Retrying may work; please report \
-                                  the error in the server's log."
-                            .into(),
+        // A waiting call takes a wait slot first, so calls that wait can
+        // hold at most that many of the slots and reads always find one.
+        let wait_permit = if self.waits(request.tool) {
+            self.wait_slots.acquire().await.map(Some)
+        } else {
+            Ok(None)
+        };
+        let outcome = match (wait_permit, self.slots.acquire().await) {
+            (Ok(_waiting), Ok(_permit)) => {
+                match Contained(Box::pin(self.run(&request, egress.clone()))).await {
+                    Ok(outcome) => outcome,
+                    Err(panic) => {
+                        tracing::error!(
+                            tool = request.tool,
+                            "a bug in pve-mcp ended this call: {panic}"
+                        );
+                        CallOutcome::Failed {
+                            kind: FailureKind::Internal,
+                            message: "pve-mcp hit a bug of its own while running this call and \
+                                      ended it; the server keeps serving. Retrying may work; \
+                                      please report the error in the server's log."
+                                .into(),
+                        }
                     }
                 }
-            },
-            Err(_) => CallOutcome::sandbox("the server is shutting down"),
+            }
+            _ => CallOutcome::sandbox("the server is shutting down"),
         };
         let outcome = self.redact_outcome(outcome);
         let egress = egress.lock().map(|r| r.clone()).unwrap_or_default();
@@ -422,6 +517,7 @@ impl Sandbox {
                 })
                 .collect(),
             request_id: request.request_id.to_string(),
+            wait_limit_secs: u32::try_from(self.limits.max_wait.as_secs()).unwrap_or(u32::MAX),
         };
         let budget = store.data().hooks.budget();
         let run = async {
@@ -438,9 +534,19 @@ impl Sandbox {
         // The epoch deadline stops a guest burning CPU; this timeout stops
         // one waiting on the network, and dropping the future cancels the
         // upstream request.
-        let result = tokio::time::timeout(self.limits.timeout, run).await;
+        let limit = self.time_limit(request.tool);
+        let result = tokio::time::timeout(limit, run).await;
         let hit_memory = store.data().limits.hit_memory;
+        let hit_busy = store.data().limits.hit_busy;
+        let dropped_reports = store.data().progress.dropped;
         drop(store);
+        if dropped_reports > 0 {
+            tracing::debug!(
+                tool = request.tool,
+                dropped = dropped_reports,
+                "progress reports over the caps (rate, size, not finite, queue) were dropped"
+            );
+        }
         let guest_log = log.contents();
         if !guest_log.is_empty() {
             tracing::debug!(
@@ -466,9 +572,20 @@ impl Sandbox {
         }
         match result {
             Err(_) => CallOutcome::sandbox(format!(
-                "the call did not finish within the {} s limit and was stopped; Proxmox may be slow or unreachable. Retry later, or narrow the request",
-                self.limits.timeout.as_secs()
+                "the call did not finish within {} and was stopped; Proxmox may be slow or unreachable. Retry later, or narrow the request",
+                self.describe_limit(request.tool)
             )),
+            Ok(Err(trap)) if hit_busy => {
+                let message = format!(
+                    "the tool component computed for more than {} s of running time and was stopped; a tool may wait for Proxmox tasks longer than that, but not compute",
+                    self.limits.timeout.as_secs()
+                );
+                tracing::warn!(
+                    tool = request.tool,
+                    "sandbox stopped a call: {message} ({trap:#})"
+                );
+                CallOutcome::sandbox(message)
+            }
             Ok(Err(trap)) => self.describe_trap(request.tool, &trap, hit_memory, &guest_log),
             Ok(Ok(Err(error))) => from_tool_error(error),
             Ok(Ok(Ok(output))) => self.check_output(request.tool, output),
@@ -489,8 +606,8 @@ impl Sandbox {
             )
         } else if matches!(trap.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
             format!(
-                "the tool component ran past its {} s deadline and was stopped",
-                self.limits.timeout.as_secs()
+                "the tool component ran past {} and was stopped",
+                self.describe_limit(tool)
             )
         } else if let Some(panic) = panic_message(guest_log) {
             format!("the tool component crashed ({panic}); this is a bug in the component")
@@ -499,6 +616,20 @@ impl Sandbox {
         };
         tracing::warn!(tool, "sandbox stopped a call: {message} ({trap:#})");
         CallOutcome::sandbox(message)
+    }
+
+    /// The limit a call of `tool` ran into, for its error message.
+    fn describe_limit(&self, tool: &str) -> String {
+        let timeout = self.limits.timeout.as_secs();
+        if self.waits(tool) {
+            format!(
+                "its {} s limit (the {timeout} s deadline plus up to {} s of waiting for Proxmox tasks)",
+                self.time_limit(tool).as_secs(),
+                self.limits.max_wait.as_secs()
+            )
+        } else {
+            format!("its {timeout} s deadline")
+        }
     }
 
     fn check_output(&self, tool: &str, output: guest::ToolOutput) -> CallOutcome {
@@ -555,6 +686,15 @@ impl Sandbox {
             other => other,
         }
     }
+}
+
+/// How many of `max_concurrent_calls` slots calls of waiting tools may
+/// hold at once: all but a quarter (at least one), so that however many
+/// calls wait for Proxmox tasks, reads still find a free slot. With a
+/// single slot there is nothing to keep back.
+pub fn wait_slots(max_concurrent_calls: usize) -> usize {
+    let kept_for_others = (max_concurrent_calls / 4).max(1);
+    max_concurrent_calls.saturating_sub(kept_for_others).max(1)
 }
 
 /// Rust prints `thread '..' panicked at FILE:LINE:COL:` and the message on
@@ -655,10 +795,21 @@ mod tests {
     #[test]
     fn embedded_component_imports_only_what_the_world_declares() {
         let wit = include_str!("../../../wit/pve-tools.wit");
+        let package = wit
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("package "))
+            .map(|p| p.trim_end_matches(';'))
+            .unwrap();
+        let (namespace, version) = package.split_once('@').unwrap();
+        // `import progress;` names an interface of this package.
         let mut allowed: Vec<String> = wit
             .lines()
             .filter_map(|l| l.trim().strip_prefix("import "))
-            .map(|l| l.trim_end_matches(';').to_string())
+            .map(|l| l.trim_end_matches(';'))
+            .map(|l| match l.contains(':') {
+                true => l.to_string(),
+                false => format!("{namespace}/{l}@{version}"),
+            })
             .collect();
         for implied in [
             "wasi:io/error",
@@ -689,6 +840,48 @@ mod tests {
                 allowed.contains(import),
                 "the component imports {import}, which the world does not declare"
             );
+        }
+    }
+
+    fn limits(max_busy: Duration) -> Limits {
+        Limits {
+            memory_bytes: 0,
+            hit_memory: false,
+            max_busy,
+            busy: Duration::ZERO,
+            last_tick: None,
+            hit_busy: false,
+        }
+    }
+
+    #[test]
+    fn running_time_counts_ticks_in_a_row_not_time_spent_waiting() {
+        let start = Instant::now();
+        let mut l = limits(Duration::from_millis(100));
+        // Resuming once a second for a minute is waiting, not running.
+        for s in 0..60 {
+            assert!(!l.tick(start + Duration::from_secs(s)));
+        }
+        assert_eq!(l.busy, Duration::ZERO);
+        // Running: a tick every 10 ms, 100 ms allowed.
+        let run = start + Duration::from_secs(61);
+        let spent = (0..100)
+            .position(|i| l.tick(run + EPOCH_TICK * i))
+            .expect("stopped");
+        assert_eq!(spent, 11, "stopped just past 100 ms of running");
+        assert!(l.hit_busy);
+    }
+
+    #[test]
+    fn waiting_calls_always_leave_a_slot_for_others() {
+        assert_eq!(wait_slots(1), 1);
+        assert_eq!(wait_slots(2), 1);
+        assert_eq!(wait_slots(4), 3);
+        assert_eq!(wait_slots(20), 15);
+        assert_eq!(wait_slots(32), 24);
+        for max in 2..=1024 {
+            assert!(wait_slots(max) < max, "{max}");
+            assert!(wait_slots(max) >= max / 2, "{max}");
         }
     }
 

@@ -20,6 +20,7 @@ use crate::egress::{Access, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
 use crate::sandbox::component::{CacheDir, ComponentSource, LoadedFrom};
+use crate::sandbox::progress::ReportSender;
 use crate::sandbox::{CLUSTER_ARG, CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
@@ -147,6 +148,12 @@ impl App {
         self.sandbox.tools()
     }
 
+    /// Whether the component declared that the tool waits for Proxmox
+    /// tasks (so its calls may run `sandbox.max_wait_secs` longer).
+    pub fn waits(&self, name: &str) -> bool {
+        self.sandbox.waits(name)
+    }
+
     /// Whether the tool exists.
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools().iter().any(|t| t.name == name)
@@ -164,7 +171,8 @@ impl App {
         };
         match self.authorize(caller, info, arguments, None).await {
             Authorized::Run { grant, decision } => {
-                self.run(caller, tool, arguments, grant, &decision).await
+                self.run(caller, tool, arguments, grant, &decision, None)
+                    .await
             }
             Authorized::Refused(report) => report,
             // Only an approver's client can cancel, and there is none.
@@ -322,6 +330,7 @@ impl App {
                 access: Access::Read,
                 cluster: self.sandbox.cluster_for(arguments),
                 writes: Vec::new(),
+                progress: None,
             })
             .await;
         Some(crate::approval::plan::describe(&report.outcome))
@@ -329,7 +338,8 @@ impl App {
 
     /// Runs one authorized call and logs it, recording `decision` in the
     /// audit log. Its rate-limit units are given back when Proxmox was
-    /// never reached or did not answer (see `proxmox_failed`).
+    /// never reached or did not answer (see `proxmox_failed`). The guest's
+    /// progress reports go to `progress`, if given.
     pub async fn run(
         &self,
         caller: &Caller,
@@ -337,6 +347,7 @@ impl App {
         arguments: &JsonObject,
         grant: Grant,
         decision: &AuditDecision,
+        progress: Option<ReportSender>,
     ) -> CallReport {
         let id = self.next_call_id();
         let mut audit = self
@@ -376,6 +387,7 @@ impl App {
                             access: grant.access,
                             cluster,
                             writes,
+                            progress,
                         },
                         egress,
                     )

@@ -254,12 +254,16 @@ impl ServerHandler for McpServer {
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
-        let call = crate::server::progress::track(
-            &context,
-            &request.name,
-            self.app
-                .run(&caller, &request.name, &arguments, grant, &decision),
-        );
+        let call = crate::server::progress::track(&context, &request.name, |progress| {
+            self.app.run(
+                &caller,
+                &request.name,
+                &arguments,
+                grant,
+                &decision,
+                progress,
+            )
+        });
         let report = tokio::select! {
             report = call => report,
             _ = context.ct.cancelled() => return Err(cancelled(&request.name)),

@@ -34,6 +34,8 @@ mod routes;
 #[cfg(target_arch = "wasm32")]
 mod slow;
 #[cfg(target_arch = "wasm32")]
+mod wait;
+#[cfg(target_arch = "wasm32")]
 mod writes;
 
 #[cfg(target_arch = "wasm32")]
@@ -67,7 +69,7 @@ mod component {
             "wasi:random/insecure-seed@0.2.12": wasip2::random::insecure_seed,
         },
         // Anything the contract adds later gets its own bindings rather
-        // than breaking this build; this component uses none of it.
+        // than breaking this build (`progress` is used by `wait`).
         generate_all,
     });
 
@@ -111,6 +113,7 @@ mod component {
                             path: (*path).into(),
                         })
                         .collect(),
+                    waits: t.waits,
                 })
                 .collect()
         }
@@ -233,6 +236,19 @@ mod component {
                     crate::writes::run(&base()?, &limits()?, method, route, vmid, &node, &snapname)
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
+                "hostile_wait" if args.bool_or("spin", false).map_err(bad)? => crate::abuse::spin(),
+                "hostile_wait" | "hostile_sleep" => crate::wait::wait(
+                    args.u64_or("seconds", 5).map_err(bad)?,
+                    args.bool_or("report", name == "hostile_wait")
+                        .map_err(bad)?,
+                    ctx.wait_limit_secs,
+                ),
+                "hostile_progress" => crate::wait::abuse(
+                    &args.str_or("mode", "flood").map_err(bad)?,
+                    args.u64_or("count", 10_000).map_err(bad)?,
+                    &args.str_or("secret", "").map_err(bad)?,
+                )
+                .map_err(bad)?,
                 _ => return Err(ToolError::UnknownTool(name)),
             };
             Ok(ToolOutput {
