@@ -187,7 +187,10 @@ fn lines(data: &Value) -> Vec<(u64, String)> {
             Some(v) => pj::text(Some(v)).unwrap_or_default(),
             None => String::new(),
         };
-        let n = pj::uint(item.get("n")).unwrap_or_else(|| out.last().map_or(1, |(p, _)| p + 1));
+        let n = pj::uint(item.get("n")).unwrap_or_else(|| {
+            out.last()
+                .map_or(1, |(p, _): &(u64, String)| p.saturating_add(1))
+        });
         let text = if text.chars().count() > LINE_MAX {
             let mut cut: String = text.chars().take(LINE_MAX).collect();
             cut.push('…');
@@ -363,5 +366,16 @@ mod tests {
             assert!(e.message().contains(needle), "{args}: {e}");
         }
         assert!(pve.requests.is_empty());
+    }
+
+    /// Found by fuzzing: a line numbered u64::MAX followed by one without
+    /// a number overflowed the next number.
+    #[test]
+    fn a_huge_line_number_does_not_overflow() {
+        let got = lines(&json!([{"n": u64::MAX, "t": "a"}, {"t": "b"}]));
+        assert_eq!(
+            got,
+            vec![(u64::MAX, "a".to_owned()), (u64::MAX, "b".to_owned())]
+        );
     }
 }
