@@ -24,6 +24,14 @@ action = \"allow\"
 action = \"allow\"
 ";
 
+/// A policy enabling each of `tools` by a rule of its own.
+pub fn allow(tools: &[&str]) -> String {
+    tools
+        .iter()
+        .map(|t| format!("[policy.tools.{t}]\naction = \"allow\"\n"))
+        .collect()
+}
+
 /// `METHOD /api/path params` of every write the simulator saw.
 pub fn writes(sim: &pve_sim::Simulator) -> Vec<String> {
     sim.writes()

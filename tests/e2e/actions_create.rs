@@ -5,15 +5,9 @@
 
 use serde_json::json;
 
+use crate::actions::allow;
 use crate::common::*;
 use crate::policy_harness::*;
-
-fn allow(tools: &[&str]) -> String {
-    tools
-        .iter()
-        .map(|t| format!("[policy.tools.{t}]\naction = \"allow\"\n"))
-        .collect()
-}
 
 #[tokio::test]
 async fn templates_are_cloned_into_vms_and_containers_and_a_taken_id_is_refused() {

@@ -5,16 +5,9 @@
 
 use serde_json::json;
 
-use crate::actions::writes;
+use crate::actions::{allow, writes};
 use crate::common::*;
 use crate::policy_harness::*;
-
-fn allow(tools: &[&str]) -> String {
-    tools
-        .iter()
-        .map(|t| format!("[policy.tools.{t}]\naction = \"allow\"\n"))
-        .collect()
-}
 
 #[tokio::test]
 async fn snapshots_are_taken_rolled_back_and_deleted_for_vms_and_containers() {

@@ -67,8 +67,6 @@ action_input! {
     }
 }
 
-const WRITE: Annotations = Annotations::write(false, false);
-
 /// `pve_start_vm`.
 pub static START: Tool = write_tool! {
     name: "pve_start_vm",
@@ -114,7 +112,7 @@ pub static REBOOT: Tool = write_tool! {
     description: "Reboot a running QEMU VM or LXC container cleanly (shut down, then start; \
         a VM applies pending config changes). Refused without writing when the guest is not \
         running, is paused or is locked.",
-    annotations: WRITE,
+    annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/reboot")],
     run: reboot,
 };
