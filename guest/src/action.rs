@@ -326,6 +326,9 @@ pub struct TaskReport {
     pub ha: bool,
     /// How the task ended; null when the call did not wait
     pub end: Option<TaskEnd>,
+    /// Why following the task failed after it was started (the task itself may well
+    /// go on); null otherwise. Follow it with pve_wait_task, do not send the action again
+    pub wait_error: Option<String>,
 }
 
 /// The usual flow of a write tool about one guest: find it, read its
@@ -402,11 +405,16 @@ pub fn run(
         task_type: upid.task_type.clone(),
         ha: upid.task_type.starts_with("ha"),
         end: None,
+        wait_error: None,
     };
     if execution.wait {
         let limit = wait_limit(pve, execution.wait_timeout);
-        let end = task_wait::wait(pve, &upid, &upid.node, limit, &mut ReportToHost::default())?;
-        task.end = Some(end);
+        // The write went out and the task started: a failure to follow it
+        // is part of the answer, never an error that invites a retry.
+        match task_wait::wait(pve, &upid, &upid.node, limit, &mut ReportToHost::default()) {
+            Ok(end) => task.end = Some(end),
+            Err(e) => task.wait_error = Some(e.message().to_owned()),
+        }
     }
     let summary = task_summary(&line, &out.effect, &task);
     out.task = Some(task);
@@ -434,6 +442,12 @@ fn task_summary(line: &str, effect: &str, task: &TaskReport) -> String {
     } else {
         ""
     };
+    if let Some(error) = &task.wait_error {
+        return format!(
+            "{started}, but following it failed: {error} Do not send the action again; follow \
+             the task with pve_wait_task.{ha}"
+        );
+    }
     match &task.end {
         None => format!("{started}. Follow it with pve_wait_task.{ha} Expected: {effect}."),
         Some(end) => match end.outcome {

@@ -495,4 +495,25 @@ mod tests {
         assert_eq!(out.structured["task"]["end"]["outcome"], "ok");
         assert!(out.summary.contains("ended OK"), "{}", out.summary);
     }
+
+    #[test]
+    fn a_failure_to_follow_a_started_task_is_part_of_the_answer() {
+        let status = "/nodes/pve1/tasks/UPID%3Apve1%3A0000A1B2%3A00C3D4E5%3A67E12345%3Aqmstart%3A100%3Amcp%40pve%21ops%3A/status";
+        let mut pve = fake(json!({"status": "stopped"}))
+            .answering("POST /nodes/pve1/qemu/100/status/start", json!(UPID))
+            .failing(status, ToolError::Upstream("node unreachable (595)".into()));
+        let out = call(&START, &mut pve, with(json!({"wait": true}))).unwrap();
+        assert_valid_output(&START, &out);
+        assert_eq!(out.structured["sent"], true);
+        assert_eq!(out.structured["task"]["upid"], UPID);
+        assert_eq!(
+            out.structured["task"]["wait_error"],
+            "node unreachable (595)"
+        );
+        assert!(
+            out.summary.contains("Do not send the action again"),
+            "{}",
+            out.summary
+        );
+    }
 }
