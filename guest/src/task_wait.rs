@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::api::Pve;
 use crate::error::ToolError;
-use crate::json as pj;
 use crate::path::ApiPath;
+use crate::tools::get_task_log;
 use crate::tools::get_task_status::{self, RunState};
 use crate::tools::support::{Outcome, Upid};
 
@@ -144,25 +144,12 @@ fn tail(pve: &mut dyn Pve, upid: &Upid, node: &str, total: u64) -> Result<Vec<St
     Ok(texts(&data))
 }
 
-/// The `t` of each `{n, t}` line, cut to [`LINE_MAX`] characters.
+/// The text of each `{n, t}` line, cut to [`LINE_MAX`] characters.
 fn texts(data: &Value) -> Vec<String> {
-    data.as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|item| {
-                    let t = pj::text(item.get("t")).unwrap_or_default();
-                    if t.chars().count() > LINE_MAX {
-                        let mut cut: String = t.chars().take(LINE_MAX).collect();
-                        cut.push('…');
-                        cut
-                    } else {
-                        t
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    get_task_log::lines(data, LINE_MAX)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect()
 }
 
 /// The percentage a PVE progress line states: the number before the last

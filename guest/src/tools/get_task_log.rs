@@ -151,7 +151,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
             .query("start", &start.to_string())
             .query("limit", &limit.to_string());
         let (data, total) = pve.get_with_total(&path)?;
-        Ok((lines(&data), total))
+        Ok((lines(&data, LINE_MAX), total))
     };
     let (start, limit) = match mode {
         Mode::Tail(n) => (0, n),
@@ -175,8 +175,9 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
     Ok(shape(&upid.raw, &node, mode, start, got, total))
 }
 
-/// `[{n, t}]` → `(n, text)`, tolerating missing numbers.
-fn lines(data: &Value) -> Vec<(u64, String)> {
+/// `[{n, t}]` → `(n, text)`, tolerating missing numbers; a text longer
+/// than `max` characters is cut there and ends in `…`.
+pub(crate) fn lines(data: &Value, max: usize) -> Vec<(u64, String)> {
     let Some(items) = data.as_array() else {
         return Vec::new();
     };
@@ -191,8 +192,8 @@ fn lines(data: &Value) -> Vec<(u64, String)> {
             out.last()
                 .map_or(1, |(p, _): &(u64, String)| p.saturating_add(1))
         });
-        let text = if text.chars().count() > LINE_MAX {
-            let mut cut: String = text.chars().take(LINE_MAX).collect();
+        let text = if text.chars().count() > max {
+            let mut cut: String = text.chars().take(max).collect();
             cut.push('…');
             cut
         } else {
@@ -372,7 +373,7 @@ mod tests {
     /// a number overflowed the next number.
     #[test]
     fn a_huge_line_number_does_not_overflow() {
-        let got = lines(&json!([{"n": u64::MAX, "t": "a"}, {"t": "b"}]));
+        let got = lines(&json!([{"n": u64::MAX, "t": "a"}, {"t": "b"}]), LINE_MAX);
         assert_eq!(
             got,
             vec![(u64::MAX, "a".to_owned()), (u64::MAX, "b".to_owned())]

@@ -157,16 +157,20 @@ pub static ROLLBACK: Tool = write_tool! {
 
 /// The names of a guest's snapshots, `current` left out.
 fn snapshot_names(pve: &mut dyn Pve, target: &Target) -> Result<Vec<String>, ToolError> {
-    let path = action::guest_path(target).lit("snapshot");
-    Ok(fetch::list(pve, &path)?
+    Ok(fetch::list(pve, &snapshot_path(target))?
         .iter()
         .filter_map(|s| pj::text(s.get("name")))
         .filter(|n| n != "current")
         .collect())
 }
 
-fn missing(target: &Target, name: &str, names: &[String]) -> ToolError {
-    ToolError::Precondition(format!(
+/// Refuses when the guest has no snapshot `name`, listing the ones it has.
+fn require_snapshot(pve: &mut dyn Pve, target: &Target, name: &str) -> Result<(), ToolError> {
+    let names = snapshot_names(pve, target)?;
+    if names.iter().any(|n| n == name) {
+        return Ok(());
+    }
+    Err(ToolError::Precondition(format!(
         "{} has no snapshot {}; it has {}. Nothing was sent. pve_list_snapshots lists them.",
         target.label(),
         quoted(name, 64),
@@ -175,7 +179,7 @@ fn missing(target: &Target, name: &str, names: &[String]) -> ToolError {
         } else {
             names.join(", ")
         }
-    ))
+    )))
 }
 
 fn snapshot_path(target: &Target) -> crate::path::ApiPath {
@@ -223,10 +227,7 @@ fn delete(pve: &mut dyn Pve, input: DeleteInput) -> Result<Answer<ActionOutput>,
     action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
         state.refuse_if_locked(target)?;
         let name = input.snapname.as_str();
-        let names = snapshot_names(pve, target)?;
-        if !names.iter().any(|n| n == name) {
-            return Err(missing(target, name, &names));
-        }
+        require_snapshot(pve, target, name)?;
         Ok(Prepared::Act {
             request: WriteRequest::new(Method::Delete, snapshot_path(target).seg(name)),
             effect: format!(
@@ -242,10 +243,7 @@ fn rollback(pve: &mut dyn Pve, input: RollbackInput) -> Result<Answer<ActionOutp
     action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
         state.refuse_if_locked(target)?;
         let name = input.snapname.as_str();
-        let names = snapshot_names(pve, target)?;
-        if !names.iter().any(|n| n == name) {
-            return Err(missing(target, name, &names));
-        }
+        require_snapshot(pve, target, name)?;
         let request = WriteRequest::new(
             Method::Post,
             snapshot_path(target).seg(name).lit("rollback"),
