@@ -399,6 +399,20 @@ pub fn run(
             structured: out,
         });
     };
+    let task = follow(pve, &upid, execution);
+    let summary = task_summary(&line, &out.effect, &task);
+    out.task = Some(task);
+    Ok(Answer {
+        summary,
+        structured: out,
+    })
+}
+
+/// The report of a task a write started, waited for when `execution`
+/// asks. The write went out and the task started: a failure to follow it
+/// is part of the answer ([`TaskReport::wait_error`]), never an error that
+/// invites sending the write again.
+pub fn follow(pve: &mut dyn Pve, upid: &support::Upid, execution: Execution) -> TaskReport {
     let mut task = TaskReport {
         upid: upid.raw.clone(),
         node: upid.node.clone(),
@@ -409,19 +423,12 @@ pub fn run(
     };
     if execution.wait {
         let limit = wait_limit(pve, execution.wait_timeout);
-        // The write went out and the task started: a failure to follow it
-        // is part of the answer, never an error that invites a retry.
-        match task_wait::wait(pve, &upid, &upid.node, limit, &mut ReportToHost::default()) {
+        match task_wait::wait(pve, upid, &upid.node, limit, &mut ReportToHost::default()) {
             Ok(end) => task.end = Some(end),
             Err(e) => task.wait_error = Some(e.message().to_owned()),
         }
     }
-    let summary = task_summary(&line, &out.effect, &task);
-    out.task = Some(task);
-    Ok(Answer {
-        summary,
-        structured: out,
-    })
+    task
 }
 
 /// How long a call may wait: its `wait_timeout` (or the default), capped
@@ -431,7 +438,9 @@ pub fn wait_limit(pve: &dyn Pve, asked: Option<u64>) -> Duration {
     asked.min(pve.wait_limit())
 }
 
-fn task_summary(line: &str, effect: &str, task: &TaskReport) -> String {
+/// The summary of a write that started `task`: what was sent, and how the
+/// task ended when the call waited.
+pub fn task_summary(line: &str, effect: &str, task: &TaskReport) -> String {
     let started = format!(
         "Sent {line}; Proxmox started task {} on {} ({})",
         task.task_type, task.node, task.upid

@@ -41,6 +41,16 @@ impl ApiPath {
         self
     }
 
+    /// The root, `/`, to append segments to: for a path that comes whole
+    /// from an argument (`pve_api_request`), each segment through
+    /// [`ApiPath::seg`].
+    pub fn root() -> Self {
+        ApiPath {
+            path: String::new(),
+            query: String::new(),
+        }
+    }
+
     /// Appends a segment taken from an argument or a response,
     /// percent-encoded.
     pub fn seg(mut self, value: &str) -> Self {
@@ -68,7 +78,7 @@ impl ApiPath {
     }
 
     /// Adds a query parameter; both key and value are encoded.
-    pub fn query(mut self, key: &'static str, value: &str) -> Self {
+    pub fn query(mut self, key: &str, value: &str) -> Self {
         self.query
             .push(if self.query.is_empty() { '?' } else { '&' });
         self.query.extend(utf8_percent_encode(key, SEGMENT));

@@ -156,7 +156,9 @@ pub fn check_api_path(path: &str) -> Result<(), PathDenial> {
     Ok(())
 }
 
-fn percent_decode(segment: &str) -> Option<Vec<u8>> {
+/// `segment` with its `%XX` escapes decoded once; `None` when an escape is
+/// malformed (a `%` not followed by two hex digits).
+pub fn percent_decode(segment: &str) -> Option<Vec<u8>> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

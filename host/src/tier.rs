@@ -101,7 +101,7 @@ pub const DESTRUCTIVE: &[DestructiveWrite] = &[
 pub fn is_destructive(route: &Route) -> bool {
     DESTRUCTIVE
         .iter()
-        .any(|d| *route.method() == d.method && route.could_end_with(d.tail))
+        .any(|d| route.could_send(&d.method, d.tail))
 }
 
 #[cfg(test)]
@@ -223,6 +223,13 @@ mod tests {
             tier(&[("POST", "/nodes/{node}/qemu/{vmid}/{vm_type}")]),
             Tier::Write
         );
+    }
+
+    /// The call's own request could be any write, so its tool is
+    /// destructive: only its own rule enables it.
+    #[test]
+    fn the_calls_own_request_is_destructive() {
+        assert_eq!(tier(&[("{method}", "/{path}")]), Tier::Destructive);
     }
 
     #[test]

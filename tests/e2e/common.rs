@@ -74,6 +74,7 @@ pub const WRITE_TOOLS: &[&str] = &[
     "pve_delete_vm",
     "pve_backup_vm",
     "pve_restore_vm",
+    "pve_api_request",
 ];
 
 /// Every test gets this long before it is failed, so a hang is a failure

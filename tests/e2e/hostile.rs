@@ -439,7 +439,7 @@ async fn a_write_call_can_send_only_its_bound_routes() {
         assert!(
             server
                 .stderr()
-                .contains("not a write this call's tool declares"),
+                .contains("not a request this call's tool declares"),
             "refusals are logged with their reason"
         );
         still_serving(&server).await;

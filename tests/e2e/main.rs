@@ -3,6 +3,7 @@
 //! every request the guest makes.
 
 mod actions;
+mod actions_api_request;
 mod actions_create;
 mod actions_lifecycle;
 mod approvals;

@@ -383,8 +383,14 @@ pub fn plausible_values(name: &str, schema: &Value) -> Vec<Value> {
             "/nodes/pve1",
             "/storage/local",
             "//",
-            "/a/../b"
+            "/a/../b",
+            "/nodes/pve1/qemu/100/status/current",
+            "api2/json/version/",
+            "/nodes/pve1%2F..%2Faccess",
+            "/access/users",
+            "/nodes/%252e%252e"
         ]),
+        "params" => json!([{"type": "vm"}, {"force": true, "x": null}, {"a": [1]}, [], "x"]),
         "tag" => json!(["prod", "+x", "a.b"]),
         "type" => json!(["qmstart", "vzdump", "a b"]),
         "since" => json!([

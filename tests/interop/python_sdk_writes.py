@@ -37,6 +37,7 @@ DESTRUCTIVE = {
     "pve_resize_disk",
     "pve_delete_vm",
     "pve_restore_vm",
+    "pve_api_request",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
@@ -114,6 +115,8 @@ async def exercise(client, label, person):
     archive = backups["backups"][0]["volid"]
     await act("pve_restore_vm", {"archive": archive, "vmid": 163, "node": "pve1", "wait": True})
     await act("pve_delete_vm", {"vmid": 163, "purge": True, "wait": True})
+    # The generic tool: the clone made above, started through its own path.
+    await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 
     check(called == WRITES, f"[{label}] not called: {sorted(WRITES - called)}")
     check(len(person.asked) == len(DESTRUCTIVE), f"[{label}] {len(person.asked)} approval forms for {len(DESTRUCTIVE)} destructive calls: {person.asked}")

@@ -83,6 +83,7 @@ pub mod list_snapshots;
 pub mod list_tasks;
 pub mod support;
 // Actions and tasks (issue 11).
+pub mod api_request;
 pub mod backup;
 pub mod clone_vm;
 pub mod create_guest;
@@ -139,6 +140,7 @@ pub static TOOLS: &[&Tool] = &[
     &delete_vm::TOOL,
     &backup::BACKUP,
     &backup::RESTORE,
+    &api_request::TOOL,
 ];
 
 /// Behaviour hints, mirroring the WIT `annotations` record.
@@ -579,6 +581,12 @@ mod tests {
             } else {
                 assert!(!tool.annotations.read_only, "{}", tool.name);
                 for (method, path) in tool.routes {
+                    // The one route that is the call's own request
+                    // (`pve_api_request`), which the host binds exactly.
+                    if (*method, *path) == ("{method}", "/{path}") {
+                        assert!(tool.annotations.destructive, "{}", tool.name);
+                        continue;
+                    }
                     assert!(["POST", "PUT", "DELETE"].contains(method), "{}", tool.name);
                     assert!(path.starts_with("/nodes/{node}/"), "{}: {path}", tool.name);
                 }

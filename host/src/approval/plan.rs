@@ -30,40 +30,43 @@ pub fn describe(outcome: &CallOutcome) -> String {
     one_line(&text)
 }
 
+/// The requests of a plan: a write tool's `requests`, or the one request
+/// of a tool whose answer is that request (`method`, `path`, `params` at
+/// the top: `pve_api_request`).
 fn from_answer(structured: &Value) -> String {
     let field = |k: &str| structured.get(k).and_then(Value::as_str).unwrap_or("");
-    let requests: Vec<String> = structured
-        .get("requests")
-        .and_then(Value::as_array)
-        .map(|all| {
-            all.iter()
-                .map(|r| {
-                    let method = r.get("method").and_then(Value::as_str).unwrap_or("?");
-                    let path = r.get("path").and_then(Value::as_str).unwrap_or("?");
-                    match r
-                        .get("params")
-                        .filter(|p| p.as_object().is_some_and(|o| !o.is_empty()))
-                    {
-                        Some(params) => format!("{method} {path} {params}"),
-                        None => format!("{method} {path}"),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let requests: Vec<String> = match structured.get("requests").and_then(Value::as_array) {
+        Some(all) => all.iter().map(request).collect(),
+        None if structured.get("method").is_some_and(Value::is_string) => {
+            vec![request(structured)]
+        }
+        None => Vec::new(),
+    };
+    let found = match field("found") {
+        "" => String::new(),
+        found => format!(" (found: {found})"),
+    };
     if requests.is_empty() {
-        return format!(
-            "nothing to send: {} (found: {})",
-            field("effect"),
-            field("found")
-        );
+        return format!("nothing to send: {}{found}", field("effect"));
     }
-    format!(
-        "{}; expected: {} (found: {})",
-        requests.join("; "),
-        field("effect"),
-        field("found")
-    )
+    let expected = match field("effect") {
+        "" => String::new(),
+        effect => format!("; expected: {effect}"),
+    };
+    format!("{}{expected}{found}", requests.join("; "))
+}
+
+/// `METHOD path {params}`.
+fn request(r: &Value) -> String {
+    let method = r.get("method").and_then(Value::as_str).unwrap_or("?");
+    let path = r.get("path").and_then(Value::as_str).unwrap_or("?");
+    match r
+        .get("params")
+        .filter(|p| p.as_object().is_some_and(|o| !o.is_empty()))
+    {
+        Some(params) => format!("{method} {path} {params}"),
+        None => format!("{method} {path}"),
+    }
 }
 
 /// Control characters become spaces, and the text is cut to [`MAX_PLAN`].
@@ -101,6 +104,22 @@ mod tests {
             describe(&outcome),
             "DELETE /api2/json/nodes/pve1/qemu/104 {\"purge\":1}; expected: VM 104 is destroyed \
              (found: VM 104 on pve1 is stopped not locked)"
+        );
+    }
+
+    #[test]
+    fn an_answer_that_is_its_request_is_the_plan() {
+        let outcome = CallOutcome::Output {
+            structured: json!({
+                "method": "POST", "path": "/api2/json/nodes/pve1/qemu/100/status/start",
+                "params": {}, "dry_run": true, "sent": false,
+            }),
+            summary: String::new(),
+            is_error: false,
+        };
+        assert_eq!(
+            describe(&outcome),
+            "POST /api2/json/nodes/pve1/qemu/100/status/start"
         );
     }
 

@@ -55,6 +55,16 @@ impl AuditDecision {
 }
 
 impl AuditDecision {
+    /// A call the host refused before the policy saw it, because the
+    /// argument `field` names a request that cannot be sent.
+    pub fn invalid_arguments(field: &str) -> AuditDecision {
+        AuditDecision {
+            decision: "invalid-arguments".into(),
+            rule: format!("arguments.{field}"),
+            approver: None,
+        }
+    }
+
     /// A call that ran because a person approved it, under this rule:
     /// the operator, or the person at the client.
     pub fn approved(rule: &str, approver: Approver) -> AuditDecision {

@@ -56,7 +56,7 @@ fn methods(access: Access, action: Action, tool: &ToolInfo) -> Vec<String> {
     access
         .methods()
         .iter()
-        .filter(|m| **m == http::Method::GET || tool.routes.iter().any(|r| r.method() == *m))
+        .filter(|m| **m == http::Method::GET || tool.routes.iter().any(|r| r.methods().contains(m)))
         .map(|m| m.to_string())
         .collect()
 }

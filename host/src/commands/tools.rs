@@ -38,7 +38,13 @@ pub fn route_table(tools: &[ToolInfo]) -> String {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let mut out = format!("{:width$}  ROUTES\n", "TOOL");
     for tool in tools {
-        let mut routes = tool.routes.iter().map(|r| r.to_string());
+        let mut routes = tool.routes.iter().map(|r| {
+            if r.is_call_request() {
+                format!("{r} (the call's own request, normalised by the host; nothing else)")
+            } else {
+                r.to_string()
+            }
+        });
         let first = routes
             .next()
             .unwrap_or_else(|| "- (reads only: GET under /api2/json/)".into());

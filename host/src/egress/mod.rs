@@ -145,9 +145,9 @@ pub enum Denial {
     /// The method is not allowed for this call.
     #[error("method not allowed for this call")]
     Method,
-    /// A write the call may send, but not this one: no route of its tool,
-    /// bound to its arguments, admits it.
-    #[error("not a write this call's tool declares for these arguments")]
+    /// A request the call's method allows, but not this one: no route of
+    /// its tool, bound to its arguments, admits it.
+    #[error("not a request this call's tool declares for these arguments")]
     Route,
     /// A body on a GET, which Proxmox never accepts.
     #[error("a GET request may not carry a body")]
@@ -229,8 +229,9 @@ impl Gate {
             return Err(Denial::Method);
         }
         // Reads are any GET under the API; a write must be one the tool
-        // declared, bound to this call's arguments.
-        if *method != Method::GET {
+        // declared, bound to this call's arguments. A call whose route is
+        // its own request has its reads bound too.
+        if *method != Method::GET || writes.iter().any(BoundRoute::binds_reads) {
             // From the `/` that ends the prefix: `/nodes/...`.
             let api_path = uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default();
             if !writes.iter().any(|w| w.admits(method, api_path)) {

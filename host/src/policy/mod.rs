@@ -11,10 +11,13 @@
 //! (`[policy.tools."*"]`):
 //! 1. hidden (R's `hide`, else W's) → denied;
 //! 2. the action: R's, else W's, else the default mode; `deny` → denied;
-//! 3. every condition of R and of W must hold;
-//! 4. every rate limit of R and of W must have budget (reserved atomically,
+//! 3. a tool whose route is its call's own request (`pve_api_request`) is
+//!    judged by that request: a sensitive class R does not name → denied;
+//!    a GET runs read-only; a write needs R to let the tool write;
+//! 4. every condition of R and of W must hold;
+//! 5. every rate limit of R and of W must have budget (reserved atomically,
 //!    all or none);
-//! 5. `require_approval` → a person decides; otherwise allowed.
+//! 6. `require_approval` → a person decides; otherwise allowed.
 
 use std::sync::Arc;
 
@@ -25,6 +28,7 @@ mod decision;
 mod effective;
 pub mod rate_limit;
 pub mod reload;
+mod request;
 pub mod rules;
 
 pub use decision::{Decision, Grant, Permit};
@@ -127,6 +131,11 @@ impl Engine {
                 reason: effective.reason.unwrap_or_default(),
             };
         }
+        let access = match request::judge(&policy, tool, &effective, arguments) {
+            None => effective.access,
+            Some(Ok(access)) => access,
+            Some(Err(refused)) => return refused,
+        };
         for condition in &effective.conditions {
             if let Err(why) = condition.check(arguments) {
                 return Decision::Deny {
@@ -141,7 +150,7 @@ impl Engine {
         };
         let grant = Grant {
             rule: effective.rule,
-            access: effective.access,
+            access,
             approver: effective.approver,
             permit,
         };

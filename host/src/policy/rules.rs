@@ -129,6 +129,9 @@ pub struct Rule {
     pub limits: Vec<RateLimit>,
     /// Every condition must hold.
     pub conditions: Vec<Condition>,
+    /// The sensitive classes (`route::sensitive`) this tool's own rule
+    /// opens to its calls' own requests; only a tool's own table has them.
+    pub sensitive: Vec<&'static str>,
 }
 
 /// Where the rate-limit counters live.
@@ -351,6 +354,7 @@ struct FileRule {
     rate_limit_global: Option<Spanned<String>>,
     #[serde(default)]
     conditions: Vec<Spanned<FileCondition>>,
+    sensitive: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -361,7 +365,7 @@ struct FileCondition {
     value: Spanned<toml::Value>,
 }
 
-const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, approver (operator, client), rate_limit, rate_limit_per_token, rate_limit_global, conditions";
+const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, approver (operator, client), rate_limit, rate_limit_per_token, rate_limit_global, conditions, sensitive";
 
 fn at(
     text: &str,
@@ -566,9 +570,16 @@ fn check_rule(
             })?;
         conditions.push(condition);
     }
+    let sensitive = match &rule.sensitive {
+        None => Vec::new(),
+        Some(list) => check_sensitive(info, action, list.get_ref()).map_err(|(problem, fix)| {
+            at(text, file, &key("sensitive"), list.span(), problem, fix)
+        })?,
+    };
     Ok(Rule {
         name,
         action,
+        sensitive,
         reason: rule.reason.map(|r| r.into_inner()),
         hide: rule.hide.map(|h| h.into_inner()),
         write: rule.write.map(|w| w.into_inner()),
@@ -576,6 +587,49 @@ fn check_rule(
         limits,
         conditions,
     })
+}
+
+/// The classes a rule's `sensitive` list opens, or the problem and fix:
+/// only a tool's own rule that lets it run can open a class, only a tool
+/// whose route is its call's own request reaches one, and every name must
+/// be a class.
+fn check_sensitive(
+    info: Option<&ToolInfo>,
+    action: Option<Action>,
+    names: &[String],
+) -> Result<Vec<&'static str>, (String, String)> {
+    let Some(info) = info else {
+        return Err((
+            "the \"*\" table never opens a sensitive class".into(),
+            "name the classes in the table of the tool that reaches them, [policy.tools.pve_api_request]".into(),
+        ));
+    };
+    if !info.routes.iter().any(crate::route::Route::is_call_request) {
+        return Err((
+            format!("{} sends only the requests it declares, none in a sensitive class", info.name),
+            "drop sensitive here; it applies to a tool that sends the request its call names (pve_api_request)".into(),
+        ));
+    }
+    if !matches!(action, Some(Action::Allow | Action::RequireApproval)) {
+        return Err((
+            "sensitive opens classes to calls this rule lets run, and it names no action that does"
+                .into(),
+            "add action = \"allow\" (or \"require_approval\") to this rule".into(),
+        ));
+    }
+    names
+        .iter()
+        .map(|name| {
+            crate::route::sensitive::class(name)
+                .map(|c| c.name)
+                .ok_or_else(|| {
+                    (
+                        format!("{name:?} is not a sensitive class"),
+                        format!("the classes are: {}", crate::route::sensitive::names()),
+                    )
+                })
+        })
+        .collect()
 }
 
 #[cfg(test)]

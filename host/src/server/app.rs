@@ -19,6 +19,7 @@ use crate::config::{Cluster, SandboxLimits};
 use crate::egress::{Access, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
+use crate::route::{ApiRequest, Route};
 use crate::sandbox::component::{CacheDir, ComponentSource, LoadedFrom};
 use crate::sandbox::progress::ReportSender;
 use crate::sandbox::{CLUSTER_ARG, CallReport, CallRequest, Sandbox};
@@ -169,9 +170,10 @@ impl App {
                 egress: Vec::new(),
             };
         };
-        match self.authorize(caller, info, arguments, None).await {
+        let mut arguments = arguments.clone();
+        match self.authorize(caller, info, &mut arguments, None).await {
             Authorized::Run { grant, decision } => {
-                self.run(caller, tool, arguments, grant, &decision, None)
+                self.run(caller, tool, &arguments, grant, &decision, None)
                     .await
             }
             Authorized::Refused(report) => report,
@@ -182,17 +184,43 @@ impl App {
         }
     }
 
-    /// The one place a call is authorized: the policy decides and, when it
-    /// asks for a person's approval, the `approver` (if any) is asked. A
-    /// refusal is logged and audited here, with its rate-limit units given
-    /// back.
+    /// The one place a call is authorized: the host normalises what it
+    /// judges itself (a call's own request: see [`ApiRequest`]), the policy
+    /// decides and, when it asks for a person's approval, the `approver`
+    /// (if any) is asked. A refusal is logged and audited here, with its
+    /// rate-limit units given back. Run the call with `arguments` as they
+    /// are afterwards.
     pub async fn authorize(
         &self,
         caller: &Caller,
         tool: &ToolInfo,
-        arguments: &JsonObject,
+        arguments: &mut JsonObject,
         approver: Option<Approver<'_>>,
     ) -> Authorized {
+        if tool.routes.iter().any(Route::is_call_request)
+            && let Err(bad) = ApiRequest::normalise(arguments)
+        {
+            tracing::info!(
+                session = %caller.session,
+                tool = %tool.name,
+                outcome = "invalid_arguments",
+                field = bad.field,
+                "tool call refused: its request cannot be sent"
+            );
+            let report = CallReport {
+                outcome: CallOutcome::Failed {
+                    kind: FailureKind::InvalidArguments,
+                    message: format!("{bad}. Nothing was sent."),
+                },
+                egress: Vec::new(),
+            };
+            let decision = AuditDecision::invalid_arguments(bad.field);
+            return Authorized::Refused(
+                self.record(caller, &tool.name, arguments, &decision, report)
+                    .await,
+            );
+        }
+        let arguments = &*arguments;
         let (grant, Approver { approvals, context }) = match self
             .policy
             .decide(caller, tool, &self.as_bound(arguments))
@@ -329,7 +357,9 @@ impl App {
                 request_id: &id,
                 access: Access::Read,
                 cluster: self.sandbox.cluster_for(arguments),
-                writes: Vec::new(),
+                // Read access sends no write whatever the routes say; a
+                // call's own request binds its reads too.
+                writes: self.sandbox.writes_for(&tool.name, arguments),
                 progress: None,
             })
             .await;
@@ -371,10 +401,9 @@ impl App {
             }
             None => {
                 let cluster = self.sandbox.cluster_for(arguments);
-                let writes = match grant.access {
-                    Access::Write => self.sandbox.writes_for(tool, arguments),
-                    Access::Read => Vec::new(),
-                };
+                // Bound whatever the access: read access lets no write out
+                // anyway, and a call's own request binds its reads too.
+                let writes = self.sandbox.writes_for(tool, arguments);
                 let arguments = serde_json::Value::Object(arguments.clone()).to_string();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
                 let report = self

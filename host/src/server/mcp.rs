@@ -238,14 +238,14 @@ impl ServerHandler for McpServer {
             },
             None => None,
         };
-        let arguments = request.arguments.unwrap_or_default();
+        let mut arguments = request.arguments.unwrap_or_default();
         let approver = self.approvals.as_deref().map(|approvals| Approver {
             approvals,
             context: &context,
         });
         let (grant, decision) = match self
             .app
-            .authorize(&caller, tool, &arguments, approver)
+            .authorize(&caller, tool, &mut arguments, approver)
             .await
         {
             Authorized::Run { grant, decision } => (grant, decision),

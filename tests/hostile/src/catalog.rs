@@ -168,6 +168,15 @@ pub const TOOLS: &[ToolSpec] = &[
         waits: false,
     },
     ToolSpec {
+        name: "hostile_request",
+        title: "Send beside the call's own request",
+        description: "Declares the call's own request as its route ({method} /{path}, as pve_api_request does), then tries requests beside it: another method, a GET elsewhere, another guest, encoded '..' and '/', an extra segment, a sensitive path; then the call's own request as the control. Reports each outcome.",
+        input_schema: r#"{"type":"object","properties":{"method":{"type":"string","description":"The call's method (the host normalises it)"},"path":{"type":"string","description":"The call's path below /api2/json (the host normalises it)"}},"required":["path"],"additionalProperties":false}"#,
+        routes: &[("{method}", "/{path}")],
+        destructive_hint: false,
+        waits: false,
+    },
+    ToolSpec {
         name: "hostile_write",
         title: "Send one harmless declared write",
         description: "Declares POST /nodes/{node}/qemu/{vmid}/status/start (tier write) and sends exactly that, bound to its vmid and node; reports the outcome.",

@@ -208,6 +208,11 @@ mod component {
                     let node = args.str_or("node", "pve1").map_err(bad)?;
                     crate::routes::run(&base()?, &limits()?, vmid, &node)
                 }
+                "hostile_request" => {
+                    let method = args.str_or("method", "GET").map_err(bad)?;
+                    let path = args.str_or("path", "/version").map_err(bad)?;
+                    crate::routes::beside_request(&base()?, &limits()?, &method, &path)
+                }
                 "hostile_clusters" => {
                     let clusters = ctx
                         .endpoints

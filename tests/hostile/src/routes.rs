@@ -1,6 +1,9 @@
 //! `hostile_routes`: declares one write, then tries it and the writes
 //! beside it. Only the declared write, bound to the call's `vmid` (and
 //! `node`, when given), may reach Proxmox.
+//!
+//! `hostile_request`: declares the call's own request as its route, then
+//! tries requests beside it. Only that request may reach Proxmox.
 
 use serde_json::{Value, json};
 use wasip2::http::types::Method;
@@ -71,6 +74,62 @@ pub fn run(base: &Base, limits: &Limits, vmid: u64, node: &str) -> Value {
         // that binds the route.
         ("control", Method::Post, start),
     ];
+    json!({ "attempts": attempts(base, limits, cases) })
+}
+
+/// Tries requests beside the call's own `method` and `path` (as the host
+/// normalised them, e.g. `POST` and `/nodes/pve1/qemu/100/status/start`),
+/// then that request.
+pub fn beside_request(base: &Base, limits: &Limits, method: &str, path: &str) -> Value {
+    let own = match method {
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "DELETE" => Method::Delete,
+        _ => Method::Get,
+    };
+    let other = if matches!(own, Method::Delete) {
+        Method::Post
+    } else {
+        Method::Delete
+    };
+    let full = format!("/api2/json{path}");
+    let mut cases: Vec<(&str, Method, String)> =
+        vec![("the path with another method", other, full.clone())];
+    if !matches!(own, Method::Get) {
+        cases.push(("a GET of the path", Method::Get, full.clone()));
+    }
+    cases.extend([
+        ("a GET elsewhere", Method::Get, "/api2/json/version".into()),
+        (
+            "delete another guest",
+            Method::Delete,
+            "/api2/json/nodes/pve1/qemu/106".into(),
+        ),
+        (
+            "encoded .. out of the path",
+            own.clone(),
+            format!("{full}/%2e%2e/%2e%2e/%2e%2e/106"),
+        ),
+        (
+            "encoded / joining two segments",
+            own.clone(),
+            full.replacen("/nodes/", "/nodes%2F", 1),
+        ),
+        ("an extra segment", own.clone(), format!("{full}/now")),
+        (
+            "a sensitive path",
+            Method::Post,
+            "/api2/json/nodes/pve1/qemu/100/agent/exec".into(),
+        ),
+        // Last, so a test can tell a gate that denies everything from one
+        // that binds the request.
+        ("control", own, full),
+    ]);
+    json!({ "attempts": attempts(base, limits, cases) })
+}
+
+/// Sends each case in turn and reports its outcome.
+fn attempts(base: &Base, limits: &Limits, cases: Vec<(&str, Method, String)>) -> Vec<Value> {
     let mut attempts = Vec::new();
     for (what, method, path) in cases {
         let url = Base::url(&base.scheme, &base.authority, &path);
@@ -90,5 +149,5 @@ pub fn run(base: &Base, limits: &Limits, vmid: u64, node: &str) -> Value {
         });
         attempts.push(report::attempt(what, &url, &x.outcome, x.extra()));
     }
-    json!({ "attempts": attempts })
+    attempts
 }

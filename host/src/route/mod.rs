@@ -3,6 +3,17 @@
 //! the host parses them once at load and, for each call, binds them to the
 //! call's arguments. The gate then lets out only the writes that match a
 //! bound route, so a tool admitted to start VM 105 cannot delete VM 106.
+//!
+//! One route is different: `{method} /{path}`, the call's own request
+//! (`pve_api_request`). The host normalises the call's `method` and `path`
+//! before anything else sees them ([`request`]), the policy refuses the
+//! [`sensitive`] paths no rule names, and the bound route admits that one
+//! request, reads included, and the reads that follow a task it starts.
+
+pub mod request;
+pub mod sensitive;
+
+pub use request::ApiRequest;
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -52,7 +63,8 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
-fn pattern(name: &str) -> Option<&'static Regex> {
+/// PVE's own pattern for the path segment `name` (e.g. `node`, `upid`).
+pub(crate) fn pattern(name: &str) -> Option<&'static Regex> {
     PATTERNS.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
 }
 
@@ -75,12 +87,25 @@ enum Segment {
     Arg(&'static str),
 }
 
+/// The route that stands for the call's own request, as a component
+/// declares it: `{method}` and `/{path}`, the call's arguments.
+pub const CALL_REQUEST: (&str, &str) = ("{method}", "/{path}");
+
 /// A write a tool may send, parsed once at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
-    method: Method,
-    /// Under `/api2/json`.
-    segments: Vec<Segment>,
+pub struct Route(Kind);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    /// A method and a path template.
+    Template {
+        method: Method,
+        /// Under `/api2/json`.
+        segments: Vec<Segment>,
+    },
+    /// [`CALL_REQUEST`]: whatever request the call's `method` and `path`
+    /// name, once normalised.
+    CallRequest,
 }
 
 impl Route {
@@ -88,6 +113,16 @@ impl Route {
     /// `/nodes/{node}/qemu/{vmid}/status/start`); the error says what is
     /// wrong, for the message that rejects the component.
     pub fn parse(method: &str, path: &str) -> Result<Route, String> {
+        if (method, path) == CALL_REQUEST {
+            return Ok(Route(Kind::CallRequest));
+        }
+        if method == CALL_REQUEST.0 || path == CALL_REQUEST.1 {
+            return Err(format!(
+                "{method} {path}: the call's own request is declared as {} {} together, \
+                 with nothing else",
+                CALL_REQUEST.0, CALL_REQUEST.1
+            ));
+        }
         let method = write_method(method).ok_or_else(|| {
             format!("method {method:?} is not a write method (POST, PUT or DELETE)")
         })?;
@@ -121,23 +156,44 @@ impl Route {
                 segments.push(Segment::Literal(segment.to_string()));
             }
         }
-        Ok(Route { method, segments })
+        Ok(Route(Kind::Template { method, segments }))
     }
 
-    /// The write method.
-    pub fn method(&self) -> &Method {
-        &self.method
+    /// The methods calls of this route may send beside their reads.
+    pub fn methods(&self) -> &[Method] {
+        match &self.0 {
+            Kind::Template { method, .. } => std::slice::from_ref(method),
+            Kind::CallRequest => &[Method::POST, Method::PUT, Method::DELETE],
+        }
     }
 
-    /// Whether some call could send this route to a path ending in `tail`
-    /// (`"*"` stands for any one segment). A placeholder counts as every
-    /// segment its pattern admits: `{storage}` could be `resize`, so a
-    /// component cannot hide a destructive write behind an argument.
-    pub fn could_end_with(&self, tail: &[&str]) -> bool {
-        let Some(start) = self.segments.len().checked_sub(tail.len()) else {
+    /// Whether this is the call's own request ([`CALL_REQUEST`]), whose
+    /// `method` and `path` arguments the host normalises and checks before
+    /// the call runs.
+    pub fn is_call_request(&self) -> bool {
+        self.0 == Kind::CallRequest
+    }
+
+    /// Whether some call could send `method` with this route to a path
+    /// ending in `tail` (`"*"` stands for any one segment). A placeholder
+    /// counts as every segment its pattern admits: `{storage}` could be
+    /// `resize`, so a component cannot hide a destructive write behind an
+    /// argument. The call's own request could be anything.
+    pub fn could_send(&self, method: &Method, tail: &[&str]) -> bool {
+        let Kind::Template {
+            method: own,
+            segments,
+        } = &self.0
+        else {
+            return true;
+        };
+        if own != method {
+            return false;
+        }
+        let Some(start) = segments.len().checked_sub(tail.len()) else {
             return false;
         };
-        self.segments[start..]
+        segments[start..]
             .iter()
             .zip(tail)
             .all(|(segment, want)| match segment {
@@ -150,9 +206,20 @@ impl Route {
     }
 
     /// The route with its placeholders filled from `arguments`, where given.
+    /// The call's own request binds to the normalised `method` and `path`
+    /// arguments; when they are not (the host normalises them before the
+    /// call runs), it admits nothing.
     pub fn bind(&self, arguments: &JsonObject) -> BoundRoute {
-        let segments = self
-            .segments
+        let (method, segments) = match &self.0 {
+            Kind::Template { method, segments } => (method, segments),
+            Kind::CallRequest => {
+                return match ApiRequest::from_normalised(arguments) {
+                    Some(request) => BoundRoute::Request(request),
+                    None => BoundRoute::Nothing,
+                };
+            }
+        };
+        let segments = segments
             .iter()
             .map(|s| match s {
                 Segment::Literal(l) => Bound::Exactly(l.clone()),
@@ -165,8 +232,8 @@ impl Route {
                 },
             })
             .collect();
-        BoundRoute {
-            method: self.method.clone(),
+        BoundRoute::Template {
+            method: method.clone(),
             segments,
         }
     }
@@ -174,8 +241,14 @@ impl Route {
 
 impl fmt::Display for Route {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} /api2/json", self.method)?;
-        for s in &self.segments {
+        let (method, segments) = match &self.0 {
+            Kind::Template { method, segments } => (method, segments),
+            Kind::CallRequest => {
+                return write!(f, "{} /api2/json{}", CALL_REQUEST.0, CALL_REQUEST.1);
+            }
+        };
+        write!(f, "{method} /api2/json")?;
+        for s in segments {
             match s {
                 Segment::Literal(l) => write!(f, "/{l}")?,
                 Segment::Arg(name) => write!(f, "/{{{name}}}")?,
@@ -187,37 +260,59 @@ impl fmt::Display for Route {
 
 /// One segment of a bound route.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Bound {
+pub enum Bound {
+    /// A literal segment.
     Exactly(String),
     /// The call gave the argument: this value, which must also fit PVE's
     /// pattern for it.
     Given(&'static str, String),
     /// The call left it out: any segment PVE's pattern for it admits.
     Pattern(&'static str),
+    /// An argument no path can hold: matches nothing.
     Nothing,
 }
 
 /// A route bound to one call's arguments: what the gate admits.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoundRoute {
-    method: Method,
-    segments: Vec<Bound>,
+pub enum BoundRoute {
+    /// A template's write.
+    Template {
+        /// The write method.
+        method: Method,
+        /// The path, bound.
+        segments: Vec<Bound>,
+    },
+    /// The call's own request, and the reads that follow a task it starts.
+    Request(ApiRequest),
+    /// Nothing at all.
+    Nothing,
 }
 
 impl BoundRoute {
+    /// Whether the gate must hold the call's reads to this route too: the
+    /// call's own request admits only itself.
+    pub fn binds_reads(&self) -> bool {
+        matches!(self, BoundRoute::Request(_) | BoundRoute::Nothing)
+    }
+
     /// Whether `method` on `api_path` (the path after `/api2/json`, as
     /// sent, still percent-encoded) is this write. A segment is compared as
     /// sent: PVE's patterns admit no `%`, so an encoded `/` or `..` never
     /// matches.
     pub fn admits(&self, method: &Method, api_path: &str) -> bool {
-        if *method != self.method {
+        let (own, segments) = match self {
+            BoundRoute::Template { method, segments } => (method, segments),
+            BoundRoute::Request(request) => return request.admits(method, api_path),
+            BoundRoute::Nothing => return false,
+        };
+        if method != own {
             return false;
         }
         let Some(rest) = api_path.strip_prefix('/') else {
             return false;
         };
         let mut sent = rest.split('/');
-        for bound in &self.segments {
+        for bound in segments {
             let Some(segment) = sent.next() else {
                 return false;
             };
@@ -240,7 +335,7 @@ impl BoundRoute {
 
 /// Proxmox reads `localhost` as whichever node answers, so it never stands
 /// for a node in a route.
-fn is_localhost(name: &str, segment: &str) -> bool {
+pub(crate) fn is_localhost(name: &str, segment: &str) -> bool {
     matches!(name, "node" | "target") && segment.eq_ignore_ascii_case("localhost")
 }
 
@@ -302,6 +397,27 @@ mod tests {
     }
 
     #[test]
+    fn the_calls_own_request_binds_to_its_normalised_arguments() {
+        let route = Route::parse("{method}", "/{path}").unwrap();
+        assert!(route.is_call_request());
+        assert_eq!(route.to_string(), "{method} /api2/json/{path}");
+        let bound = route.bind(&args(
+            json!({"method": "DELETE", "path": "/nodes/pve1/qemu/100"}),
+        ));
+        assert!(bound.binds_reads());
+        assert!(bound.admits(&Method::DELETE, "/nodes/pve1/qemu/100"));
+        assert!(!bound.admits(&Method::DELETE, "/nodes/pve1/qemu/101"));
+        assert!(!bound.admits(&Method::GET, "/version"));
+        // Arguments the host did not normalise bind nothing at all.
+        let raw = route.bind(&args(
+            json!({"method": "delete", "path": "nodes/pve1/qemu/100"}),
+        ));
+        assert_eq!(raw, BoundRoute::Nothing);
+        assert!(raw.binds_reads());
+        assert!(!raw.admits(&Method::GET, "/version"));
+    }
+
+    #[test]
     fn routes_that_could_match_anything_are_refused_at_load() {
         for (method, path, says) in [
             ("GET", "/nodes/{node}", "not a write method"),
@@ -312,6 +428,8 @@ mod tests {
             ("POST", "/nodes//x", "segment \"\""),
             ("POST", "/nodes/a%2Fb", "segment \"a%2Fb\""),
             ("POST", "/nodes/{node}x", "segment"),
+            ("{method}", "/nodes/{node}", "together"),
+            ("POST", "/{path}", "together"),
         ] {
             let e = Route::parse(method, path).unwrap_err();
             assert!(e.contains(says), "{method} {path}: {e}");

@@ -1,0 +1,382 @@
+//! The sensitive parts of the Proxmox API: paths where one request can
+//! take over the cluster, a node or a guest, or read secrets (the shared
+//! reference's `pve_api_request` section, "Sensitive paths"). A call's own
+//! request ([`super::ApiRequest`]) into one of these classes is refused
+//! unless the tool's own policy rule names the class
+//! (`sensitive = ["guest-agent"]`); the `"*"` table and `default` never
+//! open one.
+//!
+//! Each class is a list of path patterns: a literal segment, `*` for any
+//! one segment, `a|b` for either, and a final `**` for anything below
+//! (or nothing). Methods: [`Methods::Any`] for a path whose reads leak
+//! (shell sockets, guest files, logs, credential stores), else
+//! [`Methods::Writes`].
+
+use super::ApiRequest;
+
+/// Which methods of a class's paths are sensitive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Methods {
+    /// Every method, GET included.
+    Any,
+    /// POST, PUT and DELETE.
+    Writes,
+}
+
+/// One group of paths.
+#[derive(Debug)]
+pub struct Pattern {
+    /// Which methods.
+    pub methods: Methods,
+    /// The path's segments below `/api2/json`.
+    pub path: &'static [&'static str],
+}
+
+/// A class of sensitive requests, named as a policy rule opens it.
+#[derive(Debug)]
+pub struct Class {
+    /// The name in `sensitive = [...]`, e.g. `guest-agent`.
+    pub name: &'static str,
+    /// Why it is sensitive, for the refusal, the docs and `policy check`.
+    pub why: &'static str,
+    /// The requests it holds.
+    pub patterns: &'static [Pattern],
+}
+
+const fn any(path: &'static [&'static str]) -> Pattern {
+    Pattern {
+        methods: Methods::Any,
+        path,
+    }
+}
+
+const fn writes(path: &'static [&'static str]) -> Pattern {
+    Pattern {
+        methods: Methods::Writes,
+        path,
+    }
+}
+
+/// A guest's path: `/nodes/{node}/{qemu|lxc}/{vmid}`.
+const GUEST: [&str; 4] = ["nodes", "*", "qemu|lxc", "*"];
+
+/// Every class, in the order the docs list them.
+pub const CLASSES: &[Class] = &[
+    Class {
+        name: "access",
+        why: "users, groups, roles, realms, API tokens, ACLs, passwords, TFA and tickets: one \
+              write grants any privilege, and a new token's secret is in the answer",
+        patterns: &[any(&["access", "**"])],
+    },
+    Class {
+        name: "node-shell",
+        why: "a root shell on the node (termproxy, vncshell, spiceshell and their websocket), \
+              or /execute, which runs a batch of API calls as root",
+        patterns: &[any(&[
+            "nodes",
+            "*",
+            "execute|termproxy|vncshell|spiceshell|vncwebsocket",
+        ])],
+    },
+    Class {
+        name: "guest-console",
+        why: "a guest's console, keyboard or QEMU monitor: whoever holds the ticket types into \
+              the guest",
+        patterns: &[any(&[
+            GUEST[0],
+            GUEST[1],
+            GUEST[2],
+            GUEST[3],
+            "termproxy|vncproxy|spiceproxy|vncwebsocket|sendkey|monitor",
+        ])],
+    },
+    Class {
+        name: "guest-agent",
+        why: "commands, files and passwords inside a VM through its guest agent (exec, \
+              exec-status, file-read, file-write, set-user-password, and the generic agent \
+              command)",
+        patterns: &[
+            any(&["nodes", "*", "qemu", "*", "agent"]),
+            any(&[
+                "nodes",
+                "*",
+                "qemu",
+                "*",
+                "agent",
+                "exec|exec-status|file-read|file-write|set-user-password",
+            ]),
+        ],
+    },
+    Class {
+        name: "migration-tunnel",
+        why: "a raw migration tunnel into the cluster, or a migration to another cluster",
+        patterns: &[any(&[
+            GUEST[0],
+            GUEST[1],
+            GUEST[2],
+            GUEST[3],
+            "mtunnel|mtunnelwebsocket|remote_migrate",
+        ])],
+    },
+    Class {
+        name: "apt",
+        why: "package repositories and updates on the node: code that runs as root",
+        patterns: &[writes(&["nodes", "*", "apt", "**"])],
+    },
+    Class {
+        name: "certificates",
+        why: "the node's TLS certificates and ACME: a change restarts pveproxy and can \
+              intercept every client",
+        patterns: &[writes(&["nodes", "*", "certificates", "**"])],
+    },
+    Class {
+        name: "cluster-join",
+        why: "creating or joining a cluster, or adding and removing its nodes (the join takes \
+              a peer's root password)",
+        patterns: &[writes(&["cluster", "config", "**"])],
+    },
+    Class {
+        name: "firewall",
+        why: "firewall rules, options, groups, IP sets and aliases of the cluster, a node or a \
+              guest: one rule can lock everyone out of the management network",
+        patterns: &[
+            writes(&["cluster", "firewall", "**"]),
+            writes(&["nodes", "*", "firewall", "**"]),
+            writes(&[GUEST[0], GUEST[1], GUEST[2], GUEST[3], "firewall", "**"]),
+        ],
+    },
+    Class {
+        name: "node-system",
+        why: "the node itself: network, DNS, hosts, time, config, subscription, services \
+              (stopping pveproxy cuts off the API), power, bulk start and stop, wake-on-LAN, \
+              disks and Ceph",
+        patterns: &[
+            writes(&[
+                "nodes",
+                "*",
+                "network|dns|hosts|time|config|subscription|services|status|disks|ceph",
+                "**",
+            ]),
+            writes(&[
+                "nodes",
+                "*",
+                "startall|stopall|suspendall|migrateall|wakeonlan",
+            ]),
+        ],
+    },
+    Class {
+        name: "node-logs",
+        why: "the node's journal, syslog and system report, which hold what other processes \
+              logged",
+        patterns: &[any(&["nodes", "*", "journal|syslog|report"])],
+    },
+    Class {
+        name: "cluster-config",
+        why: "cluster-wide jobs and options: HA, backup and replication jobs, SDN, resource \
+              mappings, pools, metric servers and bulk actions on every guest",
+        patterns: &[
+            writes(&["cluster", "options"]),
+            writes(&[
+                "cluster",
+                "ha|backup|replication|sdn|mapping|metrics|bulk-action|jobs",
+                "**",
+            ]),
+            writes(&["pools", "**"]),
+        ],
+    },
+    Class {
+        name: "credentials",
+        why: "stores of third-party credentials: ACME accounts and DNS plugins, notification \
+              endpoints, metric servers, and the metrics export that reuses the caller's own",
+        patterns: &[
+            any(&["cluster", "acme", "**"]),
+            any(&["cluster", "notifications", "**"]),
+            any(&["cluster", "metrics", "server", "**"]),
+            any(&["cluster", "metrics", "export"]),
+        ],
+    },
+    Class {
+        name: "storage",
+        why: "storage definitions and volumes: deleting or overwriting disk images and \
+              backups, uploads, and file restore from backups",
+        patterns: &[
+            writes(&["storage", "**"]),
+            writes(&["nodes", "*", "storage", "*", "content|upload", "**"]),
+            any(&["nodes", "*", "storage", "*", "file-restore", "**"]),
+        ],
+    },
+    Class {
+        name: "url-fetch",
+        why: "the node fetches a URL the caller names (download-url, oci-registry-pull, \
+              query-url-metadata, aplinfo): a request from inside the cluster's network",
+        patterns: &[
+            writes(&[
+                "nodes",
+                "*",
+                "storage",
+                "*",
+                "download-url|oci-registry-pull",
+            ]),
+            any(&["nodes", "*", "query-url-metadata"]),
+            writes(&["nodes", "*", "aplinfo"]),
+        ],
+    },
+];
+
+/// The class by its policy name.
+pub fn class(name: &str) -> Option<&'static Class> {
+    CLASSES.iter().find(|c| c.name == name)
+}
+
+/// The names, for messages.
+pub fn names() -> String {
+    CLASSES
+        .iter()
+        .map(|c| c.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The class `request` falls in, if any.
+pub fn class_of(request: &ApiRequest) -> Option<&'static Class> {
+    CLASSES.iter().find(|c| {
+        c.patterns.iter().any(|p| {
+            (p.methods == Methods::Any || !request.is_read()) && matches(p.path, request.segments())
+        })
+    })
+}
+
+/// Whether `segments` fit `pattern`. Matching is case-insensitive, as a
+/// defence: Proxmox's router is case-sensitive, so another case reaches no
+/// endpoint, and refusing it too costs nothing.
+fn matches(pattern: &[&str], segments: &[String]) -> bool {
+    match (pattern.split_first(), segments.split_first()) {
+        (Some((&"**", _)), _) => true,
+        (None, None) => true,
+        (Some((want, rest)), Some((got, tail))) => {
+            let fits = *want == "*"
+                || want
+                    .split('|')
+                    .any(|alternative| alternative.eq_ignore_ascii_case(got));
+            fits && matches(rest, tail)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(method: &str, path: &str) -> ApiRequest {
+        let mut args = json!({"method": method, "path": path})
+            .as_object()
+            .cloned()
+            .unwrap();
+        ApiRequest::normalise(&mut args).unwrap()
+    }
+
+    fn class_name(method: &str, path: &str) -> Option<&'static str> {
+        class_of(&request(method, path)).map(|c| c.name)
+    }
+
+    /// The examples the issue and the shared reference name, each in its
+    /// class, and encodings that would hide them.
+    #[test]
+    fn the_named_sensitive_paths_are_in_their_classes() {
+        for (method, path, want) in [
+            ("GET", "/access", "access"),
+            ("GET", "/access/users", "access"),
+            ("PUT", "/access/acl", "access"),
+            ("POST", "/access/users/a@pve/token/t", "access"),
+            ("POST", "/nodes/pve1/execute", "node-shell"),
+            ("POST", "/nodes/pve1/termproxy", "node-shell"),
+            ("GET", "/nodes/pve1/vncwebsocket", "node-shell"),
+            ("POST", "/nodes/pve1/qemu/100/vncproxy", "guest-console"),
+            ("POST", "/nodes/pve1/lxc/200/spiceproxy", "guest-console"),
+            ("PUT", "/nodes/pve1/qemu/100/sendkey", "guest-console"),
+            ("POST", "/nodes/pve1/qemu/100/monitor", "guest-console"),
+            ("POST", "/nodes/pve1/qemu/100/agent/exec", "guest-agent"),
+            (
+                "GET",
+                "/nodes/pve1/qemu/100/agent/exec-status",
+                "guest-agent",
+            ),
+            ("GET", "/nodes/pve1/qemu/100/agent/file-read", "guest-agent"),
+            (
+                "POST",
+                "/nodes/pve1/qemu/100/agent/file-write",
+                "guest-agent",
+            ),
+            ("POST", "/nodes/pve1/qemu/100/agent", "guest-agent"),
+            ("POST", "/nodes/pve1/lxc/200/mtunnel", "migration-tunnel"),
+            ("POST", "/nodes/pve1/apt/update", "apt"),
+            ("PUT", "/nodes/pve1/apt/repositories", "apt"),
+            ("POST", "/nodes/pve1/certificates/custom", "certificates"),
+            ("POST", "/cluster/config/join", "cluster-join"),
+            ("DELETE", "/cluster/config/nodes/pve3", "cluster-join"),
+            ("PUT", "/cluster/firewall/options", "firewall"),
+            ("POST", "/nodes/pve1/firewall/rules", "firewall"),
+            ("POST", "/nodes/pve1/qemu/100/firewall/rules", "firewall"),
+            ("POST", "/nodes/pve1/services/pveproxy/stop", "node-system"),
+            ("POST", "/nodes/pve1/status", "node-system"),
+            ("POST", "/nodes/pve1/stopall", "node-system"),
+            ("PUT", "/nodes/pve1/disks/wipedisk", "node-system"),
+            ("GET", "/nodes/pve1/journal", "node-logs"),
+            ("GET", "/nodes/pve1/syslog", "node-logs"),
+            ("PUT", "/cluster/options", "cluster-config"),
+            ("POST", "/cluster/ha/resources", "cluster-config"),
+            ("POST", "/pools", "cluster-config"),
+            ("GET", "/cluster/acme/plugins", "credentials"),
+            ("GET", "/cluster/metrics/export", "credentials"),
+            (
+                "DELETE",
+                "/nodes/pve1/storage/local/content/local:backup",
+                "storage",
+            ),
+            ("POST", "/storage", "storage"),
+            (
+                "POST",
+                "/nodes/pve1/storage/local/download-url",
+                "url-fetch",
+            ),
+            ("GET", "/nodes/pve1/query-url-metadata", "url-fetch"),
+            // Encoded, in another case, with a trailing slash: the same.
+            ("POST", "/nodes/pve1/qemu/100/agent/%65xec", "guest-agent"),
+            ("POST", "/nodes/pve1/qemu/100/AGENT/exec", "guest-agent"),
+            ("post", "api2/json/access/acl/", "access"),
+        ] {
+            assert_eq!(class_name(method, path), Some(want), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn ordinary_requests_are_in_no_class() {
+        for (method, path) in [
+            ("GET", "/version"),
+            ("GET", "/cluster/resources"),
+            ("GET", "/nodes/pve1/qemu/100/status/current"),
+            ("POST", "/nodes/pve1/qemu/100/status/start"),
+            ("DELETE", "/nodes/pve1/qemu/100"),
+            ("GET", "/nodes/pve1/qemu/100/agent/network-get-interfaces"),
+            ("GET", "/nodes/pve1/apt/update"),
+            ("GET", "/nodes/pve1/firewall/rules"),
+            ("GET", "/cluster/config/join"),
+            ("GET", "/nodes/pve1/storage/local/content"),
+            ("GET", "/cluster/ha/resources"),
+            ("GET", "/nodes/pve1/network"),
+        ] {
+            assert_eq!(class_name(method, path), None, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for c in CLASSES {
+            assert_eq!(class(c.name).map(|f| f.name), Some(c.name));
+            assert!(!c.why.is_empty() && !c.patterns.is_empty());
+        }
+        assert!(class("*").is_none());
+    }
+}
