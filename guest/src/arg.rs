@@ -22,8 +22,10 @@ pub const VMID_MIN: u64 = 100;
 pub const VMID_MAX: u64 = 999_999_999;
 /// Longest node name: a host name label.
 pub const NODE_MAX_LEN: usize = 63;
-/// JSON Schema pattern of a node name (Proxmox format `pve-node`).
-pub const NODE_PATTERN: &str = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$";
+/// JSON Schema pattern of a node name (Proxmox format `pve-node`), without
+/// `localhost` in any case (see [`is_node_name`]).
+pub const NODE_PATTERN: &str =
+    "^(?![Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]$)[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$";
 
 /// How long a shown value may get inside an error message.
 pub(crate) const SHOWN_MAX: usize = 64;
@@ -261,10 +263,12 @@ fixed_schema!(
 );
 
 /// Whether `s` is a valid Proxmox node name: a host name label of letters,
-/// digits and inner hyphens (the same rule as [`NODE_PATTERN`]).
+/// digits and inner hyphens, and not `localhost`, which Proxmox reads as
+/// whichever node answers (the same rule as [`NODE_PATTERN`]).
 pub fn is_node_name(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty()
+    !s.eq_ignore_ascii_case("localhost")
+        && !b.is_empty()
         && b.len() <= NODE_MAX_LEN
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
         && b[0] != b'-'
@@ -559,6 +563,15 @@ mod tests {
             );
         }
         assert_eq!(node(json!("localhost1")).unwrap().as_str(), "localhost1");
+        // The schema agents see says the same, and a UPID cannot carry it.
+        let schema =
+            jsonschema::validator_for(&json!({"type": "string", "pattern": NODE_PATTERN})).unwrap();
+        for name in ["localhost", "LocalHost"] {
+            assert!(!schema.is_valid(&json!(name)), "{name}");
+        }
+        assert!(schema.is_valid(&json!("localhost1")) && schema.is_valid(&json!("pve1")));
+        let upid = "UPID:localhost:0000A1B2:00C0FFEE:6500AA00:qmstart:100:root@pam:";
+        assert!(crate::tools::support::parse_upid(upid).is_err());
     }
 
     #[test]
