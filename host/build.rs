@@ -35,6 +35,11 @@ fn main() {
     // debug and release host builds.
     let target_root = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("wasm");
 
+    println!(
+        "cargo:rustc-env=PVE_MCP_WIT_PACKAGE={}",
+        wit_package(&root.join("wit/pve-tools.wit"))
+    );
+
     if let Ok(prebuilt) = env::var("PVE_MCP_GUEST_WASM") {
         let prebuilt = PathBuf::from(prebuilt);
         if !prebuilt.is_file() {
@@ -47,6 +52,7 @@ fn main() {
             "cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}",
             prebuilt.display()
         );
+        emit_sha256(&prebuilt);
         build_components(&root, &target_root, &["pve-mcp-hostile"]);
     } else {
         build_components(&root, &target_root, &["pve-mcp-guest", "pve-mcp-hostile"]);
@@ -55,12 +61,38 @@ fn main() {
             "cargo:rustc-env=PVE_MCP_GUEST_WASM_PATH={}",
             guest.display()
         );
+        emit_sha256(&guest);
     }
     let hostile = target_root.join(TARGET).join("wasm/pve_mcp_hostile.wasm");
     println!(
         "cargo:rustc-env=PVE_MCP_HOSTILE_WASM_PATH={}",
         hostile.display()
     );
+}
+
+/// The embedded component's SHA-256, for `pve-mcp --version` and the
+/// audit log's server-start record, computed once here rather than at every
+/// start.
+fn emit_sha256(wasm: &Path) {
+    use sha2::{Digest, Sha256};
+    let bytes =
+        std::fs::read(wasm).unwrap_or_else(|e| fail(&format!("reading {}: {e}", wasm.display())));
+    let hex: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    println!("cargo:rustc-env=PVE_MCP_COMPONENT_SHA256={hex}");
+}
+
+/// The WIT package the component implements, e.g. `pve-mcp:guest@0.2.0`,
+/// from the contract's `package` line.
+fn wit_package(wit: &Path) -> String {
+    let text = std::fs::read_to_string(wit)
+        .unwrap_or_else(|e| fail(&format!("reading {}: {e}", wit.display())));
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("package "))
+        .map(|p| p.trim_end_matches(';').trim().to_owned())
+        .unwrap_or_else(|| fail(&format!("{} has no `package` line", wit.display())))
 }
 
 fn build_components(root: &Path, target_dir: &Path, packages: &[&str]) {

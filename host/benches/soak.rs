@@ -128,7 +128,7 @@ async fn main() -> Result<()> {
     // The chain is verified as the server left it: stop it first, so the
     // file is complete and no longer written.
     let _ = server.kill().await;
-    let expected_records = soak::RECORDS_PER_CALL * (plan.total() + 1);
+    let expected_records = soak::expected_records(plan.total());
     let verified = soak::verify_audit(env!("CARGO_BIN_EXE_pve-mcp"), &audit);
     let audit_bytes = std::fs::metadata(&audit).map(|m| m.len()).unwrap_or(0);
 

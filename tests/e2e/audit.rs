@@ -15,6 +15,36 @@ const ARG_PASSWORD: &str = "hunter2-Correct-Horse";
 
 const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
+/// How a server-start record names the embedded component.
+const EMBEDDED: &str = "embedded";
+
+/// `record` is a server start naming `component` (`embedded`, or the
+/// component file), with that component's SHA-256 and the WIT contract.
+fn assert_server_start(record: &Value, component: &str) {
+    assert_eq!(record["kind"], "server-start", "{record}");
+    assert_eq!(record["component"], component, "{record}");
+    let wasm = if component == EMBEDDED {
+        env!("PVE_MCP_GUEST_WASM_PATH")
+    } else {
+        component
+    };
+    let bytes = std::fs::read(wasm).unwrap();
+    let hex: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(record["component_sha256"], hex, "{record}");
+    let wit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/pve-tools.wit"))
+        .unwrap();
+    let package = wit
+        .lines()
+        .find_map(|l| l.strip_prefix("package "))
+        .unwrap()
+        .trim_end_matches(';');
+    assert_eq!(record["contract"], package, "{record}");
+    assert_eq!(record["version"], env!("CARGO_PKG_VERSION"), "{record}");
+}
+
 /// A config file with this `[audit]` body (and a short sandbox deadline,
 /// which the hostile component needs).
 fn audit_config(dir: &Path, audit: &str) -> PathBuf {
@@ -156,14 +186,18 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
         server.stop().await;
 
         let r = records(&log);
-        // list_vms: start, call, its GET; the 404ing status call: start,
-        // call, its GET; the refused arguments: start, call (the guest ran
-        // and sent nothing); the policy's denial: a call record only (it
-        // never ran, so it has no start record).
-        assert_eq!(r.len(), 9, "{first_run:#?}");
+        // The server's start, naming the component; list_vms: start, call,
+        // its GET; the 404ing status call: start, call, its GET; the refused
+        // arguments: start, call (the guest ran and sent nothing); the
+        // policy's denial: a call record only (it never ran, so it has no
+        // start record).
+        assert_eq!(r.len(), 10, "{first_run:#?}");
+        assert_server_start(&r[0], EMBEDDED);
+        assert_eq!(r[0]["seq"], 1);
+        assert_eq!(r[0]["prev"], GENESIS);
         let start = one(&r, "call-start", "pve_list_vms");
-        assert_eq!(start["seq"], 1);
-        assert_eq!(start["prev"], GENESIS);
+        assert_eq!(start["seq"], 2);
+        assert_eq!(start["prev"], sha256_line(&first_run[0]));
         assert_eq!(start["access"], "read");
         let call = one(&r, "call", "pve_list_vms");
         assert_eq!(call["prev"], sha256_line(line_of(&first_run, start)));
@@ -251,15 +285,19 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
 
         let all = lines(&log);
         let r = records(&log);
-        let start = one(&r, "call-start", "hostile_egress");
-        assert_eq!(start["seq"], 10);
+        // The restart names the other component, by its file and hash.
+        let restart = &r[first_run.len()];
+        assert_eq!(restart["seq"], 11);
         assert_eq!(
-            start["prev"],
+            restart["prev"],
             sha256_line(first_run.last().unwrap()),
             "restart broke the chain"
         );
+        assert_server_start(restart, HOSTILE_WASM);
+        let start = one(&r, "call-start", "hostile_egress");
+        assert_eq!(start["seq"], 12);
         let call = one(&r, "call", "hostile_egress");
-        assert_eq!(call["seq"], 11);
+        assert_eq!(call["seq"], 13);
         assert_eq!(call["call_id"], start["call_id"]);
         assert_eq!(call["tool"], "hostile_egress");
         assert_eq!(call["outcome"], "ok");
@@ -269,7 +307,7 @@ async fn calls_and_egress_are_recorded_without_secrets_and_the_chain_survives_a_
         assert!(egress.len() >= 10, "{call}");
         for e in &egress {
             assert_eq!(e["kind"], "egress");
-            assert_eq!(e["call_seq"], 11);
+            assert_eq!(e["call_seq"], 13);
         }
         let denied: Vec<&&Value> = egress.iter().filter(|e| e["decision"] == "deny").collect();
         assert!(denied.len() >= 10, "{all:#?}");
@@ -330,8 +368,8 @@ async fn edits_deletions_reorders_and_truncation_are_named_by_line() {
         let good = lines(&log);
         assert_eq!(
             good.len(),
-            12,
-            "a call's start, its end and its GET, four times"
+            13,
+            "the server's start, then a call's start, its end and its GET, four times"
         );
         let r = records(&log);
         // Without include_arguments only the hash is recorded.
@@ -440,14 +478,15 @@ async fn rotation_keeps_one_chain_across_files() {
         for file in &chain {
             total += lines(file).len();
         }
-        // A call's start, its end and its GET, eight times.
-        assert_eq!(total, 24);
+        // The server's start; a call's start, its end and its GET, eight
+        // times.
+        assert_eq!(total, 25);
 
         // The directory, and the files in a shell glob's order (the active
         // file sorts first), both verify.
         let (code, stdout, stderr) = verify(&[logs.to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stderr}");
-        assert!(stdout.contains("ok: 24 records, seq 1..24"), "{stdout}");
+        assert!(stdout.contains("ok: 25 records, seq 1..25"), "{stdout}");
         let mut glob: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
         glob.sort();
         let glob: Vec<&str> = glob.iter().map(String::as_str).collect();
@@ -490,8 +529,9 @@ async fn records_go_to_stderr_alone_or_next_to_the_file() {
         server.err("pve_get_vm_status", json!({"vmid": 1})).await;
         let stderr = server.stop().await;
         let only = audit_lines(&stderr);
-        // Each call's start and end; the version call's GET.
-        assert_eq!(only.len(), 5, "{stderr}");
+        // The server's start; each call's start and end; the version
+        // call's GET.
+        assert_eq!(only.len(), 6, "{stderr}");
         assert!(!stderr.contains(ADMIN_TOKEN_SECRET));
         let file = write_lines(dir.path(), "from-stderr.jsonl", &only);
         let (code, _, err) = verify(&[file.to_str().unwrap()]).await;
@@ -507,7 +547,7 @@ async fn records_go_to_stderr_alone_or_next_to_the_file() {
         server.ok("pve_get_version", json!({})).await;
         let stderr = server.stop().await;
         assert_eq!(audit_lines(&stderr), lines(&log));
-        assert_eq!(lines(&log).len(), 3);
+        assert_eq!(lines(&log).len(), 4);
     })
     .await;
 }
@@ -583,7 +623,8 @@ async fn bad_audit_settings_stop_the_start_naming_the_key() {
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         let r = records(&log);
-        assert_eq!(r.len(), 3, "{r:#?}");
+        assert_eq!(r.len(), 4, "{r:#?}");
+        assert_server_start(&r[0], EMBEDDED);
         let call = one(&r, "call", "pve_get_version");
         assert_eq!(call["tool"], "pve_get_version");
         assert_eq!(call["outcome"], "ok");
@@ -633,8 +674,10 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
         .await;
         server.stop().await;
         let r = records(&log);
-        // Its start, its cancelled end, and the GET it had sent.
-        assert_eq!(r.len(), 3, "{r:#?}");
+        // The server's start; the call's start, its cancelled end, and the
+        // GET it had sent.
+        assert_eq!(r.len(), 4, "{r:#?}");
+        assert_server_start(&r[0], EMBEDDED);
         let start = one(&r, "call-start", "pve_list_vms");
         let call = one(&r, "call", "pve_list_vms");
         assert!(start["seq"].as_u64() < call["seq"].as_u64(), "{r:#?}");
@@ -652,8 +695,9 @@ async fn a_cancelled_call_is_recorded_as_cancelled() {
         let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
         server.ok("pve_get_version", json!({})).await;
         server.stop().await;
+        // After the four records of the first run, the second run's start.
         let next = one(&records(&log), "call-start", "pve_get_version")["seq"].clone();
-        assert_eq!(next, 4);
+        assert_eq!(next, 6);
         let (code, _, stderr) = verify(&[log.to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stderr}");
     })
@@ -717,7 +761,9 @@ async fn two_servers_sharing_one_file_extend_one_chain() {
         b.stop().await;
         let (code, stdout, stderr) = verify(&[dir.path().to_str().unwrap()]).await;
         assert_eq!(code, Some(0), "{stdout}{stderr}");
-        assert!(stdout.contains("ok: 24 records, seq 1..24"), "{stdout}");
+        // Each server's start; a call's start, its end and its GET, four
+        // times each.
+        assert!(stdout.contains("ok: 26 records, seq 1..26"), "{stdout}");
     })
     .await;
 }

@@ -315,3 +315,35 @@ fn help_shows_no_secret_from_the_environment() {
         assert!(!o.stdout.is_empty(), "{args:?} printed no help");
     }
 }
+
+/// `--version` names the embedded component by its SHA-256 (that of the
+/// file the build embedded) and the WIT contract it implements, so an
+/// operator can tie a deployment to the exact code that runs.
+#[test]
+fn version_names_the_component_and_its_contract() {
+    use sha2::{Digest, Sha256};
+    let o = run(&["--version"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let wasm = std::fs::read(env!("PVE_MCP_GUEST_WASM_PATH")).unwrap();
+    let hex: String = Sha256::digest(&wasm)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let wit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/pve-tools.wit"))
+        .unwrap();
+    let package = wit
+        .lines()
+        .find_map(|l| l.strip_prefix("package "))
+        .unwrap()
+        .trim_end_matches(';');
+    assert!(
+        text.starts_with(&format!("pve-mcp {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("component: sha256:{hex} (embedded")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("contract: {package}")), "{text}");
+}

@@ -25,6 +25,13 @@ pub const TOOL: &str = "pve_get_vm_status";
 /// `call-start`, `call`, and one `egress` for its one upstream request.
 pub const RECORDS_PER_CALL: u64 = 3;
 
+/// Audit records a run of `calls` calls of [`TOOL`] leaves: the server's
+/// `server-start`, then [`RECORDS_PER_CALL`] for each call and for the one
+/// `pve_list_vms`.
+pub fn expected_records(calls: u64) -> u64 {
+    1 + RECORDS_PER_CALL * (calls + 1)
+}
+
 /// Guests in the soak's simulated cluster: enough that neighbouring calls
 /// ask about different guests, so an answer given to the wrong request
 /// shows.

@@ -7,6 +7,8 @@
 //! starts ([`CallAudit::start`]) and finishes it with the call's report; a
 //! write failure refuses the call unless `[audit] on_failure = "continue"`.
 //! Calls refused by the policy never run, and get only their end record.
+//! Each server start first writes a `server-start` record naming the
+//! component that runs ([`AuditLog::server_start`]).
 
 pub mod chain;
 pub mod record;
@@ -24,11 +26,12 @@ use crate::egress::{Access, Denial, EgressLog, EgressRecord};
 use crate::error::ConfigError;
 use crate::policy::Approver;
 use crate::sandbox::CallReport;
+use crate::sandbox::component::{CONTRACT, ComponentIdentity};
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject};
 
 use chain::{Batch, FileSink, Head, Sinks};
-use record::{CallHead, CallRecord, CallStartRecord, EgressEntry, Record};
+use record::{CallHead, CallRecord, CallStartRecord, EgressEntry, Record, ServerStartRecord};
 
 /// The decision recorded for a call, and the rule that made it, as the
 /// policy engine gave them.
@@ -150,6 +153,28 @@ impl AuditLog {
             on_failure: settings.on_failure,
             redactor,
         }))
+    }
+
+    /// Writes the `server-start` record naming the component that runs,
+    /// and waits until it is written. A failure is logged and the server
+    /// goes on: each call still needs its own `call-start` record, so
+    /// under `on_failure = "refuse"` nothing runs unrecorded while the log
+    /// cannot be written.
+    pub async fn server_start(&self, component: &ComponentIdentity) {
+        let record = Record::ServerStart(ServerStartRecord {
+            time: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+            version: env!("CARGO_PKG_VERSION"),
+            component_sha256: component.sha256.clone(),
+            component: self.redactor.redact(&component.source).into_owned(),
+            contract: CONTRACT,
+        });
+        if let Err(error) = self.write(vec![record]).await {
+            let then = match self.on_failure {
+                OnFailure::Refuse => "every call is refused until its own record can be written",
+                OnFailure::Continue => "calls run anyway ([audit] on_failure = \"continue\")",
+            };
+            tracing::error!("audit server-start record lost ({error}); {then}");
+        }
     }
 
     /// Starts the record of one call; finish it with the call's report.

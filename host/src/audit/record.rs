@@ -11,6 +11,9 @@ use crate::secret::{MASK, Redactor, is_secret_name};
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Record {
+    /// The server started: which component it runs, so every record after
+    /// it can be tied to the exact code that produced it.
+    ServerStart(ServerStartRecord),
     /// A call about to run, written (and flushed) before the guest starts:
     /// the write-ahead half of a call whose [`Record::Call`] comes at its
     /// end, with the same `call_id`.
@@ -19,6 +22,21 @@ pub enum Record {
     Call(CallRecord),
     /// One request the guest attempted during a call.
     Egress(EgressEntry),
+}
+
+/// A server start, as recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerStartRecord {
+    /// When the server started, RFC 3339 UTC.
+    pub time: String,
+    /// The `pve-mcp` version.
+    pub version: &'static str,
+    /// Hex SHA-256 of the component that runs.
+    pub component_sha256: String,
+    /// `embedded`, or the file `--component` named.
+    pub component: String,
+    /// The WIT package the host implements.
+    pub contract: &'static str,
 }
 
 /// What a call's start and end records both say: who called which tool

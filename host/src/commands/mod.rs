@@ -25,6 +25,18 @@ pub mod policy_check;
 pub mod serve;
 pub mod tools;
 
+/// What `pve-mcp --version` prints: the binary's version, the embedded
+/// component's SHA-256 and the WIT contract it implements, so an operator
+/// can tie a deployment to the exact component that runs.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ncomponent: sha256:",
+    env!("PVE_MCP_COMPONENT_SHA256"),
+    " (embedded; --component runs another)",
+    "\ncontract: ",
+    env!("PVE_MCP_WIT_PACKAGE"),
+);
+
 /// A sandboxed MCP server for Proxmox VE.
 ///
 /// Every tool runs inside a WebAssembly component that can reach nothing but
@@ -33,7 +45,7 @@ pub mod tools;
 #[derive(Debug, Parser)]
 #[command(
     name = "pve-mcp",
-    version,
+    version = VERSION,
     propagate_version = true,
     arg_required_else_help = true
 )]

@@ -17,6 +17,12 @@ use wasmtime::component::Component;
 /// The tool component built from `guest/` and embedded at build time.
 pub static GUEST_WASM: &[u8] = include_bytes!(env!("PVE_MCP_GUEST_WASM_PATH"));
 
+/// The SHA-256 of [`GUEST_WASM`], computed at build time.
+pub const EMBEDDED_SHA256: &str = env!("PVE_MCP_COMPONENT_SHA256");
+
+/// The WIT package the host implements, e.g. `pve-mcp:guest@0.2.0`.
+pub const CONTRACT: &str = env!("PVE_MCP_WIT_PACKAGE");
+
 /// Which component to run.
 #[derive(Debug, Clone)]
 pub enum ComponentSource {
@@ -24,6 +30,36 @@ pub enum ComponentSource {
     Embedded,
     /// Another build of a component implementing the same world.
     File(PathBuf),
+}
+
+/// Which code runs: the component's hash and where it came from, for the
+/// audit log's server-start record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentIdentity {
+    /// Hex SHA-256 of the component's bytes.
+    pub sha256: String,
+    /// `embedded`, or the file `--component` named.
+    pub source: String,
+}
+
+impl ComponentIdentity {
+    /// The identity of `wasm`, loaded from `source`. The embedded
+    /// component's hash was computed at build time.
+    pub fn of(source: &ComponentSource, wasm: &[u8]) -> ComponentIdentity {
+        match source {
+            ComponentSource::Embedded => ComponentIdentity {
+                sha256: EMBEDDED_SHA256.to_owned(),
+                source: "embedded".to_owned(),
+            },
+            ComponentSource::File(path) => ComponentIdentity {
+                sha256: Sha256::digest(wasm)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+                source: path.display().to_string(),
+            },
+        }
+    }
 }
 
 /// Where compiled artifacts go, or nowhere.

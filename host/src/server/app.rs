@@ -20,7 +20,7 @@ use crate::egress::{Access, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
 use crate::route::{ApiRequest, Route};
-use crate::sandbox::component::{CacheDir, ComponentSource, LoadedFrom};
+use crate::sandbox::component::{CacheDir, ComponentIdentity, ComponentSource, LoadedFrom};
 use crate::sandbox::progress::ReportSender;
 use crate::sandbox::{CLUSTER_ARG, CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
@@ -30,6 +30,7 @@ use crate::upstream::Upstream;
 /// A running host.
 pub struct App {
     sandbox: Sandbox,
+    component: ComponentIdentity,
     policy: Arc<policy::Engine>,
     next_id: AtomicU64,
     redactor: Redactor,
@@ -94,6 +95,7 @@ impl App {
             ),
         };
         let redactor = Redactor::new(secrets);
+        let identity = ComponentIdentity::of(component, &wasm);
         let sandbox = Sandbox::new(
             &wasm,
             Gate::new(endpoints),
@@ -114,6 +116,7 @@ impl App {
         );
         Ok(App {
             sandbox,
+            component: identity,
             policy: Arc::new(policy::Engine::default()),
             next_id: AtomicU64::new(1),
             redactor,
@@ -122,10 +125,19 @@ impl App {
     }
 
     /// Turns on the audit log these settings describe (nothing when they
-    /// leave it off); every call from then on is recorded.
-    pub fn enable_audit(&mut self, settings: &AuditSettings) -> Result<(), ConfigError> {
+    /// leave it off): its first record names the component that runs, and
+    /// every call from then on is recorded.
+    pub async fn enable_audit(&mut self, settings: &AuditSettings) -> Result<(), ConfigError> {
         self.audit = AuditLog::open(settings, self.redactor.clone())?;
+        if let Some(log) = &self.audit {
+            log.server_start(&self.component).await;
+        }
         Ok(())
+    }
+
+    /// Which component runs.
+    pub fn component(&self) -> &ComponentIdentity {
+        &self.component
     }
 
     /// Puts this policy engine in charge (the default is read-only).

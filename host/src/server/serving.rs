@@ -38,7 +38,7 @@ pub async fn start_app(startup: &Startup, config: &Config) -> anyhow::Result<App
     .await?;
     let policy = startup.policy.load(app.tools())?;
     let engine = crate::policy::Engine::new(policy)?;
-    app.enable_audit(&config.audit)?;
+    app.enable_audit(&config.audit).await?;
     Ok(app.with_policy(Arc::new(engine)))
 }
 
