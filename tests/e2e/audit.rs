@@ -119,7 +119,7 @@ fn object(v: &Value) -> serde_json::Map<String, Value> {
 }
 
 /// `pve-mcp audit verify ARGS`: exit code, stdout, stderr.
-async fn verify(args: &[&str]) -> (Option<i32>, String, String) {
+pub async fn verify(args: &[&str]) -> (Option<i32>, String, String) {
     let out = tokio::process::Command::new(BIN)
         .arg("audit")
         .arg("verify")

@@ -16,6 +16,7 @@ mod cli;
 mod client_log;
 mod clusters;
 mod common;
+mod egress_proxy;
 mod errors;
 mod fault_matrix;
 #[path = "../fuzz/gen.rs"]

@@ -99,6 +99,9 @@ impl From<&crate::policy::Decision> for AuditDecision {
     }
 }
 
+/// The session and tool of the egress proxy's records.
+const PROXY: &str = "egress-proxy";
+
 /// An open audit log: a writer thread that owns the file.
 pub struct AuditLog {
     sender: mpsc::Sender<Batch>,
@@ -174,6 +177,29 @@ impl AuditLog {
                 OnFailure::Continue => "calls run anyway ([audit] on_failure = \"continue\")",
             };
             tracing::error!("audit server-start record lost ({error}); {then}");
+        }
+    }
+
+    /// Records one request the egress proxy decided: an `egress` record
+    /// of its own (`tool` and `session` `egress-proxy`, `call_seq` 0: there
+    /// is no call), written before the proxy answers. A failure is logged.
+    pub async fn proxied(&self, id: &str, request: EgressRecord) {
+        let head = CallHead {
+            time: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+            call_id: id.to_owned(),
+            session: PROXY.into(),
+            client: None,
+            token: None,
+            tool: PROXY.into(),
+            args_hash: String::new(),
+            args: None,
+            decision: String::new(),
+            rule: String::new(),
+            approver: None,
+        };
+        let records = egress_records(&head, &[request], &self.redactor);
+        if let Err(error) = self.write(records).await {
+            tracing::error!("audit record of a proxied request lost ({error})");
         }
     }
 
@@ -370,35 +396,43 @@ fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redacto
         .filter(|e| !matches!(e.denied, Some(Denial::RefusedMore(_))))
         .map(|e| record::upstream(e, redactor))
         .collect();
-    let mut records = Vec::with_capacity(1 + egress.len());
-    for e in egress {
-        records.push(Record::Egress(EgressEntry {
-            time: call.head.time.clone(),
-            call_id: call.head.call_id.clone(),
-            call_seq: 0,
-            session: call.head.session.clone(),
-            token: call.head.token.clone(),
-            tool: call.head.tool.clone(),
-            cluster: e.cluster.clone(),
-            method: redactor.redact(&e.method).into_owned(),
-            authority: redactor.redact(&e.authority).into_owned(),
-            path: redactor.redact(&e.path).into_owned(),
-            decision: if e.denied.is_some() { "deny" } else { "allow" },
-            rule: record::egress_rule(e.denied.as_ref()),
-            reason: e
-                .denied
-                .as_ref()
-                .map(|d| redactor.redact(&d.to_string()).into_owned()),
-            status: e.status,
-            failure: e
-                .failure
-                .as_ref()
-                .map(|f| redactor.redact(&f.to_string()).into_owned()),
-            ms: record::millis(e.elapsed),
-        }));
-    }
+    let mut records = egress_records(&call.head, egress, redactor);
     records.insert(0, Record::Call(call));
     records
+}
+
+/// One `egress` record per request of a call with this head (the writer
+/// fills in `call_seq` from the call record before them, if any).
+fn egress_records(head: &CallHead, egress: &[EgressRecord], redactor: &Redactor) -> Vec<Record> {
+    egress
+        .iter()
+        .map(|e| {
+            Record::Egress(EgressEntry {
+                time: head.time.clone(),
+                call_id: head.call_id.clone(),
+                call_seq: 0,
+                session: head.session.clone(),
+                token: head.token.clone(),
+                tool: head.tool.clone(),
+                cluster: e.cluster.clone(),
+                method: redactor.redact(&e.method).into_owned(),
+                authority: redactor.redact(&e.authority).into_owned(),
+                path: redactor.redact(&e.path).into_owned(),
+                decision: if e.denied.is_some() { "deny" } else { "allow" },
+                rule: record::egress_rule(e.denied.as_ref()),
+                reason: e
+                    .denied
+                    .as_ref()
+                    .map(|d| redactor.redact(&d.to_string()).into_owned()),
+                status: e.status,
+                failure: e
+                    .failure
+                    .as_ref()
+                    .map(|f| redactor.redact(&f.to_string()).into_owned()),
+                ms: record::millis(e.elapsed),
+            })
+        })
+        .collect()
 }
 
 fn refused(why: &str) -> CallOutcome {

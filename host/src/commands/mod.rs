@@ -21,6 +21,7 @@ pub mod approvals;
 pub mod audit_verify;
 pub mod call;
 pub mod demo;
+pub mod egress_proxy;
 pub mod policy_check;
 pub mod serve;
 pub mod tools;
@@ -120,6 +121,21 @@ pub enum Command {
         /// a call of it send, bound to the call's arguments.
         #[arg(long)]
         routes: bool,
+    },
+    /// Run the egress gate as a loopback HTTP proxy, for the tool
+    /// component hosted by something else (Node.js through jco, the
+    /// wasmtime CLI).
+    ///
+    /// Point the component's endpoint base-url at the address it prints
+    /// (with /token/TOKEN when PVE_MCP_EGRESS_PROXY_TOKEN is set, and
+    /// /cluster/NAME for a cluster other than the first). It adds the
+    /// Proxmox credentials after its checks, so the component never holds
+    /// them: GETs under /api2/json/, and writes that fit the routes of the
+    /// tools the policy allows outright.
+    EgressProxy {
+        /// Where to listen: a loopback address.
+        #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8007")]
+        listen: std::net::SocketAddr,
     },
     /// Run one tool call through the same sandbox and gates, and print the
     /// result.
@@ -238,6 +254,7 @@ pub async fn run(cli: &Cli) -> ExitCode {
         Command::Serve { http } => serve::run(global, http.as_deref()).await,
         Command::Demo { http, writes } => demo::run(global, http.as_deref(), *writes).await,
         Command::Tools { json, routes } => tools::run(global, *json, *routes).await,
+        Command::EgressProxy { listen } => egress_proxy::run(global, *listen).await,
         Command::Call {
             tool,
             args,

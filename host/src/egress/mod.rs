@@ -205,6 +205,11 @@ impl Gate {
         &self.endpoints[cluster.0].cluster
     }
 
+    /// A resolved cluster's endpoint.
+    pub fn endpoint(&self, cluster: ClusterIndex) -> &GateEndpoint {
+        &self.endpoints[cluster.0]
+    }
+
     /// Decides one request of a call bound to `bound`: the endpoint it goes
     /// to, or why not. A request to another configured cluster is refused
     /// like one to an unknown host, so a call admitted for one cluster
@@ -692,14 +697,20 @@ async fn forward(
     Ok(into_guest_response(response, max_response))
 }
 
+/// Proxmox's reason phrase (its error message), which `wasi:http` cannot
+/// carry, as the value of [`REASON_HEADER`].
+pub fn reason_header<B>(response: &Response<B>) -> Option<HeaderValue> {
+    response
+        .extensions()
+        .get::<hyper::ext::ReasonPhrase>()
+        .and_then(|r| HeaderValue::from_bytes(r.as_bytes()).ok())
+}
+
 fn into_guest_response(
     response: Response<UpstreamBody>,
     max_response: usize,
 ) -> Response<WasiBody> {
-    let reason = response
-        .extensions()
-        .get::<hyper::ext::ReasonPhrase>()
-        .and_then(|r| HeaderValue::from_bytes(r.as_bytes()).ok());
+    let reason = reason_header(&response);
     let (mut parts, body) = response.into_parts();
     parts.headers.remove(REASON_HEADER);
     if let Some(reason) = reason {

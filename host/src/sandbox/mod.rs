@@ -303,9 +303,14 @@ impl Sandbox {
         self.loaded_from
     }
 
-    /// The gate, for listing endpoints.
-    pub fn gate(&self) -> &Gate {
+    /// The gate, for listing endpoints and for the egress proxy.
+    pub fn gate(&self) -> &Arc<Gate> {
         &self.gate
+    }
+
+    /// The largest answer from Proxmox a call may read, in bytes.
+    pub fn max_response_bytes(&self) -> usize {
+        self.limits.max_response_bytes
     }
 
     fn new_store(

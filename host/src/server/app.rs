@@ -140,6 +140,24 @@ impl App {
         &self.component
     }
 
+    /// The egress gate, which the egress proxy shares with the sandbox.
+    pub fn gate(&self) -> Arc<Gate> {
+        self.sandbox.gate().clone()
+    }
+
+    /// The largest answer from Proxmox a call may read, in bytes.
+    pub fn max_response_bytes(&self) -> usize {
+        self.sandbox.max_response_bytes()
+    }
+
+    /// Records one request the egress proxy decided (it has no tool call:
+    /// see [`crate::audit::AuditLog::proxied`]).
+    pub async fn audit_proxied(&self, id: &str, request: crate::egress::EgressRecord) {
+        if let Some(log) = &self.audit {
+            log.proxied(id, request).await;
+        }
+    }
+
     /// Puts this policy engine in charge (the default is read-only).
     pub fn with_policy(mut self, engine: Arc<policy::Engine>) -> App {
         self.policy = engine;

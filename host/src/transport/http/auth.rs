@@ -41,6 +41,22 @@ impl Tokens {
         }
     }
 
+    /// The name of the configured token `presented` is, if any.
+    pub fn identify(&self, presented: &str) -> Option<TokenName> {
+        let digest: [u8; 32] = Sha256::digest(presented).into();
+        // Every entry is compared, and the first hit kept by a constant-time
+        // select rather than a branch.
+        let mut found = u64::MAX;
+        for (i, (_, expected)) in self.entries.iter().enumerate() {
+            let take = expected.ct_eq(&digest) & found.ct_eq(&u64::MAX);
+            found = u64::conditional_select(&found, &(i as u64), take);
+        }
+        usize::try_from(found)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .map(|(name, _)| TokenName(name.clone()))
+    }
+
     /// Whether authentication is on.
     pub fn enabled(&self) -> bool {
         !self.entries.is_empty()
@@ -74,20 +90,9 @@ impl Tokens {
             reject.www_authenticate = Some(CHALLENGE);
             return Err(reject);
         };
-        let digest: [u8; 32] = Sha256::digest(presented).into();
-        // Every entry is compared, and the first hit kept by a constant-time
-        // select rather than a branch.
-        let mut found = u64::MAX;
-        for (i, (_, expected)) in self.entries.iter().enumerate() {
-            let take = expected.ct_eq(&digest) & found.ct_eq(&u64::MAX);
-            found = u64::conditional_select(&found, &(i as u64), take);
-        }
-        match usize::try_from(found)
-            .ok()
-            .and_then(|i| self.entries.get(i))
-        {
-            Some((name, _)) => Ok(Some(TokenName(name.clone()))),
-            _ => {
+        match self.identify(presented) {
+            Some(name) => Ok(Some(name)),
+            None => {
                 let mut reject = Reject::new(
                     StatusCode::UNAUTHORIZED,
                     "Unauthorized: the bearer token is not valid for this server",

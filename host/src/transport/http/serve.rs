@@ -266,7 +266,8 @@ async fn shut_down(mcp: &Mcp, server: Server, grace: Duration) {
 }
 
 /// SIGTERM and SIGINT.
-struct Signals {
+/// SIGTERM and SIGINT (Ctrl-C elsewhere), the signals that stop a server.
+pub(crate) struct Signals {
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -274,7 +275,8 @@ struct Signals {
 }
 
 impl Signals {
-    fn new() -> std::io::Result<Signals> {
+    /// Starts listening for them.
+    pub(crate) fn new() -> std::io::Result<Signals> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -287,7 +289,8 @@ impl Signals {
         Ok(Signals {})
     }
 
-    async fn recv(&mut self) -> &'static str {
+    /// The next one's name.
+    pub(crate) async fn recv(&mut self) -> &'static str {
         #[cfg(unix)]
         {
             tokio::select! {
