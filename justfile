@@ -8,6 +8,11 @@ build:
 guest:
     cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest -p pve-mcp-hostile --features pve-mcp-hostile/sockets
 
+# Write the tool component this binary embeds and its WIT contract to dist/ (dist/pve_tools.wasm,
+# dist/wit/), for another host to run: docs/hosting.md.
+component:
+    cargo run -q -p pve-mcp -- component --out dist
+
 # Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
 test:
     cargo test --workspace

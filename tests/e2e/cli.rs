@@ -347,3 +347,46 @@ fn version_names_the_component_and_its_contract() {
     );
     assert!(text.contains(&format!("contract: {package}")), "{text}");
 }
+
+/// `pve-mcp component --out DIR` writes the exact component this binary
+/// runs (its SHA-256 is the one `--version` prints) and the WIT contract,
+/// and that component imports only what the world declares, so a host
+/// that links exactly the world can run it.
+#[test]
+fn component_writes_the_embedded_component_and_its_contract() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dist");
+    let o = run(&["component", "--out", out.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let wasm = std::fs::read(out.join("pve_tools.wasm")).unwrap();
+    let hex: String = Sha256::digest(&wasm)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let version = String::from_utf8_lossy(&run(&["--version"], &[]).stdout).to_string();
+    assert!(version.contains(&format!("sha256:{hex}")), "{version}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("sha256:{hex}")),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let wit = concat!(env!("CARGO_MANIFEST_DIR"), "/../wit");
+    for file in ["pve-tools.wit", "deps/http/http.wit", "deps/io/io.wit"] {
+        assert_eq!(
+            std::fs::read(out.join("wit").join(file)).unwrap(),
+            std::fs::read(format!("{wit}/{file}")).unwrap(),
+            "{file}"
+        );
+    }
+    let imports = pve_mcp::sandbox::component::imports(&wasm).unwrap();
+    assert!(
+        imports
+            .iter()
+            .any(|i| i.starts_with("wasi:http/outgoing-handler"))
+    );
+    assert_eq!(
+        pve_mcp::sandbox::component::undeclared(&imports),
+        Vec::<String>::new()
+    );
+}

@@ -20,6 +20,7 @@ use crate::server::serving::Startup;
 pub mod approvals;
 pub mod audit_verify;
 pub mod call;
+pub mod component;
 pub mod demo;
 pub mod egress_proxy;
 pub mod policy_check;
@@ -121,6 +122,13 @@ pub enum Command {
         /// a call of it send, bound to the call's arguments.
         #[arg(long)]
         routes: bool,
+    },
+    /// Write the tool component this binary embeds, and its WIT contract,
+    /// for another host to run: DIR/pve_tools.wasm and DIR/wit/.
+    Component {
+        /// The directory to write to.
+        #[arg(long, value_name = "DIR", default_value = "dist")]
+        out: std::path::PathBuf,
     },
     /// Run the egress gate as a loopback HTTP proxy, for the tool
     /// component hosted by something else (Node.js through jco, the
@@ -255,6 +263,7 @@ pub async fn run(cli: &Cli) -> ExitCode {
         Command::Demo { http, writes } => demo::run(global, http.as_deref(), *writes).await,
         Command::Tools { json, routes } => tools::run(global, *json, *routes).await,
         Command::EgressProxy { listen } => egress_proxy::run(global, *listen).await,
+        Command::Component { out } => component::run(out),
         Command::Call {
             tool,
             args,

@@ -23,6 +23,85 @@ pub const EMBEDDED_SHA256: &str = env!("PVE_MCP_COMPONENT_SHA256");
 /// The WIT package the host implements, e.g. `pve-mcp:guest@0.2.0`.
 pub const CONTRACT: &str = env!("PVE_MCP_WIT_PACKAGE");
 
+/// The contract's WIT files, by path under `wit/`, as `pve-mcp component`
+/// writes them next to the component.
+pub const WIT_FILES: &[(&str, &str)] = &[
+    ("pve-tools.wit", include_str!("../../../wit/pve-tools.wit")),
+    (
+        "deps/cli/cli.wit",
+        include_str!("../../../wit/deps/cli/cli.wit"),
+    ),
+    (
+        "deps/clocks/clocks.wit",
+        include_str!("../../../wit/deps/clocks/clocks.wit"),
+    ),
+    (
+        "deps/filesystem/filesystem.wit",
+        include_str!("../../../wit/deps/filesystem/filesystem.wit"),
+    ),
+    (
+        "deps/http/http.wit",
+        include_str!("../../../wit/deps/http/http.wit"),
+    ),
+    (
+        "deps/io/io.wit",
+        include_str!("../../../wit/deps/io/io.wit"),
+    ),
+    (
+        "deps/random/random.wit",
+        include_str!("../../../wit/deps/random/random.wit"),
+    ),
+    (
+        "deps/sockets/sockets.wit",
+        include_str!("../../../wit/deps/sockets/sockets.wit"),
+    ),
+];
+
+/// What a component imports, by name (`wasi:http/outgoing-handler@0.2.12`).
+pub fn imports(wasm: &[u8]) -> anyhow::Result<Vec<String>> {
+    let engine = Engine::default();
+    let component = Component::new(&engine, wasm)
+        .map_err(anyhow::Error::from)
+        .context("not a component wasmtime loads")?;
+    Ok(component
+        .component_type()
+        .imports(&engine)
+        .map(|(name, _)| name.to_string())
+        .collect())
+}
+
+/// The imports among `imports` that the world in `wit/pve-tools.wit` does
+/// not declare (counting the interfaces its imports pull in): a host that
+/// links exactly the world could not instantiate a component that has any.
+pub fn undeclared(imports: &[String]) -> Vec<String> {
+    let wit = WIT_FILES[0].1;
+    let (namespace, version) = CONTRACT.split_once('@').unwrap_or((CONTRACT, ""));
+    // `import progress;` names an interface of this package.
+    let mut allowed: Vec<String> = wit
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("import "))
+        .map(|l| l.trim_end_matches(';'))
+        .map(|l| match l.contains(':') {
+            true => l.to_string(),
+            false => format!("{namespace}/{l}@{version}"),
+        })
+        .collect();
+    for implied in [
+        "wasi:io/error",
+        "wasi:io/poll",
+        "wasi:io/streams",
+        "wasi:http/types",
+        "wasi:filesystem/types",
+    ] {
+        allowed.push(format!("{implied}@0.2.12"));
+    }
+    imports
+        .iter()
+        .filter(|i| !allowed.contains(i))
+        .cloned()
+        .collect()
+}
+
 /// Which component to run.
 #[derive(Debug, Clone)]
 pub enum ComponentSource {
@@ -252,6 +331,33 @@ fn current_uid() -> u32 {
 
 #[cfg(all(test, unix))]
 mod tests {
+
+    /// `WIT_FILES` is the whole of `wit/`, byte for byte: a file added
+    /// there must be added to what `pve-mcp component` writes.
+    #[test]
+    fn the_embedded_wit_is_the_whole_contract() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        let mut on_disk = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    let name = path.strip_prefix(&root).unwrap().display().to_string();
+                    on_disk.push((name, std::fs::read_to_string(&path).unwrap()));
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<(String, String)> = WIT_FILES
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+    }
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     use super::*;
