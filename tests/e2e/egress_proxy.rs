@@ -15,13 +15,13 @@ use crate::common::*;
 use crate::http::http_client;
 
 /// A proxy token for the tests that set one.
-const PROXY_TOKEN: &str = "proxy-0123456789abcdef-token";
+pub const PROXY_TOKEN: &str = "proxy-0123456789abcdef-token";
 
 /// A running `pve-mcp egress-proxy`.
-struct Proxy {
+pub struct Proxy {
     _child: tokio::process::Child,
     /// `http://127.0.0.1:PORT`.
-    base: String,
+    pub base: String,
     http: reqwest::Client,
     log: Arc<Mutex<String>>,
     _scan: crate::secret_scan::ScanOnDrop,
@@ -29,7 +29,8 @@ struct Proxy {
 }
 
 impl Proxy {
-    async fn start(sim: &pve_sim::Simulator, opts: Opts) -> Proxy {
+    /// `pve-mcp egress-proxy --listen 127.0.0.1:0` for the simulator.
+    pub async fn start(sim: &pve_sim::Simulator, opts: Opts) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let secrets = crate::secret_scan::Secrets::of(&opts);
         let mut cmd = command(
@@ -126,7 +127,8 @@ impl Proxy {
             .unwrap_or_else(|| panic!("no status line: {head}"))
     }
 
-    fn log(&self) -> String {
+    /// What it logged so far.
+    pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 }

