@@ -16,6 +16,7 @@ mod cli;
 mod client_log;
 mod clusters;
 mod common;
+mod container;
 mod egress_proxy;
 mod errors;
 mod fault_matrix;
