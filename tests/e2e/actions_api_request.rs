@@ -276,14 +276,7 @@ async fn hidden_and_refused_under_the_default_policy() {
     within(async {
         let sim = simulator().await;
         let server = Server::start(&sim, Opts::default()).await;
-        let listed: Vec<String> = server
-            .client
-            .list_all_tools()
-            .await
-            .expect("tools/list")
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect();
+        let listed = server.tool_names().await;
         assert!(!listed.iter().any(|n| n == TOOL), "{listed:?}");
         sim.clear_requests();
         let text = server.err(TOOL, json!({"path": "/version"})).await;

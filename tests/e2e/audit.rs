@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use pve_mcp::canonical::arguments_hash;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::common::*;
 
@@ -28,20 +27,9 @@ fn assert_server_start(record: &Value, component: &str) {
     } else {
         component
     };
-    let bytes = std::fs::read(wasm).unwrap();
-    let hex: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = sha256_hex(&std::fs::read(wasm).unwrap());
     assert_eq!(record["component_sha256"], hex, "{record}");
-    let wit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/pve-tools.wit"))
-        .unwrap();
-    let package = wit
-        .lines()
-        .find_map(|l| l.strip_prefix("package "))
-        .unwrap()
-        .trim_end_matches(';');
-    assert_eq!(record["contract"], package, "{record}");
+    assert_eq!(record["contract"], wit_package(), "{record}");
     assert_eq!(record["version"], env!("CARGO_PKG_VERSION"), "{record}");
 }
 
@@ -109,9 +97,7 @@ fn line_of<'a>(lines: &'a [String], record: &Value) -> &'a str {
 
 /// The chain's definition, computed here independently of the host.
 fn sha256_line(line: &str) -> String {
-    let digest = Sha256::digest(line.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", sha256_hex(line.as_bytes()))
 }
 
 fn object(v: &Value) -> serde_json::Map<String, Value> {

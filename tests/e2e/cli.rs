@@ -321,22 +321,11 @@ fn help_shows_no_secret_from_the_environment() {
 /// operator can tie a deployment to the exact code that runs.
 #[test]
 fn version_names_the_component_and_its_contract() {
-    use sha2::{Digest, Sha256};
     let o = run(&["--version"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    let wasm = std::fs::read(env!("PVE_MCP_GUEST_WASM_PATH")).unwrap();
-    let hex: String = Sha256::digest(&wasm)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let wit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/pve-tools.wit"))
-        .unwrap();
-    let package = wit
-        .lines()
-        .find_map(|l| l.strip_prefix("package "))
-        .unwrap()
-        .trim_end_matches(';');
+    let hex = crate::common::sha256_hex(&std::fs::read(env!("PVE_MCP_GUEST_WASM_PATH")).unwrap());
+    let package = crate::common::wit_package();
     assert!(
         text.starts_with(&format!("pve-mcp {}\n", env!("CARGO_PKG_VERSION"))),
         "{text}"
@@ -354,16 +343,12 @@ fn version_names_the_component_and_its_contract() {
 /// that links exactly the world can run it.
 #[test]
 fn component_writes_the_embedded_component_and_its_contract() {
-    use sha2::{Digest, Sha256};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("dist");
     let o = run(&["component", "--out", out.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let wasm = std::fs::read(out.join("pve_tools.wasm")).unwrap();
-    let hex: String = Sha256::digest(&wasm)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = crate::common::sha256_hex(&wasm);
     let version = String::from_utf8_lossy(&run(&["--version"], &[]).stdout).to_string();
     assert!(version.contains(&format!("sha256:{hex}")), "{version}");
     assert!(

@@ -209,6 +209,27 @@ pub fn command(sim: &Simulator, opts: &Opts, dir: &Path, args: &[&str]) -> tokio
     cmd
 }
 
+/// Hex SHA-256 of `bytes`, as `pve-mcp --version` and the audit log print
+/// a component's.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The WIT package of the contract in `wit/`, e.g. `pve-mcp:guest@0.2.0`.
+pub fn wit_package() -> String {
+    let wit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/pve-tools.wit"))
+        .expect("wit/pve-tools.wit");
+    wit.lines()
+        .find_map(|l| l.strip_prefix("package "))
+        .expect("a package line")
+        .trim_end_matches(';')
+        .to_owned()
+}
+
 /// A running `pve-mcp serve` with an MCP client attached.
 pub struct Server {
     pub client: RunningService<RoleClient, ()>,
@@ -287,6 +308,17 @@ impl Server {
             Err(e) => self.scan.secrets.check(&what, &e.to_string()),
         }
         result
+    }
+
+    /// The names `tools/list` offers.
+    pub async fn tool_names(&self) -> Vec<String> {
+        self.client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
     }
 
     /// Calls a tool that must produce a result (successful or `isError`).

@@ -6,13 +6,11 @@
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::common::*;
-use crate::http::http_client;
+use crate::http::{http_client, spawn_announcing};
 
 /// A proxy token for the tests that set one.
 pub const PROXY_TOKEN: &str = "proxy-0123456789abcdef-token";
@@ -33,40 +31,13 @@ impl Proxy {
     pub async fn start(sim: &pve_sim::Simulator, opts: Opts) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let secrets = crate::secret_scan::Secrets::of(&opts);
-        let mut cmd = command(
+        let cmd = command(
             sim,
             &opts,
             dir.path(),
             &["egress-proxy", "--listen", "127.0.0.1:0"],
         );
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawning pve-mcp egress-proxy");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let log = Arc::new(Mutex::new(String::new()));
-        let base = tokio::time::timeout(Duration::from_secs(90), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                log.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(base) = line.strip_prefix("pve-mcp: egress proxy ") {
-                    return Some(base.trim().to_string());
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("the proxy never announced itself:\n{}", log.lock().unwrap()));
-        {
-            let log = log.clone();
-            tokio::spawn(async move {
-                while let Ok(Some(line)) = lines.next_line().await {
-                    log.lock().unwrap().push_str(&format!("{line}\n"));
-                }
-            });
-        }
+        let (child, base, log) = spawn_announcing(cmd, "pve-mcp: egress proxy ").await;
         Proxy {
             _child: child,
             base,
@@ -78,6 +49,15 @@ impl Proxy {
             log,
             _dir: dir,
         }
+    }
+
+    /// A proxy that needs [`PROXY_TOKEN`] in every request's path.
+    pub async fn with_token(sim: &pve_sim::Simulator) -> Proxy {
+        Proxy::start(
+            sim,
+            Opts::default().env("PVE_MCP_EGRESS_PROXY_TOKEN", PROXY_TOKEN),
+        )
+        .await
     }
 
     /// `METHOD base+path`: the status, the reason-phrase header and the
@@ -294,11 +274,7 @@ async fn writes_go_out_only_on_the_routes_of_tools_the_policy_allows() {
 async fn a_proxy_token_is_needed_when_set_and_loopback_is_the_only_place() {
     within(async {
         let sim = simulator().await;
-        let proxy = Proxy::start(
-            &sim,
-            Opts::default().env("PVE_MCP_EGRESS_PROXY_TOKEN", PROXY_TOKEN),
-        )
-        .await;
+        let proxy = Proxy::with_token(&sim).await;
         sim.clear_requests();
         for path in [
             "/api2/json/version".to_string(),

@@ -21,11 +21,7 @@ async fn jco_runs_the_component_in_node_through_the_egress_proxy() {
     };
     within(async {
         let sim = simulator().await;
-        let proxy = Proxy::start(
-            &sim,
-            Opts::default().env("PVE_MCP_EGRESS_PROXY_TOKEN", PROXY_TOKEN),
-        )
-        .await;
+        let proxy = Proxy::with_token(&sim).await;
         let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop");
         let dir = tempfile::tempdir().unwrap();
         let dist = dir.path().join("dist");

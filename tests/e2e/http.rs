@@ -46,6 +46,49 @@ pub struct HttpServer {
     _dir: tempfile::TempDir,
 }
 
+/// Starts `cmd` (stdin and stdout closed, stderr kept) and waits for the
+/// stderr line that starts with `announce`: the child, the rest of that
+/// line, and everything it logs, kept up to date.
+pub async fn spawn_announcing(
+    mut cmd: tokio::process::Command,
+    announce: &str,
+) -> (tokio::process::Child, String, Arc<Mutex<String>>) {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawning pve-mcp");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let log = Arc::new(Mutex::new(String::new()));
+    let found = tokio::time::timeout(Duration::from_secs(90), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            log.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(rest) = line.strip_prefix(announce) {
+                return Some(rest.trim().to_string());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| {
+        panic!(
+            "pve-mcp never logged {announce:?}:\n{}",
+            log.lock().unwrap()
+        )
+    });
+    {
+        let log = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                log.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+    }
+    (child, found, log)
+}
+
 impl HttpServer {
     /// `pve-mcp serve --http 127.0.0.1:0` with `MCP_AUTH_TOKEN` = [`TOKEN`].
     pub async fn start(sim: &pve_sim::Simulator, opts: Opts) -> HttpServer {
@@ -73,40 +116,8 @@ impl HttpServer {
             .iter()
             .find(|(k, _)| k == "MCP_AUTH_TOKEN")
             .map(|(_, v)| v.clone());
-        let mut cmd = command(sim, &opts, dir.path(), args);
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawning pve-mcp");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let log = Arc::new(Mutex::new(String::new()));
-        let url = tokio::time::timeout(Duration::from_secs(90), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                log.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(url) = line.strip_prefix("pve-mcp: MCP endpoint ") {
-                    return Some(url.trim().to_string());
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| {
-            panic!(
-                "pve-mcp never announced its endpoint:\n{}",
-                log.lock().unwrap()
-            )
-        });
-        {
-            let log = log.clone();
-            tokio::spawn(async move {
-                while let Ok(Some(line)) = lines.next_line().await {
-                    log.lock().unwrap().push_str(&format!("{line}\n"));
-                }
-            });
-        }
+        let cmd = command(sim, &opts, dir.path(), args);
+        let (child, url, log) = spawn_announcing(cmd, "pve-mcp: MCP endpoint ").await;
         let base = url.trim_end_matches("/mcp").to_string();
         let server = HttpServer {
             child,

@@ -58,15 +58,7 @@ async fn hidden_tools_are_not_listed_and_refused_when_called() {
     within(async {
         let sim = simulator().await;
         let p = with_policy(&sim, "[policy.tools.pve_list_nodes]\nhide = true\n").await;
-        let listed: Vec<String> = p
-            .server
-            .client
-            .list_all_tools()
-            .await
-            .expect("tools/list")
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect();
+        let listed = p.server.tool_names().await;
         assert!(
             !listed.contains(&"pve_list_nodes".to_string()),
             "{listed:?}"
