@@ -53,11 +53,11 @@ impl Proxy {
 
     /// A proxy that needs [`PROXY_TOKEN`] in every request's path.
     pub async fn with_token(sim: &pve_sim::Simulator) -> Proxy {
-        Proxy::start(
-            sim,
-            Opts::default().env("PVE_MCP_EGRESS_PROXY_TOKEN", PROXY_TOKEN),
-        )
-        .await
+        // Logging every request (-vv), so a token in a log line would show.
+        let opts = Opts::default()
+            .arg("-vv")
+            .env("PVE_MCP_EGRESS_PROXY_TOKEN", PROXY_TOKEN);
+        Proxy::start(sim, opts).await
     }
 
     /// `METHOD base+path`: the status, the reason-phrase header and the

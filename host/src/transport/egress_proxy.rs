@@ -36,7 +36,6 @@ use tokio::net::TcpListener;
 
 use super::http::auth::Tokens;
 use super::http::connections::Server;
-use super::http::layers;
 use super::http::limits::ConnectionLimits;
 use super::http::response::{Body, text};
 use super::http::serve::Signals;
@@ -132,7 +131,9 @@ pub async fn run(
     server
         .accept_until(
             &listener,
-            |peer| layers::log(peer, service.clone()),
+            // Not the HTTP request log: the path carries the proxy's
+            // token. Each request is logged once decided, without it.
+            |_peer| service.clone(),
             async move {
                 let signal = signals.recv().await;
                 tracing::info!("{signal}: the egress proxy stops");
@@ -227,6 +228,16 @@ impl Proxy {
             }
         };
         let method = request.method().clone();
+        // A component that sends JSON says so; anything else is the form
+        // Proxmox takes by default.
+        let content_type = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .filter(|v| v.as_bytes().starts_with(b"application/json"))
+            .cloned()
+            .unwrap_or(HeaderValue::from_static(
+                "application/x-www-form-urlencoded",
+            ));
         let mut record = EgressRecord {
             cluster: Some(self.gate.cluster_name(cluster).to_owned()),
             method: method.to_string(),
@@ -263,10 +274,7 @@ impl Proxy {
                 HeaderValue::from_static("application/json"),
             );
             if !body.is_empty() {
-                headers.insert(
-                    http::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/x-www-form-urlencoded"),
-                );
+                headers.insert(http::header::CONTENT_TYPE, content_type);
             }
         }
         let Ok(upstream) = upstream.body(Full::new(body)) else {
@@ -311,6 +319,15 @@ impl Proxy {
             }
         };
         record.elapsed = started.elapsed();
+        tracing::info!(
+            target: "pve_mcp::egress_proxy",
+            cluster = record.cluster.as_deref(),
+            method = %record.method,
+            path = %record.path,
+            status = record.status,
+            ms = record.elapsed.as_millis() as u64,
+            "proxied request"
+        );
         self.audit(record).await;
         answer
     }
