@@ -13,6 +13,12 @@ guest:
 component:
     cargo run -q -p pve-mcp -- component --out dist
 
+# Install the stock wasmtime CLI at the pinned version into target/wasmtime-cli (a release build of
+# several minutes) and run the component in it through the egress proxy. Not in CI: see docs/hosting.md.
+wasmtime-cli:
+    cargo install wasmtime-cli --version 48.0.8 --locked --root target/wasmtime-cli
+    PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
+
 # Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
 test:
     cargo test --workspace

@@ -131,3 +131,81 @@ async fn jco_runs_the_component_in_node_through_the_egress_proxy() {
     })
     .await;
 }
+
+/// The stock wasmtime CLI at the pinned version (`just wasmtime-cli`
+/// installs it and runs this test; CI does not build it), with its own
+/// WASI and `-S http`, and the egress proxy as the endpoint: `list-tools`
+/// and `call-tool` by `--invoke`, with WAVE-encoded arguments. The CLI
+/// cannot provide `pve-mcp:guest/progress`, so it traps that import; these
+/// tools never report progress. Skipped unless `PVE_MCP_WASMTIME_CLI`
+/// names the binary.
+#[tokio::test]
+async fn the_wasmtime_cli_runs_the_component_through_the_egress_proxy() {
+    let Some(cli) = std::env::var_os("PVE_MCP_WASMTIME_CLI") else {
+        eprintln!(
+            "skipped: set PVE_MCP_WASMTIME_CLI to a wasmtime 48 CLI (`just wasmtime-cli` installs one and runs this)"
+        );
+        return;
+    };
+    within(async {
+        let sim = simulator().await;
+        let proxy = Proxy::with_token(&sim).await;
+        let dir = tempfile::tempdir().unwrap();
+        let dist = dir.path().join("dist");
+        let written = std::process::Command::new(BIN)
+            .args(["component", "--out"])
+            .arg(&dist)
+            .output()
+            .unwrap();
+        assert!(written.status.success(), "{written:?}");
+        let wasm = dist.join("pve_tools.wasm");
+        let invoke = |call: String| {
+            let cli = cli.clone();
+            let wasm = wasm.clone();
+            async move {
+                let out = tokio::process::Command::new(&cli)
+                    .args(["run", "-S", "http", "-W", "unknown-imports-trap=y", "--invoke"])
+                    .arg(&call)
+                    .arg(&wasm)
+                    .env_clear()
+                    .stdin(Stdio::null())
+                    .output()
+                    .await
+                    .unwrap();
+                let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert!(out.status.success(), "{call}:\n{stdout}\n{stderr}");
+                stdout
+            }
+        };
+        let listed = invoke("list-tools()".into()).await;
+        for tool in CATALOG {
+            assert!(listed.contains(&format!("name: \"{tool}\"")), "{tool}: {listed}");
+        }
+        sim.clear_requests();
+        let context = format!(
+            "{{endpoints: [{{name: \"default\", base-url: \"{}/token/{PROXY_TOKEN}\"}}], request-id: \"cli-1\", wait-limit-secs: 60}}",
+            proxy.base
+        );
+        let vms = invoke(format!("call-tool({context}, \"pve_list_vms\", \"{{}}\")")).await;
+        assert!(vms.starts_with("ok("), "{vms}");
+        assert!(vms.contains("web-frontend-01"), "{vms}");
+        let status = invoke(format!(
+            "call-tool({context}, \"pve_get_vm_status\", \"{{\\\"vmid\\\": 100}}\")"
+        ))
+        .await;
+        assert!(status.starts_with("ok("), "{status}");
+        assert!(status.contains("running"), "{status}");
+        let seen = sim.requests();
+        assert!(seen.len() >= 2, "{seen:?}");
+        assert!(
+            seen.iter().all(|r| matches!(
+                r.auth,
+                pve_sim::AuthSeen::Token { secret_ok: true, .. }
+            )),
+            "{seen:?}"
+        );
+        assert!(!vms.contains(ADMIN_TOKEN_SECRET) && !status.contains(ADMIN_TOKEN_SECRET));
+    })
+    .await;
+}
