@@ -278,6 +278,20 @@ impl Topology {
     }
 }
 
+/// The session ids in a replica's request log lines.
+fn logged_sessions(log: &str) -> Vec<String> {
+    log.lines()
+        .filter(|l| l.contains("http request"))
+        .filter_map(|l| {
+            l.split("session=\"")
+                .nth(1)?
+                .split('"')
+                .next()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
 /// What the replicas' prefix says about a session id: replica 0, 1 or 2.
 fn home(session: &str) -> usize {
     ["r1-", "r2-", "r3-"]
@@ -457,6 +471,16 @@ async fn stateless_clients_spread_over_the_replicas_and_sessions_stay_on_theirs(
             assert_eq!(result.is_error, Some(false), "{}", text(&result));
         }
         client.cancel().await.unwrap();
+        // Its session (the one not opened by hand) was on one replica only.
+        let theirs: BTreeSet<String> = t
+            .replicas
+            .iter()
+            .flat_map(|r| logged_sessions(&r.server.log()))
+            .filter(|s| !sessions.contains(s))
+            .collect();
+        assert_eq!(theirs.len(), 1, "{theirs:?}");
+        let lines = t.session_lines(theirs.first().unwrap());
+        assert_eq!(lines.iter().filter(|&&n| n > 0).count(), 1, "{lines:?}");
         for (n, r) in t.replicas.iter().enumerate() {
             assert!(
                 !r.server.log().contains("status=404"),
