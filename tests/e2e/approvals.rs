@@ -129,7 +129,7 @@ struct Cli {
 }
 
 /// The approval id a pending result quotes.
-fn approval_id(text: &str) -> String {
+pub fn approval_id(text: &str) -> String {
     let start = text
         .find("ap-")
         .unwrap_or_else(|| panic!("no approval id in: {text}"));

@@ -42,6 +42,7 @@ mod policy_rules;
 mod policy_tiers;
 mod protocol;
 mod real_shapes;
+mod replicas;
 mod secret_scan;
 mod secrets;
 mod soak_short;

@@ -37,6 +37,7 @@ pub struct FileHttp {
     tls_key: Option<PathBuf>,
     max_body_kib: Option<u64>,
     session_idle_secs: Option<u64>,
+    session_id_prefix: Option<String>,
     max_sessions: Option<u64>,
     max_sessions_per_token: Option<u64>,
     max_calls_per_session: Option<u64>,
@@ -89,6 +90,10 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// A session with no traffic for this long is closed.
     pub session_idle: Duration,
+    /// What every session id this process issues starts with, so a load
+    /// balancer in front of several replicas can send a session's requests
+    /// to the replica that holds it; `None`: bare random ids.
+    pub session_id_prefix: Option<String>,
     /// Sessions open at once; more initializations get 503.
     pub max_sessions: usize,
     /// Sessions one bearer token may hold open at once; more
@@ -126,6 +131,7 @@ impl Default for HttpSettings {
             tls: None,
             max_body_bytes: 4 << 20,
             session_idle: Duration::from_secs(1800),
+            session_id_prefix: None,
             max_sessions: 512,
             max_sessions_per_token: 128,
             max_calls_per_session: 16,
@@ -292,6 +298,16 @@ pub fn load(
         }
     };
 
+    let session_id_prefix = layers
+        .pick(
+            "MCP_SESSION_ID_PREFIX",
+            "session_id_prefix",
+            file.session_id_prefix.clone(),
+            |v| v,
+        )
+        .map(|p| parse_session_id_prefix(&p.value, &p.key))
+        .transpose()?;
+
     let number = |env_key: &str, key: &str, value: Option<u64>, range: (u64, u64)| {
         layers.whole_number(env_key, key, value, range)
     };
@@ -369,6 +385,7 @@ pub fn load(
         tls,
         max_body_bytes,
         session_idle,
+        session_id_prefix,
         max_sessions,
         max_sessions_per_token,
         max_calls_per_session,
@@ -406,6 +423,30 @@ fn validate_path(path: &str, key: &str) -> Result<String, ConfigError> {
             key,
             format!("{path:?} is not a usable endpoint path"),
             "use an absolute path without query, fragment or trailing slash, e.g. /mcp (not /healthz or /readyz)",
+        ))
+    }
+}
+
+/// The longest session-id prefix: it names a replica, nothing more.
+const MAX_SESSION_ID_PREFIX: usize = 32;
+
+/// A session-id prefix: a short name made of characters that need no
+/// quoting in a header or in a load balancer's pattern.
+fn parse_session_id_prefix(text: &str, key: &str) -> Result<String, ConfigError> {
+    let ok = (1..=MAX_SESSION_ID_PREFIX).contains(&text.len())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err(ConfigError::new(
+            key,
+            format!("{text:?} is not a usable session id prefix"),
+            format!(
+                "use 1 to {MAX_SESSION_ID_PREFIX} letters, digits, '-' or '_', one per replica, e.g. r1- \
+                 (the load balancer routes on it: see docs/deploy.md)"
+            ),
         ))
     }
 }
@@ -647,6 +688,46 @@ mod tests {
         assert_eq!(s.shutdown_grace, Duration::from_secs(5));
         let e = load(&file("max_sessions = 0\n"), "f", &env(&[])).unwrap_err();
         assert!(e.key.starts_with("http.max_sessions"), "{e}");
+    }
+
+    #[test]
+    fn a_session_id_prefix_is_a_short_plain_name() {
+        let s = load(&file("session_id_prefix = \"r1-\"\n"), "f", &env(&[])).unwrap();
+        assert_eq!(s.session_id_prefix.as_deref(), Some("r1-"));
+        let s = load(
+            &file("session_id_prefix = \"r1-\"\n"),
+            "f",
+            &env(&[("MCP_SESSION_ID_PREFIX", "east_2-")]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.session_id_prefix.as_deref(),
+            Some("east_2-"),
+            "the environment overrides the file"
+        );
+        assert_eq!(
+            load(&FileHttp::default(), "f", &env(&[]))
+                .unwrap()
+                .session_id_prefix,
+            None
+        );
+        for bad in ["r 1", "r1/", "r1.", "\u{e9}", &"r".repeat(33), ""] {
+            let e = load(
+                &file(&format!("session_id_prefix = {bad:?}\n")),
+                "f",
+                &env(&[]),
+            )
+            .unwrap_err();
+            assert!(e.key.starts_with("http.session_id_prefix"), "{bad}: {e}");
+            assert!(e.fix.contains("docs/deploy.md"), "{e}");
+        }
+        let e = load(
+            &FileHttp::default(),
+            "f",
+            &env(&[("MCP_SESSION_ID_PREFIX", "r1:")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "MCP_SESSION_ID_PREFIX");
     }
 
     #[test]

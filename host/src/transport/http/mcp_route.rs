@@ -20,6 +20,7 @@ use super::admin::AdminServer;
 use super::limits::{InFlight, hold_until_sent};
 use super::request_ids::RequestIds;
 use super::response::{Body, Reject, text};
+use super::sessions::Sessions;
 use crate::caller::TokenName;
 use crate::config::http::HttpSettings;
 use crate::server::call_slots::StatelessSlots;
@@ -36,14 +37,14 @@ pub fn session_id(headers: &HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+type Service = StreamableHttpService<McpServer, Sessions>;
 
 /// The MCP endpoint's state, shared by every connection.
 pub struct Mcp {
     max_sessions: usize,
     max_sessions_per_token: usize,
     max_calls_per_session: usize,
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<Sessions>,
     rmcp_config: StreamableHttpServerConfig,
     /// Set once the component is compiled: until then requests get 503.
     service: OnceLock<Service>,
@@ -64,8 +65,9 @@ pub struct Mcp {
 impl Mcp {
     /// The endpoint for `settings`, not ready until [`Mcp::set_ready`].
     pub fn new(settings: &HttpSettings) -> Mcp {
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(settings.session_idle);
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(settings.session_idle);
+        let sessions = Sessions::new(local, settings.session_id_prefix.as_deref());
         let shutdown = CancellationToken::new();
         // pve-mcp checks Host and Origin itself (with messages naming the
         // setting), so rmcp's copies of those checks are off. The body limit
@@ -163,6 +165,26 @@ impl Mcp {
                 .get(id.as_str())
                 .cloned();
             match opened_by {
+                // Another replica's session: the load balancer sends a
+                // session's requests to the replica that opened it, and
+                // here only when that one is down. Its sessions died with
+                // it: say so, so a person reading the error knows why.
+                None if !self.sessions.is_ours(id) => {
+                    tracing::debug!(
+                        token = owner.as_deref(),
+                        "a request named a session another replica issued"
+                    );
+                    return Reject::new(
+                        StatusCode::NOT_FOUND,
+                        format!(
+                            "Not Found: Session not found: it was opened on another replica (this one issues \
+                             ids starting {:?}), which has stopped or restarted, and its sessions ended with it; \
+                             start a new session (initialize)",
+                            self.sessions.prefix().unwrap_or_default()
+                        ),
+                    )
+                    .into_response();
+                }
                 // A session id this server never issued. rmcp serves a request
                 // carrying 2026-07-28 `_meta` statelessly whatever its session
                 // header says, and the header names the caller's session for
@@ -252,6 +274,7 @@ impl Mcp {
         let _one_at_a_time = self.init_lock.lock().await;
         let live: HashSet<Arc<str>> = self
             .sessions
+            .local
             .sessions
             .read()
             .await

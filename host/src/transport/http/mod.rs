@@ -7,6 +7,7 @@
 //! `Host`/`Origin` allow-lists ([`guard`]) and bearer tokens with names for
 //! the audit log ([`auth`]) as tower layers with the body limit and a log
 //! line per request ([`layers`]), the checks rmcp does not make ([`mcp_route`]),
+//! session ids a load balancer can route on ([`sessions`]),
 //! the drain at shutdown ([`limits`]) and health endpoints ([`serve`]).
 //! The approvals admin endpoint ([`admin`]) runs on the same code.
 
@@ -20,6 +21,7 @@ pub mod mcp_route;
 pub mod request_ids;
 pub mod response;
 pub mod serve;
+pub mod sessions;
 
 use crate::config::http::{self, HttpSettings};
 use crate::config::listen::ListenHost;
