@@ -162,7 +162,9 @@ impl GuestState {
         Ok(GuestState {
             running: status.as_deref() == Some("running"),
             paused: target.vm_type == VmType::Qemu && qmp.as_deref() == Some("paused"),
-            lock: pj::text(d.get("lock")).filter(|l| !l.is_empty()),
+            lock: pj::text(d.get("lock"))
+                .filter(|l| !l.is_empty())
+                .map(|l| lock_name(&l)),
             ha_managed: d
                 .get("ha")
                 .and_then(Value::as_object)
@@ -200,6 +202,19 @@ impl GuestState {
             Some(lock) => Err(locked(target, lock)),
             None => Ok(()),
         }
+    }
+}
+
+/// A lock as Proxmox names it (`backup`, `snapshot-delete`), or, for
+/// anything else the answer holds, the text quoted and cut short: it goes
+/// into messages for the agent, which must stay small whatever Proxmox
+/// (or something posing as it) sends.
+fn lock_name(lock: &str) -> String {
+    let plain = lock.len() <= 32 && lock.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+    if plain {
+        lock.to_owned()
+    } else {
+        quoted(lock, 32)
     }
 }
 

@@ -422,6 +422,16 @@ fn a_listed_node_that_is_no_node_name_is_refused_short() {
     }
 }
 
+/// Found by fuzzing: a lock of 4,000 characters in a guest's status was
+/// echoed whole in the precondition error of every write tool.
+#[test]
+fn a_huge_lock_name_is_cut_short_in_the_precondition() {
+    let status = json!({"data": {"status": "stopped", "lock": "x".repeat(4_000)}}).to_string();
+    for tool in ["pve_start_vm", "pve_delete_vm", "pve_create_snapshot"] {
+        check(index(tool), true, vec![ok(&status)]).unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(fuzz_gen::config(1_000))]
 
