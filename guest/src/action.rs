@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::api::Pve;
 use crate::arg::VmType;
-use crate::error::{ToolError, quoted};
+use crate::error::{ToolError, listed, quoted};
 use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
@@ -258,7 +258,7 @@ pub fn check_node_online(pve: &mut dyn Pve, field: &str, node: &str) -> Result<(
             format!(
                 "{} is not a node of this cluster; the nodes are {}",
                 quoted(node, 64),
-                names.join(", ")
+                listed(&names)
             ),
         ));
     };

@@ -68,9 +68,41 @@ pub fn quoted(text: &str, max: usize) -> String {
     serde_json::Value::String(cut).to_string()
 }
 
+/// How many items [`listed`] names.
+pub const LISTED: usize = 20;
+
+/// Names from an answer (nodes, snapshots, disks, storages) for a message:
+/// at most [`LISTED`] of them, each quoted and cut to 40 characters, then
+/// how many more; `none` for none. They come from Proxmox, or something
+/// posing as it, and the message must stay small whatever they hold.
+pub fn listed<S: AsRef<str>>(items: &[S]) -> String {
+    if items.is_empty() {
+        return "none".to_owned();
+    }
+    let mut shown: Vec<String> = items
+        .iter()
+        .take(LISTED)
+        .map(|n| quoted(n.as_ref(), 40))
+        .collect();
+    if items.len() > LISTED {
+        shown.push(format!("and {} more", items.len() - LISTED));
+    }
+    shown.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_stay_short_whatever_they_hold() {
+        assert_eq!(listed::<&str>(&[]), "none");
+        assert_eq!(listed(&["a", "b"]), "\"a\", \"b\"");
+        let many: Vec<String> = (0..500).map(|i| "x".repeat(i % 7 * 1000)).collect();
+        let text = listed(&many);
+        assert!(text.len() < 2_000, "{}", text.len());
+        assert!(text.ends_with("and 480 more"), "{text}");
+    }
 
     #[test]
     fn field_errors_name_the_field() {

@@ -432,6 +432,23 @@ fn a_huge_lock_name_is_cut_short_in_the_precondition() {
     }
 }
 
+/// Found by fuzzing: a snapshot list with a 4,000-character name was
+/// listed whole when the snapshot asked for was not in it.
+#[test]
+fn a_huge_snapshot_list_is_cut_short_in_the_precondition() {
+    let status = json!({"data": {"status": "stopped"}}).to_string();
+    let long = json!({"data": [{"name": "x".repeat(4_000)}, {"name": "current"}]}).to_string();
+    let many: Vec<Value> = (0..500)
+        .map(|i| json!({"name": format!("snap{i}")}))
+        .collect();
+    let many = json!({"data": many}).to_string();
+    for tool in ["pve_delete_snapshot", "pve_rollback_snapshot"] {
+        for list in [&long, &many] {
+            check(index(tool), true, vec![ok(&status), ok(list)]).unwrap();
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(fuzz_gen::config(1_000))]
 

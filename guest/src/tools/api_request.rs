@@ -335,7 +335,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ApiResponse>, ToolError
     if !out.redacted.is_empty() {
         summary.push_str(&format!(
             " Secrets in the answer were replaced with \"[redacted]\": {}.",
-            out.redacted.join(", ")
+            crate::error::listed(&out.redacted)
         ));
     }
     Ok(Answer {

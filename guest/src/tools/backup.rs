@@ -15,7 +15,7 @@ use super::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, NodeName, StorageId, Text, VmType, Vmid, choice};
-use crate::error::{ToolError, quoted};
+use crate::error::{ToolError, listed, quoted};
 use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
@@ -143,11 +143,7 @@ fn backup(pve: &mut dyn Pve, input: BackupInput) -> Result<Answer<ActionOutput>,
                     "{} does not take backups on node {}; the backup storages there are {}",
                     quoted(storage, 64),
                     target.node,
-                    if storages.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        storages.join(", ")
-                    }
+                    listed(&storages)
                 ),
             ));
         }

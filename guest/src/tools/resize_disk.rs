@@ -13,7 +13,7 @@ use super::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, VmType, deserialize_from_json, fixed_schema};
-use crate::error::{ToolError, quoted};
+use crate::error::{ToolError, listed, quoted};
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
@@ -200,7 +200,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
             disks.sort_unstable();
             return Err(ToolError::Precondition(format!(
                 "{label} has no disk {disk}; its disks are {}. Nothing was sent.",
-                disks.join(", ")
+                listed(&disks)
             )));
         };
         if value.contains("media=cdrom") || value.starts_with("none") {
@@ -318,7 +318,7 @@ mod tests {
             (
                 "scsi1",
                 "+1G",
-                "has no disk scsi1; its disks are ide2, scsi0",
+                "has no disk scsi1; its disks are \"ide2\", \"scsi0\"",
             ),
             ("ide2", "+1G", "CD-ROM"),
             ("rootfs", "+1G", "disk: rootfs is a container volume"),

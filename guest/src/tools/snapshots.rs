@@ -12,7 +12,7 @@ use super::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, Text, VmType, deserialize_from_json, fixed_schema};
-use crate::error::{ToolError, quoted};
+use crate::error::{ToolError, listed, quoted};
 use crate::fetch;
 use crate::json as pj;
 use crate::resolve::Target;
@@ -174,11 +174,7 @@ fn require_snapshot(pve: &mut dyn Pve, target: &Target, name: &str) -> Result<()
         "{} has no snapshot {}; it has {}. Nothing was sent. pve_list_snapshots lists them.",
         target.label(),
         quoted(name, 64),
-        if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join(", ")
-        }
+        listed(&names)
     )))
 }
 
@@ -331,7 +327,7 @@ mod tests {
             .unwrap_err();
         assert!(
             e.message()
-                .contains("has no snapshot \"nope\"; it has pre-up"),
+                .contains("has no snapshot \"nope\"; it has \"pre-up\""),
             "{e}"
         );
         let e = ROLLBACK
