@@ -15,9 +15,11 @@ component:
 
 # Install the stock wasmtime CLI at the pinned version into target/wasmtime-cli (a release build of
 # several minutes) and run the component in it through the egress proxy. Not in CI: see docs/hosting.md.
+# The CLI links only WASI, so it runs the build without the `progress` import (same source).
 wasmtime-cli:
     cargo install wasmtime-cli --version 48.0.8 --locked --root target/wasmtime-cli
-    PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
+    cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest --features no-progress-import --target-dir target/component-cli
+    PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime PVE_MCP_CLI_COMPONENT={{justfile_directory()}}/target/component-cli/wasm32-wasip2/wasm/pve_mcp_guest.wasm cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
 
 # Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
 test:

@@ -159,11 +159,13 @@ impl wit::Guest for Component {
 
 /// Sends one progress report to the host (the WIT `progress` import).
 /// Natively there is no host: tools run against fakes there, which do not
-/// call this.
+/// call this. Built with the feature `no-progress-import`, the component
+/// drops its reports and so does not import `progress` at all: a build
+/// for hosts that link only WASI (the stock wasmtime CLI).
 fn report_progress(progress: f64, total: Option<f64>, message: &str) {
-    #[cfg(target_arch = "wasm32")]
+    #[cfg(all(target_arch = "wasm32", not(feature = "no-progress-import")))]
     bindings::pve_mcp::guest::progress::report(progress, total, message);
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(any(not(target_arch = "wasm32"), feature = "no-progress-import"))]
     let _ = (progress, total, message);
 }
 

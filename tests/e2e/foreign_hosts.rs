@@ -133,38 +133,45 @@ async fn jco_runs_the_component_in_node_through_the_egress_proxy() {
 }
 
 /// The stock wasmtime CLI at the pinned version (`just wasmtime-cli`
-/// installs it and runs this test; CI does not build it), with its own
-/// WASI and `-S http`, and the egress proxy as the endpoint: `list-tools`
-/// and `call-tool` by `--invoke`, with WAVE-encoded arguments. The CLI
-/// cannot provide `pve-mcp:guest/progress`, so it traps that import; these
-/// tools never report progress. Skipped unless `PVE_MCP_WASMTIME_CLI`
-/// names the binary.
+/// installs it, builds the component for it and runs this test; CI does not
+/// build the CLI), with its own WASI and `-S http`, and the egress proxy as
+/// the endpoint: `list-tools` and `call-tool` by `--invoke`, with
+/// WAVE-encoded arguments. The CLI links only WASI, and its
+/// `unknown-imports-trap` fails on the world's resource types, so it runs
+/// the build without the `progress` import (feature `no-progress-import`,
+/// same source). Skipped unless `PVE_MCP_WASMTIME_CLI` names the CLI and
+/// `PVE_MCP_CLI_COMPONENT` that build.
 #[tokio::test]
 async fn the_wasmtime_cli_runs_the_component_through_the_egress_proxy() {
-    let Some(cli) = std::env::var_os("PVE_MCP_WASMTIME_CLI") else {
+    let (Some(cli), Some(wasm)) = (
+        std::env::var_os("PVE_MCP_WASMTIME_CLI"),
+        std::env::var_os("PVE_MCP_CLI_COMPONENT"),
+    ) else {
         eprintln!(
-            "skipped: set PVE_MCP_WASMTIME_CLI to a wasmtime 48 CLI (`just wasmtime-cli` installs one and runs this)"
+            "skipped: set PVE_MCP_WASMTIME_CLI to a wasmtime 48 CLI and PVE_MCP_CLI_COMPONENT to \
+             the component built with --features no-progress-import (`just wasmtime-cli` does both)"
         );
         return;
     };
     within(async {
+        let bytes = std::fs::read(&wasm).unwrap();
+        let imports = pve_mcp::sandbox::component::imports(&bytes).unwrap();
+        assert!(
+            !imports.iter().any(|i| i.starts_with("pve-mcp:guest/progress")),
+            "{imports:?}"
+        );
+        assert_eq!(
+            pve_mcp::sandbox::component::undeclared(&imports),
+            Vec::<String>::new()
+        );
         let sim = simulator().await;
         let proxy = Proxy::with_token(&sim).await;
-        let dir = tempfile::tempdir().unwrap();
-        let dist = dir.path().join("dist");
-        let written = std::process::Command::new(BIN)
-            .args(["component", "--out"])
-            .arg(&dist)
-            .output()
-            .unwrap();
-        assert!(written.status.success(), "{written:?}");
-        let wasm = dist.join("pve_tools.wasm");
         let invoke = |call: String| {
             let cli = cli.clone();
             let wasm = wasm.clone();
             async move {
                 let out = tokio::process::Command::new(&cli)
-                    .args(["run", "-S", "http", "-W", "unknown-imports-trap=y", "--invoke"])
+                    .args(["run", "-S", "http", "--invoke"])
                     .arg(&call)
                     .arg(&wasm)
                     .env_clear()
