@@ -9,17 +9,19 @@ guest:
     cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest -p pve-mcp-hostile --features pve-mcp-hostile/sockets
 
 # Write the tool component this binary embeds and its WIT contract to dist/ (dist/pve_tools.wasm,
-# dist/wit/), for another host to run: docs/hosting.md.
+# dist/wit/), for another host to run: docs/hosting.md. Also dist/pve_tools_wasi_only.wasm, the same
+# source without the `progress` import, for hosts that link only WASI (the stock wasmtime CLI).
 component:
     cargo run -q -p pve-mcp -- component --out dist
+    cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest --features no-progress-import --target-dir target/component-cli
+    cp target/component-cli/wasm32-wasip2/wasm/pve_mcp_guest.wasm dist/pve_tools_wasi_only.wasm
 
 # Install the stock wasmtime CLI at the pinned version into target/wasmtime-cli (a release build of
 # several minutes) and run the component in it through the egress proxy. Not in CI: see docs/hosting.md.
-# The CLI links only WASI, so it runs the build without the `progress` import (same source).
-wasmtime-cli:
+# The CLI links only WASI, so it runs dist/pve_tools_wasi_only.wasm (same source, no `progress` import).
+wasmtime-cli: component
     cargo install wasmtime-cli --version 48.0.8 --locked --root target/wasmtime-cli
-    cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest --features no-progress-import --target-dir target/component-cli
-    PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime PVE_MCP_CLI_COMPONENT={{justfile_directory()}}/target/component-cli/wasm32-wasip2/wasm/pve_mcp_guest.wasm cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
+    PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime PVE_MCP_CLI_COMPONENT={{justfile_directory()}}/dist/pve_tools_wasi_only.wasm cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
 
 # Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
 test:
