@@ -60,7 +60,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 
-use support::{Latency, ServerEnv, env_count, latency, ms, peak_rss_mb, server_log};
+use support::{Latency, ServerEnv, cpu_time, env_count, latency, ms, peak_rss_mb, server_log};
 
 const STATUS_PATH: &str = "/api2/json/nodes/pve1/qemu/100/status/current";
 const RESOURCES_PATH: &str = "/api2/json/cluster/resources?type=vm";
@@ -123,6 +123,13 @@ async fn main() -> Result<()> {
         ],
     )
     .await?;
+    // The server's own CPU time per call: what it spends, whatever the
+    // client on the same machine costs.
+    let cpu_before = cpu_time(server.pid)?;
+    for _ in 0..calls {
+        server.call(TOOL, &explicit).await?;
+    }
+    let server_cpu = (cpu_time(server.pid)? - cpu_before).div_f64(calls as f64);
     let peak_rss_mb = peak_rss_mb(server.pid)?;
     server.stop().await;
 
@@ -138,6 +145,7 @@ async fn main() -> Result<()> {
         cold,
         warm,
         peak_rss_mb,
+        server_cpu,
     };
     println!("{}", report.markdown());
     sim.shutdown().await;
@@ -395,6 +403,8 @@ struct Report {
     cold: Duration,
     warm: Duration,
     peak_rss_mb: f64,
+    /// The server's CPU time per call, 1 upstream GET.
+    server_cpu: Duration,
 }
 
 impl Report {
@@ -456,6 +466,13 @@ impl Report {
             "(median)",
             "< 100 ms",
             Some(warm_ok),
+        );
+        t.row(
+            "server CPU per call, 1 upstream GET (user + system, all threads)",
+            ms(self.server_cpu),
+            "(mean)",
+            "",
+            None,
         );
         let rss = format!("{:.1} MB", self.peak_rss_mb);
         let rss_ok = self.peak_rss_mb < TARGET_PEAK_RSS_MB;
