@@ -28,17 +28,6 @@ fn hostile() -> Opts {
     Opts::default().arg("--component").arg(HOSTILE_WASM)
 }
 
-async fn listed(server: &Server) -> Vec<String> {
-    server
-        .client
-        .list_all_tools()
-        .await
-        .expect("tools/list")
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
-}
-
 fn writes(sim: &pve_sim::Simulator) -> Vec<(String, String)> {
     sim.writes()
         .into_iter()
@@ -93,7 +82,7 @@ async fn the_default_policy_hides_and_refuses_every_tool_that_may_write() {
     within(async {
         let sim = simulator().await;
         let server = Server::start(&sim, hostile()).await;
-        let names = listed(&server).await;
+        let names = server.tool_names().await;
         for (tool, tier) in WRITERS {
             assert!(!names.iter().any(|n| n == tool), "{tool} is listed: {names:?}");
             let text = refused_unsent(&server, &sim, tool, "policy.default").await;
@@ -130,7 +119,7 @@ async fn a_rule_of_its_own_enables_a_write_or_destructive_tool_and_its_writes() 
             hostile(),
         )
         .await;
-        let names = listed(&p.server).await;
+        let names = p.server.tool_names().await;
         for tool in ["hostile_write", "hostile_rollback"] {
             assert!(names.iter().any(|n| n == tool), "{tool}: {names:?}");
             runs(&p.server, &sim, tool).await;
@@ -159,7 +148,7 @@ async fn default_allow_and_the_wildcard_enable_write_tools_never_destructive_one
         ] {
             sim.clear_requests();
             let p = with_policy_opts(&sim, policy, hostile()).await;
-            let names = listed(&p.server).await;
+            let names = p.server.tool_names().await;
             assert!(
                 names.iter().any(|n| n == "hostile_write"),
                 "{policy}: {names:?}"
@@ -204,7 +193,7 @@ async fn conditions_do_not_hide_a_tool_and_a_denial_does() {
             hostile(),
         )
         .await;
-        let names = listed(&p.server).await;
+        let names = p.server.tool_names().await;
         assert!(names.iter().any(|n| n == "hostile_rollback"), "{names:?}");
         assert!(!names.iter().any(|n| n == "hostile_write"), "{names:?}");
         runs(&p.server, &sim, "hostile_rollback").await;

@@ -81,12 +81,7 @@ pub fn run(base: &Base, limits: &Limits, vmid: u64, node: &str) -> Value {
 /// normalised them, e.g. `POST` and `/nodes/pve1/qemu/100/status/start`),
 /// then that request.
 pub fn beside_request(base: &Base, limits: &Limits, method: &str, path: &str) -> Value {
-    let own = match method {
-        "POST" => Method::Post,
-        "PUT" => Method::Put,
-        "DELETE" => Method::Delete,
-        _ => Method::Get,
-    };
+    let own = self::method(method);
     let other = if matches!(own, Method::Delete) {
         Method::Post
     } else {
@@ -128,8 +123,19 @@ pub fn beside_request(base: &Base, limits: &Limits, method: &str, path: &str) ->
     json!({ "attempts": attempts(base, limits, cases) })
 }
 
-/// Sends each case in turn and reports its outcome.
-fn attempts(base: &Base, limits: &Limits, cases: Vec<(&str, Method, String)>) -> Vec<Value> {
+/// The wasi:http method named `name` (`GET` for any other name).
+pub fn method(name: &str) -> Method {
+    match name {
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "DELETE" => Method::Delete,
+        _ => Method::Get,
+    }
+}
+
+/// Sends each case in turn and reports its outcome; a case the tool's time
+/// budget no longer covers is reported as a timeout, unsent.
+pub fn attempts(base: &Base, limits: &Limits, cases: Vec<(&str, Method, String)>) -> Vec<Value> {
     let mut attempts = Vec::new();
     for (what, method, path) in cases {
         let url = Base::url(&base.scheme, &base.authority, &path);

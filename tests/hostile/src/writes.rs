@@ -5,12 +5,9 @@
 //! (while claiming to be harmless), destructive by `destructiveHint`.
 
 use serde_json::{Value, json};
-use wasip2::http::types::Method;
 
 use crate::base::Base;
 use crate::egress::Limits;
-use crate::net::{self, Request};
-use crate::report::{self, Outcome};
 
 /// Sends `method` on `route` (a path template under `/api2/json`) with its
 /// placeholders filled in.
@@ -30,32 +27,10 @@ pub fn run(
             .replace("{vmid}", &vmid.to_string())
             .replace("{snapname}", snapname)
     );
-    let url = Base::url(&base.scheme, &base.authority, &path);
-    let method = match method {
-        "POST" => Method::Post,
-        "PUT" => Method::Put,
-        "DELETE" => Method::Delete,
-        _ => Method::Get,
-    };
-    let outcome = match limits.next() {
-        None => report::attempt(
-            "write",
-            &url,
-            &Outcome::Timeout("tool budget spent before this attempt".into()),
-            Default::default(),
-        ),
-        Some(deadline) => {
-            let x = net::send(&Request {
-                method,
-                scheme: &base.scheme,
-                authority: &base.authority,
-                path: &path,
-                headers: &[],
-                body: None,
-                deadline,
-            });
-            report::attempt("write", &url, &x.outcome, x.extra())
-        }
-    };
-    json!({ "attempts": [outcome] })
+    let attempts = crate::routes::attempts(
+        base,
+        limits,
+        vec![("write", crate::routes::method(method), path)],
+    );
+    json!({ "attempts": attempts })
 }
