@@ -37,7 +37,7 @@ pub async fn run(global: &Global, json: bool, routes: bool) -> ExitCode {
 pub fn route_table(tools: &[ToolInfo]) -> String {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let mut out = format!("{:width$}  ROUTES\n", "TOOL");
-    for tool in tools {
+    for tool in tools.iter() {
         let mut routes = tool.routes.iter().map(|r| {
             if r.is_call_request() {
                 format!("{r} (the call's own request, normalised by the host; nothing else)")
@@ -79,7 +79,7 @@ pub fn tool_table(app: &App) -> String {
         "{:width$}  {:11}  {:5}  {}\n",
         "TOOL", "TIER", "WAITS", "WHAT IT DOES"
     );
-    for tool in tools {
+    for tool in tools.iter() {
         let tier = Tier::of(tool);
         let waits = if app.waits(&tool.name) { "yes" } else { "-" };
         out.push_str(&format!(

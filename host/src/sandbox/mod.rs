@@ -293,8 +293,9 @@ impl Sandbox {
         }
     }
 
-    /// The component's tools, as validated at load.
-    pub fn tools(&self) -> &[ToolInfo] {
+    /// The component's tools, as validated at load; shared, as their
+    /// parsed schemas are large (about 1.4 MB for the built-in component).
+    pub fn tools(&self) -> &Arc<[ToolInfo]> {
         &self.tools
     }
 

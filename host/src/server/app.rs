@@ -174,8 +174,8 @@ impl App {
         self.tools().iter().find(|t| t.name == name)
     }
 
-    /// The component's tools.
-    pub fn tools(&self) -> &[ToolInfo] {
+    /// The component's tools (shared: clone the `Arc`, not the tools).
+    pub fn tools(&self) -> &Arc<[ToolInfo]> {
         self.sandbox.tools()
     }
 

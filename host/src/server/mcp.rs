@@ -184,7 +184,8 @@ impl ServerHandler for McpServer {
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         crate::policy::reload::notify_list_changes(
             self.app.policy().clone(),
-            Arc::from(self.app.tools().to_vec()),
+            // Shared: a copy per session held some 1.4 MB of schemas each.
+            self.app.tools().clone(),
             context.peer,
         );
     }
@@ -210,7 +211,7 @@ impl ServerHandler for McpServer {
         let visible = self
             .tools
             .iter()
-            .zip(self.app.tools())
+            .zip(self.app.tools().iter())
             .filter(|(_, info)| policy.visible(info))
             .map(|(tool, _)| tool.clone())
             .collect();

@@ -1,10 +1,13 @@
 //! Progress notifications for a tool call whose request carried
-//! `_meta.progressToken`: one when the call starts, what the guest reports
-//! through its `progress` import (admitted and cleaned by
-//! [`crate::sandbox::progress`]), a "still running" notice every second in
-//! which the guest reported nothing, and one when the call ends. The same
-//! on stdio and HTTP: notifications go through the request's peer, and over
-//! HTTP rmcp routes them onto the call's own SSE stream.
+//! `_meta.progressToken`: what the guest reports through its `progress`
+//! import (admitted and cleaned by [`crate::sandbox::progress`]), a "still
+//! running" notice every second in which the guest reported nothing, and
+//! one when the call ends; the first of them is preceded by one saying the
+//! call started. A call that ends before there is anything to report (most
+//! reads: a millisecond or two) sends none: two notifications for it would
+//! tell the client nothing and cost the server more than the call itself.
+//! The same on stdio and HTTP: notifications go through the request's peer,
+//! and over HTTP rmcp routes them onto the call's own SSE stream.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -37,10 +40,9 @@ where
         token,
         sequence: Sequence::default(),
         total: None,
+        announced: false,
     };
     let started = Instant::now();
-    let first = reporter.sequence.host();
-    reporter.send(first, None, format!("{tool}: started")).await;
     tokio::pin!(call);
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + INTERVAL, INTERVAL);
     // A send that blocks (a slow client) must not be followed by a burst of
@@ -56,13 +58,18 @@ where
             report = reports.recv(), if reports_open => match report {
                 Some(report) => {
                     guest_spoke = true;
+                    reporter.announce(tool).await;
                     reporter.forward(report).await;
                 }
                 None => reports_open = false,
             },
             output = &mut call => {
                 while let Ok(report) = reports.try_recv() {
+                    reporter.announce(tool).await;
                     reporter.forward(report).await;
+                }
+                if !reporter.announced {
+                    return output;
                 }
                 let ms = started.elapsed().as_millis();
                 let last = reporter.sequence.done();
@@ -74,6 +81,7 @@ where
                 if std::mem::take(&mut guest_spoke) {
                     continue;
                 }
+                reporter.announce(tool).await;
                 let secs = started.elapsed().as_secs();
                 let value = reporter.sequence.host();
                 let total = reporter.total;
@@ -138,9 +146,20 @@ struct Reporter<'a> {
     /// The guest's last `total`, kept on the host's notices so a client's
     /// progress bar does not vanish between reports.
     total: Option<f64>,
+    /// Whether "started" went out: it goes before the first other notice.
+    announced: bool,
 }
 
 impl Reporter<'_> {
+    /// Says the call started, once, before its first other notice.
+    async fn announce(&mut self, tool: &str) {
+        if std::mem::replace(&mut self.announced, true) {
+            return;
+        }
+        let first = self.sequence.host();
+        self.send(first, None, format!("{tool}: started")).await;
+    }
+
     async fn forward(&mut self, report: GuestReport) {
         let value = self.sequence.guest(report.progress);
         if report.total.is_some() {

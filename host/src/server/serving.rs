@@ -12,7 +12,6 @@ use crate::policy::reload::Origin;
 use crate::sandbox::component::{CacheDir, ComponentSource};
 use crate::server::app::App;
 use crate::server::mcp::McpServer;
-use crate::tools::ToolInfo;
 
 /// What a start needs besides the configuration: which component, where its
 /// compiled code is cached, and where the policy was found.
@@ -53,7 +52,7 @@ impl Serving {
     /// Starts the app, its policy reload task and the approval flow.
     pub async fn start(startup: &Startup, config: &Config) -> anyhow::Result<Serving> {
         let app = Arc::new(start_app(startup, config).await?);
-        let tools: Arc<[ToolInfo]> = Arc::from(app.tools().to_vec());
+        let tools = app.tools().clone();
         if let Err(e) =
             crate::policy::reload::spawn(app.policy().clone(), startup.policy.clone(), tools)
         {

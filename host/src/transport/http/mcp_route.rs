@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
@@ -28,6 +29,16 @@ use crate::server::mcp::McpServer;
 use crate::server::serving::Serving;
 
 const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How long a client waits before it reconnects a broken SSE stream (the
+/// `retry:` field of each stream's priming event).
+const SSE_RETRY: Duration = Duration::from_secs(1);
+
+/// How long the messages of a finished request stay for a client that lost
+/// its stream and resumes it with `Last-Event-ID`: a few retry intervals.
+/// rmcp keeps every finished request's stream for 60 s by default, which at
+/// 2,000 calls a second held some 120 MB of answers nobody would resume.
+const RESUME_WINDOW: Duration = Duration::from_secs(5);
 
 /// The MCP session id in these headers, if any.
 pub fn session_id(headers: &HeaderMap) -> Option<String> {
@@ -67,6 +78,8 @@ impl Mcp {
     pub fn new(settings: &HttpSettings) -> Mcp {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(settings.session_idle);
+        local.session_config.sse_retry = Some(SSE_RETRY);
+        local.session_config.completed_cache_ttl = RESUME_WINDOW;
         let sessions = Sessions::new(local, settings.session_id_prefix.as_deref());
         let shutdown = CancellationToken::new();
         // pve-mcp checks Host and Origin itself (with messages naming the
@@ -76,6 +89,7 @@ impl Mcp {
             .disable_allowed_hosts()
             .disable_allowed_origins()
             .with_max_request_body_bytes(settings.max_body_bytes)
+            .with_sse_retry(Some(SSE_RETRY))
             .with_cancellation_token(shutdown.clone());
         Mcp {
             max_sessions: settings.max_sessions,
