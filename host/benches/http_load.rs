@@ -52,6 +52,9 @@ async fn main() -> Result<()> {
         stderr_log: work.path().join("server.stderr"),
     };
 
+    // The server starts with the component already compiled, as every
+    // start but the first does: its peak RSS is then what serving costs.
+    env.fill_cache().await?;
     let port = free_port()?;
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut server = env

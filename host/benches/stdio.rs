@@ -91,7 +91,7 @@ async fn main() -> Result<()> {
     eprintln!("start-up: {starts} cold and {starts} warm ...");
     let cold = start_up_median(starts, |i| server_env(&format!("cold-cache-{i}"))).await?;
     let warm_env = server_env("warm-cache");
-    time_to_first_list(&warm_env).await?; // fills the cache
+    warm_env.fill_cache().await?;
     let warm = start_up_median(starts, |_| server_env("warm-cache")).await?;
 
     let (warmup, calls) = (counts.warmup, counts.calls);

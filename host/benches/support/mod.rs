@@ -52,9 +52,16 @@ impl ServerEnv {
     /// `pve-mcp serve` with only the variables set here: the developer's own
     /// PVE_* and RUST_LOG settings must not leak in.
     pub fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pve-mcp"));
+        let mut cmd = match std::env::var("PVE_MCP_BENCH_WRAP") {
+            Ok(wrap) => {
+                let mut c = tokio::process::Command::new(wrap);
+                c.arg(env!("CARGO_BIN_EXE_pve-mcp"));
+                c
+            }
+            Err(_) => tokio::process::Command::new(env!("CARGO_BIN_EXE_pve-mcp")),
+        };
         cmd.arg("serve").env_clear();
-        for key in ["PATH", "HOME"] {
+        for key in ["PATH", "HOME", "TOKIO_WORKER_THREADS", "MALLOC_ARENA_MAX"] {
             if let Some(value) = std::env::var_os(key) {
                 cmd.env(key, value);
             }
@@ -71,6 +78,22 @@ impl ServerEnv {
             ("PVE_CA_FILE", self.ca_file.clone().into()),
             ("PVE_MCP_CACHE_DIR", self.cache_dir.clone().into()),
         ]
+    }
+
+    /// Compiles the component into this environment's cache (`pve-mcp
+    /// tools`), so that a server started next starts warm: the compiler's
+    /// memory is then not in that server's peak RSS.
+    pub async fn fill_cache(&self) -> Result<()> {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_pve-mcp"));
+        cmd.arg("tools").env_clear().envs(self.vars());
+        let out = cmd.output().await.context("running pve-mcp tools")?;
+        if !out.status.success() {
+            bail!(
+                "pve-mcp tools failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
     }
 }
 
