@@ -48,8 +48,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use pve_mcp::config::Config;
-use pve_mcp::sandbox::component::CacheDir;
 use pve_mcp::sandbox::component::ComponentSource;
+use pve_mcp::sandbox::component::{CacheDir, FirstCompile};
 use pve_mcp::server::app::App;
 use pve_mcp::tools::CallOutcome;
 use pve_sim::tokens::{ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET};
@@ -349,6 +349,7 @@ async fn in_process_app(env: &ServerEnv) -> Result<App> {
         &config.sandbox,
         &ComponentSource::Embedded,
         &cache,
+        FirstCompile::Optimised,
     )
     .await
 }

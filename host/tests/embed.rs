@@ -10,7 +10,7 @@ use std::time::Duration;
 use pve_mcp::config::{Auth, Cluster, SandboxLimits};
 use pve_mcp::egress::{Access, Gate, GateEndpoint};
 use pve_mcp::endpoint::Endpoint;
-use pve_mcp::sandbox::component::{CacheDir, GUEST_WASM};
+use pve_mcp::sandbox::component::{CacheDir, FirstCompile, GUEST_WASM};
 use pve_mcp::sandbox::{CallRequest, Sandbox};
 use pve_mcp::secret::{Redactor, Secret};
 use pve_mcp::tls::client::TlsMode;
@@ -40,6 +40,7 @@ async fn embedded(sim: &Simulator) -> Sandbox {
         SandboxLimits::default(),
         Redactor::new(cluster.auth.secrets()),
         &CacheDir::Disabled,
+        FirstCompile::Optimised,
     )
     .await
     .expect("the embedded component loads")

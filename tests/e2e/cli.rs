@@ -10,7 +10,7 @@ use crate::common::HOSTILE_WASM;
 const BIN: &str = env!("CARGO_BIN_EXE_pve-mcp");
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
+    let cache = crate::common::cache_dir();
     let mut cmd = std::process::Command::new(BIN);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -251,7 +251,7 @@ fn tools_routes_prints_each_tools_writes() {
 #[test]
 fn demo_serves_mcp_when_spawned_by_a_client() {
     use std::io::Write;
-    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
+    let cache = crate::common::cache_dir();
     let mut child = std::process::Command::new(BIN)
         .arg("demo")
         .env("PVE_MCP_CACHE_DIR", cache)

@@ -168,9 +168,29 @@ impl Opts {
 }
 
 /// A temp dir per server, plus the shared compiled-component cache, so
-/// each spawn does not recompile the component.
+/// each spawn does not recompile the component. The first use fills it
+/// with both components, compiled with Cranelift (`pve-mcp tools` does not
+/// start on Winch), so servers started at once by parallel tests neither
+/// each compile nor run Winch's code: only `compile_cache` tests that.
 pub fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache")
+    static FILLED: std::sync::Once = std::sync::Once::new();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
+    FILLED.call_once(|| {
+        for component in [None, Some(HOSTILE_WASM)] {
+            let mut cmd = std::process::Command::new(BIN);
+            if let Some(path) = component {
+                cmd.args(["--component", path]);
+            }
+            let out = cmd
+                .arg("tools")
+                .env_clear()
+                .env("PVE_MCP_CACHE_DIR", &dir)
+                .output()
+                .expect("running pve-mcp tools");
+            assert!(out.status.success(), "filling the compile cache: {out:?}");
+        }
+    });
+    dir
 }
 
 /// The command for `pve-mcp <args>` with a clean environment pointed at

@@ -16,6 +16,7 @@ mod cli;
 mod client_log;
 mod clusters;
 mod common;
+mod compile_cache;
 mod container;
 mod egress_proxy;
 mod errors;

@@ -16,6 +16,7 @@ use crate::approval::store::{MemoryApprovals, StoreLimits};
 use crate::config::{Auth, Cluster, SandboxLimits};
 use crate::endpoint::Endpoint;
 use crate::policy::Policy;
+use crate::sandbox::component::FirstCompile;
 use crate::secret::{Redactor, Secret};
 use crate::server::app::App;
 use crate::server::mcp::McpServer;
@@ -33,13 +34,20 @@ pub struct Demo {
 
 impl Demo {
     /// Starts the simulator and a host pointed at it, trusting its CA.
-    pub async fn start(global: &Global) -> anyhow::Result<Demo> {
+    pub async fn start(global: &Global, first: FirstCompile) -> anyhow::Result<Demo> {
         let simulator = Simulator::start(SimConfig::default()).await?;
         let cluster = demo_cluster(&simulator)?;
         // The demo's own cluster replaces any configured one, and it keeps
         // the default sandbox limits so it behaves the same everywhere.
         let limits = SandboxLimits::default();
-        let app = App::start(&[cluster], &limits, &global.component(), &global.cache()).await?;
+        let app = App::start(
+            &[cluster],
+            &limits,
+            &global.component(),
+            &global.cache(),
+            first,
+        )
+        .await?;
         Ok(Demo { simulator, app })
     }
 }
@@ -103,7 +111,7 @@ pub async fn run(global: &Global, http: Option<&str>, writes: bool) -> ExitCode 
     if let Some(listen) = http {
         return serve_http(global, listen, writes).await;
     }
-    let demo = match Demo::start(global).await {
+    let demo = match Demo::start(global, FirstCompile::Quick).await {
         Ok(d) => d,
         Err(e) => return failure(&e),
     };
@@ -146,7 +154,14 @@ async fn serve_http(global: &Global, listen: &str, writes: bool) -> ExitCode {
     };
     let (component, cache) = (global.component(), global.cache());
     let app = async move {
-        let app = App::start(&[cluster], &SandboxLimits::default(), &component, &cache).await?;
+        let app = App::start(
+            &[cluster],
+            &SandboxLimits::default(),
+            &component,
+            &cache,
+            FirstCompile::Quick,
+        )
+        .await?;
         demo_server(app, writes).map(crate::server::serving::Serving::from_server)
     };
     let token = settings.tokens.first().map(|t| t.name.clone());
@@ -201,7 +216,7 @@ pub async fn call(global: &Global, tool: &str, raw_args: &str) -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_failure(&e),
     };
-    match Demo::start(global).await {
+    match Demo::start(global, FirstCompile::Optimised).await {
         Ok(demo) => print_call(&demo.app, tool, &args).await,
         Err(e) => failure(&e),
     }

@@ -27,7 +27,7 @@ pub async fn run(global: &Global, listen: SocketAddr) -> ExitCode {
         Ok(token) => token,
         Err(e) => return config_failure(&e),
     };
-    let app = match start_app(&global.startup(), &config).await {
+    let app = match start_app(&global.server_startup(), &config).await {
         Ok(app) => Arc::new(app),
         Err(e) => return failure(&e),
     };

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::Config;
 use crate::error::ConfigError;
-use crate::sandbox::component::{CacheDir, ComponentSource};
+use crate::sandbox::component::{CacheDir, ComponentSource, FirstCompile};
 use crate::server::serving::Startup;
 
 pub mod approvals;
@@ -240,12 +240,23 @@ impl Global {
         }
     }
 
-    /// The component, cache and policy origin a server starts with.
+    /// The component, cache and policy origin a one-shot command starts
+    /// with: on a cache miss it compiles with Cranelift, and caches that.
     pub fn startup(&self) -> Startup {
         Startup {
             component: self.component(),
             cache: self.cache(),
+            first_compile: FirstCompile::Optimised,
             policy: self.policy_origin(),
+        }
+    }
+
+    /// The same for a server, which on a cache miss starts at once on code
+    /// from Winch while Cranelift fills the cache for the next start.
+    pub fn server_startup(&self) -> Startup {
+        Startup {
+            first_compile: FirstCompile::Quick,
+            ..self.startup()
         }
     }
 

@@ -22,7 +22,7 @@ pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
     if http.is_some() || config.http.requested {
         return serve_http(global, config, http).await;
     }
-    let serving = match Serving::start(&global.startup(), &config).await {
+    let serving = match Serving::start(&global.server_startup(), &config).await {
         Ok(serving) => serving,
         Err(e) => return failure(&e),
     };
@@ -58,7 +58,7 @@ async fn serve_http(global: &Global, config: Config, flag: Option<&str>) -> Exit
     }
     let global = global.clone();
     let settings = config.http.clone();
-    let app = async move { Serving::start(&global.startup(), &config).await };
+    let app = async move { Serving::start(&global.server_startup(), &config).await };
     let announce =
         |bound: &transport::http::serve::Bound| eprintln!("pve-mcp: MCP endpoint {}", bound.url);
     match transport::http::serve::run(&settings, addr, app, announce).await {

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use super::{Global, failure};
 use crate::config::SandboxLimits;
+use crate::sandbox::component::FirstCompile;
 use crate::server::app::App;
 use crate::tier::Tier;
 use crate::tools::ToolInfo;
@@ -64,6 +65,7 @@ pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
         &SandboxLimits::default(),
         &global.component(),
         &global.cache(),
+        FirstCompile::Optimised,
     )
     .await
     .map_err(|e| failure(&e))

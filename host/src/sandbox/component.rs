@@ -1,5 +1,10 @@
 //! Compiling the tool component, with a cache of compiled artifacts so a
-//! start-up does not pay Cranelift's ~250 ms every time.
+//! start-up does not pay Cranelift's half second every time.
+//!
+//! A server's first start (no artifact yet) need not pay it either: it can
+//! compile with Winch, wasmtime's baseline compiler, which is several times
+//! faster and makes slower code, and leave Cranelift to fill the cache in
+//! the background for every later start ([`FirstCompile::Quick`]).
 //!
 //! Artifacts are keyed by the component's SHA-256 and the engine's
 //! compatibility hash, live in a directory only this user can write, and are
@@ -153,6 +158,11 @@ pub enum CacheDir {
 }
 
 impl CacheDir {
+    /// Whether compiled artifacts are kept somewhere (not `--no-cache`).
+    pub fn enabled(&self) -> bool {
+        self.resolve().is_some()
+    }
+
     fn resolve(&self) -> Option<PathBuf> {
         match self {
             CacheDir::Disabled => None,
@@ -169,30 +179,70 @@ impl CacheDir {
 pub enum LoadedFrom {
     /// Loaded from a cached compiled artifact.
     Cache,
-    /// Compiled now (and cached if possible).
+    /// Compiled now with Cranelift (and cached if possible).
     Compiled,
+    /// Compiled now with Winch; Cranelift is filling the cache meanwhile.
+    Quick,
 }
 
-/// Compiles `wasm`, or loads its cached compiled form.
+/// How to compile when the cache has no artifact for the component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstCompile {
+    /// With Cranelift, before going on: what one-shot commands do, since
+    /// filling the cache is often why they run (`pve-mcp tools` in the
+    /// Dockerfile), and what any start does without a cache directory.
+    Optimised,
+    /// With Winch, and Cranelift in the background into the cache: what a
+    /// server does, so that its first start is as quick as the others.
+    Quick,
+}
+
+/// Compiles `wasm` with Cranelift, or loads its cached compiled form.
 pub fn load(
     engine: &Engine,
     wasm: &[u8],
     cache: &CacheDir,
 ) -> anyhow::Result<(Component, LoadedFrom)> {
-    let Some(dir) = cache.resolve() else {
-        return Ok((compile(engine, wasm)?, LoadedFrom::Compiled));
-    };
-    let path = dir.join(artifact_name(engine, wasm));
-    if trusted_artifact(&path) {
-        // SAFETY: the file is in our private cache directory, owned by this
-        // user and not writable by anyone else, and its name binds it to
-        // this exact component and engine configuration.
-        match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(component) => return Ok((component, LoadedFrom::Cache)),
-            Err(e) => tracing::warn!("ignoring unusable cached artifact {}: {e}", path.display()),
+    match cached(engine, wasm, cache) {
+        Some(component) => Ok((component, LoadedFrom::Cache)),
+        None => Ok((
+            compile_into_cache(engine, wasm, cache)?,
+            LoadedFrom::Compiled,
+        )),
+    }
+}
+
+/// The cached compiled form of `wasm` for this engine, if the cache has a
+/// trusted one.
+pub fn cached(engine: &Engine, wasm: &[u8], cache: &CacheDir) -> Option<Component> {
+    let path = cache.resolve()?.join(artifact_name(engine, wasm));
+    if !trusted_artifact(&path) {
+        return None;
+    }
+    // SAFETY: the file is in our private cache directory, owned by this
+    // user and not writable by anyone else, and its name binds it to this
+    // exact component and engine configuration.
+    match unsafe { Component::deserialize_file(engine, &path) } {
+        Ok(component) => Some(component),
+        Err(e) => {
+            tracing::warn!("ignoring unusable cached artifact {}: {e}", path.display());
+            None
         }
     }
+}
+
+/// Compiles `wasm` and stores the result in the cache, if there is one.
+/// Not being able to cache is logged, not an error: the component runs.
+pub fn compile_into_cache(
+    engine: &Engine,
+    wasm: &[u8],
+    cache: &CacheDir,
+) -> anyhow::Result<Component> {
     let component = compile(engine, wasm)?;
+    let Some(dir) = cache.resolve() else {
+        return Ok(component);
+    };
+    let path = dir.join(artifact_name(engine, wasm));
     let stored = component
         .serialize()
         .map_err(|e| NotCached::Failed(e.into()))
@@ -206,10 +256,40 @@ pub fn load(
             dir.display()
         ),
     }
-    Ok((component, LoadedFrom::Compiled))
+    Ok(component)
 }
 
-fn compile(engine: &Engine, wasm: &[u8]) -> anyhow::Result<Component> {
+/// Compiles `wasm` with `engine` (Cranelift) into the cache on a thread of
+/// its own, for the next start, and hands the result to `install`, for
+/// this process's calls from then on.
+pub fn optimise_in_background(
+    engine: Engine,
+    wasm: Vec<u8>,
+    cache: CacheDir,
+    install: impl FnOnce(Engine, Component) + Send + 'static,
+) {
+    let spawned = std::thread::Builder::new()
+        .name("pve-mcp-compile".into())
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            match compile_into_cache(&engine, &wasm, &cache) {
+                Ok(component) => {
+                    tracing::debug!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "component compiled with Cranelift"
+                    );
+                    install(engine, component);
+                }
+                Err(e) => tracing::warn!("compiling the component with Cranelift failed: {e:#}"),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::debug!("not filling the compile cache in the background: {e}");
+    }
+}
+
+/// Compiles `wasm` with whatever compiler `engine` was configured with.
+pub fn compile(engine: &Engine, wasm: &[u8]) -> anyhow::Result<Component> {
     Component::new(engine, wasm)
         .map_err(anyhow::Error::from)
         .context("the file is not a valid WebAssembly component")

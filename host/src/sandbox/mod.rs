@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use arc_swap::ArcSwap;
 use tokio::sync::Semaphore;
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
-    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap,
-    UpdateDeadline,
+    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy,
+    Trap, UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -32,7 +33,7 @@ use crate::secret::Redactor;
 use crate::tools::{
     Annotations, CallOutcome, FailureKind, ToolInfo, parse_schema, valid_tool_name,
 };
-use component::{CacheDir, LoadedFrom};
+use component::{CacheDir, FirstCompile, LoadedFrom};
 use contain::Contained;
 use guest_log::CappedPipe;
 use progress::{ProgressSink, ReportSender};
@@ -165,8 +166,10 @@ impl ResourceLimiter for Limits {
 
 /// The loaded component and everything needed to run calls in it.
 pub struct Sandbox {
-    engine: Engine,
-    pre: bindings::PveToolsPre<CallState>,
+    /// The compiled component calls run in. Replaced once, when a quick
+    /// start's Winch code gives way to Cranelift's; a call keeps the code
+    /// it started with.
+    code: Arc<ArcSwap<Code>>,
     tools: Arc<[ToolInfo]>,
     gate: Arc<Gate>,
     limits: SandboxLimits,
@@ -178,7 +181,44 @@ pub struct Sandbox {
     waiting: Box<[String]>,
     redactor: Redactor,
     loaded_from: LoadedFrom,
+}
+
+/// A component compiled for an engine, linked and pre-instantiated, with
+/// the thread that advances that engine's epoch.
+struct Code {
+    engine: Engine,
+    pre: bindings::PveToolsPre<CallState>,
     _ticker: EpochTicker,
+}
+
+impl Code {
+    fn link(engine: Engine, component: &Component) -> anyhow::Result<Code> {
+        let mut linker: Linker<CallState> = Linker::new(&engine);
+        // Full WASI p2 is linked so any component built by Rust's std
+        // instantiates; the WasiCtx below grants no env, args, preopens or
+        // network, so the interfaces are there but open nothing.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        bindings::pve_mcp::guest::progress::add_to_linker::<
+            CallState,
+            wasmtime::component::HasSelf<CallState>,
+        >(&mut linker, |state| state)?;
+        let pre = linker
+            .instantiate_pre(component)
+            .map_err(anyhow::Error::from)
+            .context(
+                "the component does not fit this host: it needs imports pve-mcp does not provide",
+            )?;
+        let pre = bindings::PveToolsPre::new(pre)
+            .map_err(anyhow::Error::from)
+            .context("the component does not implement the pve-mcp:guest/pve-tools world")?;
+        let ticker = EpochTicker::start(engine.clone()).context("starting the epoch thread")?;
+        Ok(Code {
+            engine,
+            pre,
+            _ticker: ticker,
+        })
+    }
 }
 
 /// What one call asks for.
@@ -235,32 +275,12 @@ impl Sandbox {
         limits: SandboxLimits,
         redactor: Redactor,
         cache: &CacheDir,
+        first: FirstCompile,
     ) -> anyhow::Result<Sandbox> {
-        let engine = build_engine(&limits)?;
-        let (component, loaded_from) = component::load(&engine, wasm, cache)?;
-        let mut linker: Linker<CallState> = Linker::new(&engine);
-        // Full WASI p2 is linked so any component built by Rust's std
-        // instantiates; the WasiCtx below grants no env, args, preopens or
-        // network, so the interfaces are there but open nothing.
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        bindings::pve_mcp::guest::progress::add_to_linker::<
-            CallState,
-            wasmtime::component::HasSelf<CallState>,
-        >(&mut linker, |state| state)?;
-        let pre = linker
-            .instantiate_pre(&component)
-            .map_err(anyhow::Error::from)
-            .context(
-                "the component does not fit this host: it needs imports pve-mcp does not provide",
-            )?;
-        let pre = bindings::PveToolsPre::new(pre)
-            .map_err(anyhow::Error::from)
-            .context("the component does not implement the pve-mcp:guest/pve-tools world")?;
-        let ticker = EpochTicker::start(engine.clone()).context("starting the epoch thread")?;
+        let (engine, component, loaded_from, optimise) = compile(wasm, &limits, cache, first)?;
+        let code = Arc::new(ArcSwap::from_pointee(Code::link(engine, &component)?));
         let mut sandbox = Sandbox {
-            engine,
-            pre,
+            code: code.clone(),
             tools: Arc::from(Vec::new()),
             gate: Arc::new(gate),
             slots: Semaphore::new(limits.max_concurrent_calls),
@@ -269,11 +289,23 @@ impl Sandbox {
             limits,
             redactor,
             loaded_from,
-            _ticker: ticker,
         };
         let (tools, waiting) = sandbox.read_tools().await?;
         sandbox.tools = tools.into();
         sandbox.waiting = waiting.into();
+        // Only now, so that Cranelift does not take the cores the start
+        // itself needs. Its code replaces Winch's for the calls after.
+        if let Some(Optimise { engine }) = optimise {
+            let install =
+                move |engine: Engine, component: Component| match Code::link(engine, &component) {
+                    Ok(optimised) => {
+                        code.store(Arc::new(optimised));
+                        tracing::info!("calls now run the component as Cranelift compiled it");
+                    }
+                    Err(e) => tracing::warn!("keeping Winch's code: {e:#}"),
+                };
+            component::optimise_in_background(engine, wasm.to_vec(), cache.clone(), install);
+        }
         Ok(sandbox)
     }
 
@@ -316,6 +348,7 @@ impl Sandbox {
 
     fn new_store(
         &self,
+        code: &Code,
         request: &CallRequest<'_>,
         egress: EgressLog,
         log: &CappedPipe,
@@ -356,7 +389,7 @@ impl Sandbox {
             },
             progress: ProgressSink::new(request.progress.clone(), self.redactor.clone()),
         };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(&code.engine, state);
         store.limiter(|s| &mut s.limits);
         // Checked every tick: the guest is interrupted (a trap) when its
         // time is up, when it has run (not waited) for longer than the
@@ -390,8 +423,9 @@ impl Sandbox {
             writes: Vec::new(),
             progress: None,
         };
-        let mut store = self.new_store(&listing, EgressLog::default(), &log);
-        let instance = self.pre.instantiate_async(&mut store).await?;
+        let code = self.code.load_full();
+        let mut store = self.new_store(&code, &listing, EgressLog::default(), &log);
+        let instance = code.pre.instantiate_async(&mut store).await?;
         let descriptors = instance
             .pve_mcp_guest_tools()
             .call_list_tools(&mut store)
@@ -511,7 +545,8 @@ impl Sandbox {
 
     async fn run(&self, request: &CallRequest<'_>, egress: EgressLog) -> CallOutcome {
         let log = CappedPipe::new(self.limits.max_log_bytes);
-        let mut store = self.new_store(request, egress, &log);
+        let code = self.code.load_full();
+        let mut store = self.new_store(&code, request, egress, &log);
         let context = guest::CallContext {
             endpoints: self
                 .gate
@@ -527,7 +562,7 @@ impl Sandbox {
         };
         let budget = store.data().hooks.budget();
         let run = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
+            let instance = code.pre.instantiate_async(&mut store).await?;
             // A guest refused too often is dropped here if it is waiting on
             // the host, and trapped by the epoch callback if it is running.
             tokio::select! {
@@ -729,8 +764,46 @@ fn from_tool_error(error: guest::ToolError) -> CallOutcome {
     CallOutcome::Failed { kind, message }
 }
 
-fn build_engine(limits: &SandboxLimits) -> anyhow::Result<Engine> {
+/// The engine calls run on and the component compiled for it: from the
+/// cache when it has it; else compiled with Winch while Cranelift fills the
+/// cache in the background (a server's first start), or with Cranelift.
+/// The two engines differ only in their compiler, so the artifact Cranelift
+/// stores is the one the next start's engine looks for.
+fn compile(
+    wasm: &[u8],
+    limits: &SandboxLimits,
+    cache: &CacheDir,
+    first: FirstCompile,
+) -> anyhow::Result<(Engine, Component, LoadedFrom, Option<Optimise>)> {
+    let engine = build_engine(limits, Strategy::Cranelift)?;
+    if let Some(component) = component::cached(&engine, wasm, cache) {
+        return Ok((engine, component, LoadedFrom::Cache, None));
+    }
+    if first == FirstCompile::Quick && cache.enabled() {
+        // Winch is not everywhere (x86-64 needs AVX, and not every
+        // architecture has it): where it cannot, Cranelift compiles now.
+        let quick = build_engine(limits, Strategy::Winch)
+            .and_then(|quick| Ok((component::compile(&quick, wasm)?, quick)));
+        match quick {
+            Ok((component, quick)) => {
+                let optimise = Some(Optimise { engine });
+                return Ok((quick, component, LoadedFrom::Quick, optimise));
+            }
+            Err(e) => tracing::debug!("Winch cannot compile the component here: {e:#}"),
+        }
+    }
+    let component = component::compile_into_cache(&engine, wasm, cache)?;
+    Ok((engine, component, LoadedFrom::Compiled, None))
+}
+
+/// Cranelift's compile still to do after a quick start, with its engine.
+struct Optimise {
+    engine: Engine,
+}
+
+fn build_engine(limits: &SandboxLimits, compiler: Strategy) -> anyhow::Result<Engine> {
     let mut config = wasmtime::Config::new();
+    config.strategy(compiler);
     config.epoch_interruption(true);
     config.memory_init_cow(true);
     config.max_wasm_stack(1 << 20);

@@ -20,7 +20,9 @@ use crate::egress::{Access, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
 use crate::route::{ApiRequest, Route};
-use crate::sandbox::component::{CacheDir, ComponentIdentity, ComponentSource, LoadedFrom};
+use crate::sandbox::component::{
+    CacheDir, ComponentIdentity, ComponentSource, FirstCompile, LoadedFrom,
+};
 use crate::sandbox::progress::ReportSender;
 use crate::sandbox::{CLUSTER_ARG, CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
@@ -71,6 +73,7 @@ impl App {
         limits: &SandboxLimits,
         component: &ComponentSource,
         cache: &CacheDir,
+        first: FirstCompile,
     ) -> anyhow::Result<App> {
         let started = Instant::now();
         let mut endpoints = Vec::with_capacity(clusters.len());
@@ -102,15 +105,21 @@ impl App {
             limits.clone(),
             redactor.clone(),
             cache,
+            first,
         )
         .await
         .with_context(|| match component {
             ComponentSource::Embedded => "loading the embedded tool component".to_string(),
             ComponentSource::File(p) => format!("loading the component {}", p.display()),
         })?;
+        let compiler = match sandbox.loaded_from() {
+            LoadedFrom::Quick => "winch",
+            LoadedFrom::Cache | LoadedFrom::Compiled => "cranelift",
+        };
         tracing::info!(
             tools = sandbox.tools().len(),
-            compiled = matches!(sandbox.loaded_from(), LoadedFrom::Compiled),
+            compiled = sandbox.loaded_from() != LoadedFrom::Cache,
+            compiler = %compiler,
             ms = started.elapsed().as_millis() as u64,
             "component ready"
         );

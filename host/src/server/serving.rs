@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::approval::serve::AdminEndpoint;
 use crate::config::Config;
 use crate::policy::reload::Origin;
-use crate::sandbox::component::{CacheDir, ComponentSource};
+use crate::sandbox::component::{CacheDir, ComponentSource, FirstCompile};
 use crate::server::app::App;
 use crate::server::mcp::McpServer;
 
@@ -21,6 +21,8 @@ pub struct Startup {
     pub component: ComponentSource,
     /// The compile cache.
     pub cache: CacheDir,
+    /// How to compile when the cache lacks the component.
+    pub first_compile: FirstCompile,
     /// Where the policy lives, so a reload finds it the same way.
     pub policy: Origin,
 }
@@ -33,6 +35,7 @@ pub async fn start_app(startup: &Startup, config: &Config) -> anyhow::Result<App
         &config.sandbox,
         &startup.component,
         &startup.cache,
+        startup.first_compile,
     )
     .await?;
     let policy = startup.policy.load(app.tools())?;

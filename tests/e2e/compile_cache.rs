@@ -1,0 +1,82 @@
+//! How the component gets compiled: a server's first start runs on code
+//! from Winch while Cranelift fills the cache, and the next start loads
+//! Cranelift's code from it; one-shot commands compile with Cranelift.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::{BIN, Opts, Server, simulator, within};
+
+/// The compiled artifacts in `cache`.
+fn artifacts(cache: &Path) -> usize {
+    std::fs::read_dir(cache).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .count()
+    })
+}
+
+/// What the server logs when Cranelift's code replaces Winch's.
+const SWAPPED: &str = "calls now run the component as Cranelift compiled it";
+
+fn opts(cache: &Path) -> Opts {
+    Opts::default().env("PVE_MCP_CACHE_DIR", cache.to_str().unwrap())
+}
+
+#[tokio::test]
+async fn a_servers_first_start_runs_winch_code_and_the_next_loads_cranelifts_from_the_cache() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+
+        let first = Server::start(&sim, opts(&cache)).await;
+        let log = first.stderr();
+        assert!(
+            log.contains("component ready") && log.contains("compiler=winch"),
+            "{log}"
+        );
+        // Winch's code answers exactly as Cranelift's does.
+        assert_eq!(first.ok("pve_list_vms", json!({})).await["total"], 13);
+        let status = first.ok("pve_get_vm_status", json!({"vmid": 100})).await;
+        assert_eq!(status["status"], "running", "{status}");
+        // Meanwhile Cranelift compiles it: into the cache for the next
+        // start, and in place of Winch's code for this server's next calls.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !first.stderr().contains(SWAPPED) {
+            assert!(Instant::now() < deadline, "no swap: {}", first.stderr());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(artifacts(&cache), 1, "{}", first.stderr());
+        assert_eq!(first.ok("pve_list_vms", json!({})).await["total"], 13);
+        first.stop().await;
+
+        let second = Server::start(&sim, opts(&cache)).await;
+        let log = second.stderr();
+        assert!(
+            log.contains("compiled=false") && log.contains("compiler=cranelift"),
+            "{log}"
+        );
+        assert_eq!(second.ok("pve_list_vms", json!({})).await["total"], 13);
+        second.stop().await;
+        assert_eq!(artifacts(&cache), 1);
+    })
+    .await;
+}
+
+#[test]
+fn a_one_shot_command_compiles_with_cranelift_and_leaves_it_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let out = std::process::Command::new(BIN)
+        .arg("tools")
+        .env_clear()
+        .env("PVE_MCP_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(artifacts(&cache), 1, "cached before the command exits");
+}
