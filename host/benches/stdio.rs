@@ -32,6 +32,8 @@
 //! informational and the benchmark always exits 0 when it could measure.
 //! `PVE_MCP_BENCH_CALLS` (default 2000) sets the number of timed calls per
 //! row, `PVE_MCP_BENCH_STARTS` (default 5) the start-ups per median.
+//! `PVE_MCP_BENCH_CPU_ONLY=1` measures only the server's CPU time per call
+//! (and its peak RSS): a quick A/B reading while changing the server.
 
 use std::path::Path;
 use std::pin::Pin;
@@ -84,6 +86,22 @@ async fn main() -> Result<()> {
         stderr_log: work.path().join("server.stderr"),
     };
 
+    if std::env::var_os("PVE_MCP_BENCH_CPU_ONLY").is_some() {
+        let env = server_env("warm-cache");
+        env.fill_cache().await?;
+        let server = Server::spawn(&env).await?;
+        let explicit = arguments(json!({"vmid": 100, "node": "pve1", "vm_type": "qemu"}));
+        let cpu = server_cpu_per_call(&server, &explicit, counts).await?;
+        println!(
+            "server CPU per call: {} over {} calls; peak RSS {:.1} MB",
+            ms(cpu),
+            counts.calls,
+            peak_rss_mb(server.pid)?
+        );
+        server.stop().await;
+        sim.shutdown().await;
+        return Ok(());
+    }
     let direct = DirectClient::new(&sim)?;
     let app = in_process_app(&server_env("in-process-cache")).await?;
 
@@ -123,13 +141,7 @@ async fn main() -> Result<()> {
         ],
     )
     .await?;
-    // The server's own CPU time per call: what it spends, whatever the
-    // client on the same machine costs.
-    let cpu_before = cpu_time(server.pid)?;
-    for _ in 0..calls {
-        server.call(TOOL, &explicit).await?;
-    }
-    let server_cpu = (cpu_time(server.pid)? - cpu_before).div_f64(calls as f64);
+    let server_cpu = server_cpu_per_call(&server, &explicit, counts).await?;
     let peak_rss_mb = peak_rss_mb(server.pid)?;
     server.stop().await;
 
@@ -323,6 +335,23 @@ impl Server {
     async fn stop(self) {
         let _ = self.client.cancel().await;
     }
+}
+
+/// The server's own CPU time per call (after warm-up calls): what it
+/// spends, whatever the client on the same machine costs.
+async fn server_cpu_per_call(
+    server: &Server,
+    arguments: &JsonObject,
+    counts: Counts,
+) -> Result<Duration> {
+    for _ in 0..counts.warmup {
+        server.call(TOOL, arguments).await?;
+    }
+    let before = cpu_time(server.pid)?;
+    for _ in 0..counts.calls {
+        server.call(TOOL, arguments).await?;
+    }
+    Ok((cpu_time(server.pid)? - before).div_f64(counts.calls as f64))
 }
 
 fn arguments(value: serde_json::Value) -> JsonObject {
