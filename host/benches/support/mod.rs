@@ -136,6 +136,16 @@ pub fn cpu_time(pid: u32) -> Result<Duration> {
     Ok(Duration::from_millis(total * 10))
 }
 
+/// The machine's load average (1, 5 and 15 minutes), to print next to
+/// numbers that depend on it.
+pub fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Milliseconds with microsecond precision.
 pub fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
