@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::{BIN, Opts, Server, simulator, within};
+use crate::common::{BIN, HOSTILE_WASM, Opts, Server, simulator, within};
 
 /// The compiled artifacts in `cache`.
 fn artifacts(cache: &Path) -> usize {
@@ -79,4 +79,38 @@ fn a_one_shot_command_compiles_with_cranelift_and_leaves_it_cached() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(artifacts(&cache), 1, "cached before the command exits");
+}
+
+/// The sandbox's limits hold in Winch's code as in Cranelift's: a guest
+/// that spins is stopped at its deadline and one that allocates without end
+/// at its memory cap, and the server serves on.
+#[tokio::test]
+async fn winch_code_is_held_to_the_same_deadline_and_memory_cap() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("pve-mcp.toml");
+        std::fs::write(&config, "[sandbox]\ntimeout_secs = 3\nmemory_mib = 64\n").unwrap();
+        let opts = opts(&dir.path().join("cache"))
+            .arg("--component")
+            .arg(HOSTILE_WASM)
+            .arg("--config")
+            .arg(config.to_str().unwrap());
+        let server = Server::start(&sim, opts).await;
+        let log = server.stderr();
+        assert!(log.contains("compiler=winch"), "{log}");
+        // Sent before Cranelift's hostile build (a second or so on two
+        // cores) can replace Winch's; a call keeps the code it started on.
+        assert!(!log.contains(SWAPPED), "{log}");
+        let started = Instant::now();
+        let spin = server.err("hostile_spin", json!({})).await;
+        assert!(spin.contains("deadline") || spin.contains("time"), "{spin}");
+        assert!(started.elapsed() < Duration::from_secs(15));
+        let memory = server.err("hostile_memory", json!({})).await;
+        assert!(memory.contains("memory limit of 64 MiB"), "{memory}");
+        let upstream = server.ok("hostile_slow_upstream", json!({})).await;
+        assert_eq!(upstream["status"], 200, "{upstream}");
+        server.stop().await;
+    })
+    .await;
 }
