@@ -804,6 +804,11 @@ struct Optimise {
 fn build_engine(limits: &SandboxLimits, compiler: Strategy) -> anyhow::Result<Engine> {
     let mut config = wasmtime::Config::new();
     config.strategy(compiler);
+    if compiler == Strategy::Winch {
+        // Cranelift still compiles the component's trampolines: for a quick
+        // start they need not be optimised (Winch's code is never cached).
+        config.cranelift_opt_level(wasmtime::OptLevel::None);
+    }
     config.epoch_interruption(true);
     config.memory_init_cow(true);
     config.max_wasm_stack(1 << 20);
