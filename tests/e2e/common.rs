@@ -176,21 +176,28 @@ pub fn cache_dir() -> PathBuf {
     static FILLED: std::sync::Once = std::sync::Once::new();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pve-mcp-cache");
     FILLED.call_once(|| {
-        for component in [None, Some(HOSTILE_WASM)] {
-            let mut cmd = std::process::Command::new(BIN);
-            if let Some(path) = component {
-                cmd.args(["--component", path]);
-            }
-            let out = cmd
-                .arg("tools")
-                .env_clear()
-                .env("PVE_MCP_CACHE_DIR", &dir)
-                .output()
-                .expect("running pve-mcp tools");
-            assert!(out.status.success(), "filling the compile cache: {out:?}");
-        }
+        fill_cache(&dir, None);
+        fill_cache(&dir, Some(HOSTILE_WASM));
     });
     dir
+}
+
+/// Runs `pve-mcp tools` (with `component`, else the embedded one) in a
+/// clean environment with `cache` as its compile cache, which it fills:
+/// one-shot commands compile with Cranelift and store the artifact before
+/// they exit.
+pub fn fill_cache(cache: &Path, component: Option<&str>) {
+    let mut cmd = std::process::Command::new(BIN);
+    if let Some(path) = component {
+        cmd.args(["--component", path]);
+    }
+    let out = cmd
+        .arg("tools")
+        .env_clear()
+        .env("PVE_MCP_CACHE_DIR", cache)
+        .output()
+        .expect("running pve-mcp tools");
+    assert!(out.status.success(), "filling the compile cache: {out:?}");
 }
 
 /// The command for `pve-mcp <args>` with a clean environment pointed at

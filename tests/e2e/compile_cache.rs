@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::{BIN, HOSTILE_WASM, Opts, Server, simulator, within};
+use crate::common::{HOSTILE_WASM, Opts, Server, fill_cache, simulator, within};
 
 /// The compiled artifacts in `cache`.
 fn artifacts(cache: &Path) -> usize {
@@ -71,13 +71,7 @@ async fn a_servers_first_start_runs_winch_code_and_the_next_loads_cranelifts_fro
 fn a_one_shot_command_compiles_with_cranelift_and_leaves_it_cached() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let out = std::process::Command::new(BIN)
-        .arg("tools")
-        .env_clear()
-        .env("PVE_MCP_CACHE_DIR", &cache)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    fill_cache(&cache, None);
     assert_eq!(artifacts(&cache), 1, "cached before the command exits");
 }
 

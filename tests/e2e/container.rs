@@ -60,13 +60,7 @@ async fn the_dockerfiles_steps_start_warm_from_a_read_only_cache() {
         let cache = dir.path().join("cache");
         std::fs::create_dir(&cache).unwrap();
         std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let filled = std::process::Command::new(BIN)
-            .arg("tools")
-            .env_clear()
-            .env("PVE_MCP_CACHE_DIR", &cache)
-            .output()
-            .unwrap();
-        assert!(filled.status.success(), "{filled:?}");
+        fill_cache(&cache, None);
         assert_eq!(
             std::fs::read_dir(&cache).unwrap().count(),
             1,
