@@ -197,21 +197,6 @@ pub enum FirstCompile {
     Quick,
 }
 
-/// Compiles `wasm` with Cranelift, or loads its cached compiled form.
-pub fn load(
-    engine: &Engine,
-    wasm: &[u8],
-    cache: &CacheDir,
-) -> anyhow::Result<(Component, LoadedFrom)> {
-    match cached(engine, wasm, cache) {
-        Some(component) => Ok((component, LoadedFrom::Cache)),
-        None => Ok((
-            compile_into_cache(engine, wasm, cache)?,
-            LoadedFrom::Compiled,
-        )),
-    }
-}
-
 /// The cached compiled form of `wasm` for this engine, if the cache has a
 /// trusted one.
 pub fn cached(engine: &Engine, wasm: &[u8], cache: &CacheDir) -> Option<Component> {

@@ -767,8 +767,8 @@ fn from_tool_error(error: guest::ToolError) -> CallOutcome {
 /// The engine calls run on and the component compiled for it: from the
 /// cache when it has it; else compiled with Winch while Cranelift fills the
 /// cache in the background (a server's first start), or with Cranelift.
-/// The two engines differ only in their compiler, so the artifact Cranelift
-/// stores is the one the next start's engine looks for.
+/// The two engines differ only in their compiler's settings, so the
+/// artifact Cranelift stores is the one the next start's engine looks for.
 fn compile(
     wasm: &[u8],
     limits: &SandboxLimits,
