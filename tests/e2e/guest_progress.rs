@@ -353,9 +353,16 @@ async fn progress_abuse_is_capped_dropped_and_redacted() {
         assert_eq!(finite.len(), 1, "{all:#?}");
         assert_eq!((finite[0].progress, finite[0].total), (3.0, Some(3.0)));
 
-        // And the server serves on.
-        let (result, _) = call_noting(&client, &notes, "hostile_slow_upstream", json!({})).await;
+        // And the server serves on. A call that ends before its first
+        // report (or the first still-running notice, after a second) is
+        // sent no progress at all: not even "started" and "done".
+        let started = Instant::now();
+        let (result, quick) =
+            call_noting(&client, &notes, "hostile_slow_upstream", json!({})).await;
         assert_eq!(structured(&result)["status"], 200);
+        if started.elapsed() < Duration::from_secs(1) {
+            assert!(quick.is_empty(), "{quick:#?}");
+        }
         let _ = client.cancel().await;
     })
     .await;
