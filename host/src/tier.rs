@@ -127,6 +127,8 @@ mod tests {
                 .iter()
                 .map(|(m, p)| Route::parse(m, p).unwrap())
                 .collect(),
+            waits: false,
+            privileges: Vec::new(),
         }
     }
 

@@ -40,6 +40,29 @@ pub struct ToolInfo {
     /// The writes it may send, parsed once at load; the gate binds them to
     /// each call's arguments.
     pub routes: Vec<Route>,
+    /// It may wait for Proxmox tasks (WIT `waits`), so its calls may run
+    /// `sandbox.max_wait_secs` longer.
+    pub waits: bool,
+    /// The Proxmox privileges it needs, as the component declares them:
+    /// shown to operators and checked by `pve_check_permissions`, never a
+    /// security decision (Proxmox's own ACLs are).
+    pub privileges: Vec<Privilege>,
+}
+
+/// One Proxmox privilege a tool needs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Privilege {
+    /// The ACL path, with `{argument}` placeholders: `/vms/{vmid}`.
+    pub path: String,
+    /// The privileges any one of which suffices: `VM.GuestAgent.Audit` on
+    /// PVE 9 or `VM.Monitor` on PVE 8.
+    pub any_of: Vec<String>,
+}
+
+impl std::fmt::Display for Privilege {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} on {}", self.any_of.join(" or "), self.path)
+    }
 }
 
 /// What a tool call produced.

@@ -59,13 +59,12 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
 
     let report = sandbox
         .call(CallRequest {
-            tool: "pve_list_vms",
+            tool: sandbox.tool("pve_list_vms").expect("the component has it"),
             arguments: "{}",
             request_id: "embed-1",
             access: Access::Read,
             // The default cluster: what the call's arguments name.
-            cluster: sandbox.cluster_for(&JsonObject::new()),
-            writes: Vec::new(),
+            binding: sandbox.gate().bind(&[], &JsonObject::new()),
             progress: None,
         })
         .await;
@@ -97,12 +96,13 @@ async fn bad_arguments_are_answered_by_the_component_without_a_request() {
     let sandbox = embedded(&sim).await;
     let report = sandbox
         .call(CallRequest {
-            tool: "pve_get_vm_status",
+            tool: sandbox
+                .tool("pve_get_vm_status")
+                .expect("the component has it"),
             arguments: r#"{"vmid": "not a number"}"#,
             request_id: "embed-2",
             access: Access::Read,
-            cluster: sandbox.cluster_for(&JsonObject::new()),
-            writes: Vec::new(),
+            binding: sandbox.gate().bind(&[], &JsonObject::new()),
             progress: None,
         })
         .await;

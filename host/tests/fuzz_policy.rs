@@ -117,6 +117,8 @@ fn tool(name: &str, input_schema: JsonObject, read_only: bool) -> ToolInfo {
             open_world: true,
         },
         routes: Vec::new(),
+        waits: false,
+        privileges: Vec::new(),
     }
 }
 

@@ -115,13 +115,19 @@ pub enum Command {
     },
     /// List the tools.
     Tools {
-        /// Print the MCP tool definitions as JSON.
-        #[arg(long, conflicts_with = "routes")]
+        /// Print the MCP tool definitions as JSON, each with the tier the
+        /// host gives it, whether it waits, its routes and the Proxmox
+        /// privileges it declares.
+        #[arg(long, conflicts_with_all = ["routes", "markdown"])]
         json: bool,
         /// Print each tool's routes: the only writes the egress gate lets
         /// a call of it send, bound to the call's arguments.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "markdown")]
         routes: bool,
+        /// Print the tool tables the README and docs/actions.md hold
+        /// between their `pve-mcp tools --markdown` markers.
+        #[arg(long)]
+        markdown: bool,
     },
     /// Write the tool component this binary embeds, and its WIT contract,
     /// for another host to run: DIR/pve_tools.wasm and DIR/wit/.
@@ -272,7 +278,19 @@ pub async fn run(cli: &Cli) -> ExitCode {
     match &cli.command {
         Command::Serve { http } => serve::run(global, http.as_deref()).await,
         Command::Demo { http, writes } => demo::run(global, http.as_deref(), *writes).await,
-        Command::Tools { json, routes } => tools::run(global, *json, *routes).await,
+        Command::Tools {
+            json,
+            routes,
+            markdown,
+        } => {
+            let format = match (json, routes, markdown) {
+                (true, _, _) => tools::Format::Json,
+                (_, true, _) => tools::Format::Routes,
+                (_, _, true) => tools::Format::Markdown,
+                _ => tools::Format::Table,
+            };
+            tools::run(global, format).await
+        }
         Command::EgressProxy { listen } => egress_proxy::run(global, *listen).await,
         Command::Component { out } => component::run(out),
         Command::Call {

@@ -9,23 +9,36 @@ use crate::server::app::App;
 use crate::tier::Tier;
 use crate::tools::ToolInfo;
 
+use serde_json::Value;
+
+/// How `pve-mcp tools` prints the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A table for a terminal.
+    Table,
+    /// The MCP tool definitions, with what the host knows of each.
+    Json,
+    /// Each tool's routes.
+    Routes,
+    /// The tables the README and docs/actions.md hold.
+    Markdown,
+}
+
 /// `pve-mcp tools`.
-pub async fn run(global: &Global, json: bool, routes: bool) -> ExitCode {
+pub async fn run(global: &Global, format: Format) -> ExitCode {
     let app = match start_without_clusters(global).await {
         Ok(app) => app,
         Err(code) => return code,
     };
-    if json {
-        let tools: Vec<_> = app
-            .tools()
-            .iter()
-            .map(crate::server::mcp::to_mcp_tool)
-            .collect();
+    if format == Format::Json {
+        let tools: Vec<Value> = app.tools().iter().map(described).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&tools).unwrap_or_default()
         );
-    } else if routes {
+    } else if format == Format::Markdown {
+        print!("{}", markdown(app.tools()));
+    } else if format == Format::Routes {
         print!("{}", route_table(app.tools()));
     } else {
         print!("{}", tool_table(&app));
@@ -83,7 +96,7 @@ pub fn tool_table(app: &App) -> String {
     );
     for tool in tools.iter() {
         let tier = Tier::of(tool);
-        let waits = if app.waits(&tool.name) { "yes" } else { "-" };
+        let waits = if tool.waits { "yes" } else { "-" };
         out.push_str(&format!(
             "{:width$}  {:11}  {waits:5}  {}\n",
             tool.name,
@@ -92,4 +105,123 @@ pub fn tool_table(app: &App) -> String {
         ));
     }
     out
+}
+
+/// A tool's MCP definition, as `tools/list` gives it, plus what the host
+/// knows of it: the `tier` it gives the tool, whether it `waits` for
+/// Proxmox tasks, its `routes` and the `privileges` it declares.
+pub fn described(tool: &ToolInfo) -> Value {
+    let mut out = serde_json::to_value(crate::server::mcp::to_mcp_tool(tool)).unwrap_or_default();
+    if let Value::Object(o) = &mut out {
+        o.insert("tier".into(), Tier::of(tool).as_str().into());
+        o.insert("waits".into(), tool.waits.into());
+        let routes: Vec<String> = tool.routes.iter().map(|r| r.to_string()).collect();
+        o.insert("routes".into(), routes.into());
+        let privileges = serde_json::to_value(&tool.privileges).unwrap_or_default();
+        o.insert("privileges".into(), privileges);
+    }
+    out
+}
+
+/// The arguments every write tool takes, which the tables leave out.
+const SHARED_ARGUMENTS: &[&str] = &["cluster", "dry_run", "wait", "wait_timeout", "confirm"];
+
+/// The tool tables of the README and docs/actions.md: the read tools, then
+/// the tools that write, each with its own arguments, what it may send,
+/// the privileges it declares and its tier. Generated, so the docs cannot
+/// drift from the component: a test fails when they differ.
+pub fn markdown(tools: &[ToolInfo]) -> String {
+    let (reads, writes): (Vec<&ToolInfo>, Vec<&ToolInfo>) =
+        tools.iter().partition(|t| Tier::of(t) == Tier::Read);
+    let mut out = String::from("Read tools (the default policy runs these):\n\n");
+    out.push_str("| tool | answers | arguments | privileges |\n| --- | --- | --- | --- |\n");
+    for tool in reads {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            tool.name,
+            cell(&tool.title),
+            arguments(tool),
+            privileges(tool),
+        ));
+    }
+    out.push_str("\nTools that write (each needs its own policy rule):\n\n");
+    out.push_str(
+        "| tool | does | arguments | sends | privileges | tier |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for tool in writes {
+        let sends: Vec<String> = tool
+            .routes
+            .iter()
+            .map(|r| {
+                if r.is_call_request() {
+                    "the call's own request".to_string()
+                } else {
+                    format!("`{}`", r.to_string().replacen("/api2/json", "", 1))
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            tool.name,
+            cell(&tool.title),
+            arguments(tool),
+            sends.join("<br>"),
+            privileges(tool),
+            Tier::of(tool).as_str(),
+        ));
+    }
+    out
+}
+
+/// The tool's own arguments, required ones first and in bold.
+fn arguments(tool: &ToolInfo) -> String {
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut names: Vec<(bool, &str)> = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| !SHARED_ARGUMENTS.contains(n))
+        .map(|n| (!required.contains(&n), n))
+        .collect();
+    names.sort();
+    let shown: Vec<String> = names
+        .iter()
+        .map(|(optional, n)| match optional {
+            false => format!("**`{n}`**"),
+            true => format!("`{n}`"),
+        })
+        .collect();
+    if shown.is_empty() {
+        "-".into()
+    } else {
+        shown.join(", ")
+    }
+}
+
+fn privileges(tool: &ToolInfo) -> String {
+    if tool.privileges.is_empty() {
+        return "none".into();
+    }
+    let shown: Vec<String> = tool
+        .privileges
+        .iter()
+        .map(|p| {
+            let names: Vec<String> = p.any_of.iter().map(|n| format!("`{n}`")).collect();
+            format!("{} on `{}`", names.join(" or "), p.path)
+        })
+        .collect();
+    shown.join("; ")
+}
+
+/// Text made safe for one table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
 }

@@ -204,6 +204,8 @@ pub(crate) mod tests {
                 open_world: false,
             },
             routes: Vec::new(),
+            waits: false,
+            privileges: Vec::new(),
         }
     }
 

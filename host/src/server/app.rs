@@ -1,7 +1,6 @@
 //! The assembled host: configuration, gate and sandbox, with one entry point
 //! for tool calls that the MCP server, `pve-mcp call` and the demo share.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -9,14 +8,13 @@ use std::time::Instant;
 use anyhow::Context;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
-use serde_json::Value;
 
 use crate::approval::{Approvals, Step};
 use crate::audit::{AuditDecision, AuditLog};
 use crate::caller::Caller;
 use crate::config::audit::AuditSettings;
 use crate::config::{Cluster, SandboxLimits};
-use crate::egress::{Access, Gate, GateEndpoint};
+use crate::egress::{Access, Binding, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
 use crate::route::{ApiRequest, Route};
@@ -24,7 +22,7 @@ use crate::sandbox::component::{
     CacheDir, ComponentIdentity, ComponentSource, FirstCompile, LoadedFrom,
 };
 use crate::sandbox::progress::ReportSender;
-use crate::sandbox::{CLUSTER_ARG, CallReport, CallRequest, Sandbox};
+use crate::sandbox::{CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
 use crate::upstream::Upstream;
@@ -49,16 +47,30 @@ pub struct Approver<'a> {
     pub context: &'a RequestContext<RoleServer>,
 }
 
+/// A call the host decided to run, bound once: the approval plan's dry
+/// run and [`App::run`] both take it, so what a person approves and what
+/// runs are bound to the same arguments, cluster and routes.
+#[derive(Debug)]
+pub struct Admitted<'t> {
+    /// The tool, as the component declared it.
+    pub tool: &'t ToolInfo,
+    /// The arguments as the host normalised them (a call's own request:
+    /// see [`ApiRequest`]); what the policy judged, the audit records and
+    /// the guest gets.
+    pub arguments: JsonObject,
+    /// Where the gate lets the call go.
+    pub binding: Binding,
+    /// What the call runs with.
+    pub grant: Grant,
+    /// `allow`, or `approved` when a person agreed.
+    pub decision: AuditDecision,
+}
+
 /// What [`App::authorize`] decided about one call.
 #[derive(Debug)]
-pub enum Authorized {
-    /// Run it with this grant; the audit log records `decision`.
-    Run {
-        /// What the call runs with.
-        grant: Grant,
-        /// `allow`, or `approved` when a person agreed.
-        decision: AuditDecision,
-    },
+pub enum Authorized<'t> {
+    /// Run it.
+    Run(Admitted<'t>),
     /// Refused (and recorded): this report is the answer.
     Refused(CallReport),
     /// The client cancelled the call while a person was asked.
@@ -180,18 +192,12 @@ impl App {
 
     /// A tool by name.
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
-        self.tools().iter().find(|t| t.name == name)
+        self.sandbox.tool(name)
     }
 
     /// The component's tools (shared: clone the `Arc`, not the tools).
     pub fn tools(&self) -> &Arc<[ToolInfo]> {
         self.sandbox.tools()
-    }
-
-    /// Whether the component declared that the tool waits for Proxmox
-    /// tasks (so its calls may run `sandbox.max_wait_secs` longer).
-    pub fn waits(&self, name: &str) -> bool {
-        self.sandbox.waits(name)
     }
 
     /// Whether the tool exists.
@@ -209,12 +215,8 @@ impl App {
                 egress: Vec::new(),
             };
         };
-        let mut arguments = arguments.clone();
-        match self.authorize(caller, info, &mut arguments, None).await {
-            Authorized::Run { grant, decision } => {
-                self.run(caller, tool, &arguments, grant, &decision, None)
-                    .await
-            }
+        match self.authorize(caller, info, arguments.clone(), None).await {
+            Authorized::Run(call) => self.run(caller, call, None).await,
             Authorized::Refused(report) => report,
             // Only an approver's client can cancel, and there is none.
             Authorized::Cancelled => {
@@ -227,17 +229,16 @@ impl App {
     /// judges itself (a call's own request: see [`ApiRequest`]), the policy
     /// decides and, when it asks for a person's approval, the `approver`
     /// (if any) is asked. A refusal is logged and audited here, with its
-    /// rate-limit units given back. Run the call with `arguments` as they
-    /// are afterwards.
-    pub async fn authorize(
+    /// rate-limit units given back. The call is bound here, once.
+    pub async fn authorize<'t>(
         &self,
         caller: &Caller,
-        tool: &ToolInfo,
-        arguments: &mut JsonObject,
+        tool: &'t ToolInfo,
+        mut arguments: JsonObject,
         approver: Option<Approver<'_>>,
-    ) -> Authorized {
+    ) -> Authorized<'t> {
         if tool.routes.iter().any(Route::is_call_request)
-            && let Err(bad) = ApiRequest::normalise(arguments)
+            && let Err(bad) = ApiRequest::normalise(&mut arguments)
         {
             tracing::info!(
                 session = %caller.session,
@@ -255,71 +256,62 @@ impl App {
             };
             let decision = AuditDecision::invalid_arguments(bad.field);
             return Authorized::Refused(
-                self.record(caller, &tool.name, arguments, &decision, report)
+                self.record(caller, &tool.name, &arguments, &decision, report)
                     .await,
             );
         }
-        let arguments = &*arguments;
-        let (grant, Approver { approvals, context }) = match self
+        let gate = self.sandbox.gate();
+        let binding = gate.bind(&tool.routes, &arguments);
+        let decided = self
             .policy
-            .decide(caller, tool, &self.as_bound(arguments))
-            .await
-        {
+            .decide(caller, tool, &gate.as_bound(&binding, &arguments))
+            .await;
+        let admit = |grant: Grant, decision| {
+            Authorized::Run(Admitted {
+                tool,
+                arguments: arguments.clone(),
+                binding: binding.clone(),
+                grant,
+                decision,
+            })
+        };
+        let (grant, Approver { approvals, context }) = match decided {
             Decision::Allow(grant) => {
                 let decision = AuditDecision::allowed(&grant.rule);
-                return Authorized::Run { grant, decision };
+                return admit(grant, decision);
             }
             Decision::RequireApproval(grant) => match approver {
                 Some(approver) => (grant, approver),
                 None => {
                     let refused = Decision::RequireApproval(grant);
-                    let report = self.refuse(caller, &tool.name, arguments, refused).await;
+                    let report = self.refuse(caller, &tool.name, &arguments, refused).await;
                     return Authorized::Refused(report);
                 }
             },
             refused => {
-                let report = self.refuse(caller, &tool.name, arguments, refused).await;
+                let report = self.refuse(caller, &tool.name, &arguments, refused).await;
                 return Authorized::Refused(report);
             }
         };
         let rule = grant.rule.clone();
-        let plan = self.plan(tool, arguments).await;
+        let plan = self.plan(tool, &arguments, &binding).await;
         match approvals
-            .gate(context, caller, &tool.name, arguments, grant, plan)
+            .gate(context, caller, &tool.name, &arguments, grant, plan)
             .await
         {
-            Step::Approved(grant, by) => Authorized::Run {
-                decision: AuditDecision::approved(&grant.rule, by),
-                grant,
-            },
+            Step::Approved(grant, by) => {
+                let decision = AuditDecision::approved(&grant.rule, by);
+                admit(grant, decision)
+            }
             Step::Refused(text) => {
                 let decision = AuditDecision::not_approved(&rule);
                 let report = CallReport::refused(text);
                 Authorized::Refused(
-                    self.record(caller, &tool.name, arguments, &decision, report)
+                    self.record(caller, &tool.name, &arguments, &decision, report)
                         .await,
                 )
             }
             Step::Cancelled => Authorized::Cancelled,
-        }
-    }
-
-    /// The arguments as the policy sees them: `cluster` is the configured
-    /// name of the cluster the call will be bound to, filled in when it was
-    /// left out and spelt as configured, so a condition on `cluster` judges
-    /// the cluster the call can actually reach.
-    fn as_bound<'a>(&self, arguments: &'a JsonObject) -> Cow<'a, JsonObject> {
-        let Some(cluster) = self.sandbox.cluster_for(arguments) else {
-            return Cow::Borrowed(arguments);
-        };
-        let name = self.sandbox.cluster_name(cluster);
-        match arguments.get(CLUSTER_ARG) {
-            Some(Value::String(given)) if given == name => Cow::Borrowed(arguments),
-            _ => {
-                let mut bound = arguments.clone();
-                bound.insert(CLUSTER_ARG.into(), Value::String(name.into()));
-                Cow::Owned(bound)
-            }
         }
     }
 
@@ -380,7 +372,12 @@ impl App {
     /// (`dry_run: true`, with the gate holding it to `GET`, so nothing can
     /// be written), for the person asked to approve it; `None` for a tool
     /// that declares no writes.
-    async fn plan(&self, tool: &ToolInfo, arguments: &JsonObject) -> Option<String> {
+    async fn plan(
+        &self,
+        tool: &ToolInfo,
+        arguments: &JsonObject,
+        binding: &Binding,
+    ) -> Option<String> {
         if tool.routes.is_empty() {
             return None;
         }
@@ -391,14 +388,13 @@ impl App {
         let report = self
             .sandbox
             .call(CallRequest {
-                tool: &tool.name,
+                tool,
                 arguments: &text,
                 request_id: &id,
-                access: Access::Read,
-                cluster: self.sandbox.cluster_for(arguments),
                 // Read access sends no write whatever the routes say; a
                 // call's own request binds its reads too.
-                writes: self.sandbox.writes_for(&tool.name, arguments),
+                access: Access::Read,
+                binding: binding.clone(),
                 progress: None,
             })
             .await;
@@ -412,12 +408,19 @@ impl App {
     pub async fn run(
         &self,
         caller: &Caller,
-        tool: &str,
-        arguments: &JsonObject,
-        grant: Grant,
-        decision: &AuditDecision,
+        call: Admitted<'_>,
         progress: Option<ReportSender>,
     ) -> CallReport {
+        let Admitted {
+            tool: info,
+            arguments,
+            binding,
+            grant,
+            decision,
+        } = call;
+        let tool = info.name.as_str();
+        let arguments = &arguments;
+        let decision = &decision;
         let id = self.next_call_id();
         let mut audit = self
             .audit
@@ -439,22 +442,17 @@ impl App {
                 refused
             }
             None => {
-                let cluster = self.sandbox.cluster_for(arguments);
-                // Bound whatever the access: read access lets no write out
-                // anyway, and a call's own request binds its reads too.
-                let writes = self.sandbox.writes_for(tool, arguments);
                 let arguments = serde_json::Value::Object(arguments.clone()).to_string();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
                 let report = self
                     .sandbox
                     .call_recording(
                         CallRequest {
-                            tool,
+                            tool: info,
                             arguments: &arguments,
                             request_id: &id,
                             access: grant.access,
-                            cluster,
-                            writes,
+                            binding,
                             progress,
                         },
                         egress,

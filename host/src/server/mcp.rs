@@ -239,31 +239,20 @@ impl ServerHandler for McpServer {
             },
             None => None,
         };
-        let mut arguments = request.arguments.unwrap_or_default();
+        let arguments = request.arguments.unwrap_or_default();
         let approver = self.approvals.as_deref().map(|approvals| Approver {
             approvals,
             context: &context,
         });
-        let (grant, decision) = match self
-            .app
-            .authorize(&caller, tool, &mut arguments, approver)
-            .await
-        {
-            Authorized::Run { grant, decision } => (grant, decision),
+        let call = match self.app.authorize(&caller, tool, arguments, approver).await {
+            Authorized::Run(call) => call,
             Authorized::Refused(report) => return result_of(report, &request.name),
             Authorized::Cancelled => return Err(cancelled(&request.name)),
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
         let call = crate::server::progress::track(&context, &request.name, |progress| {
-            self.app.run(
-                &caller,
-                &request.name,
-                &arguments,
-                grant,
-                &decision,
-                progress,
-            )
+            self.app.run(&caller, call, progress)
         });
         let report = tokio::select! {
             report = call => report,

@@ -40,14 +40,15 @@ use super::http::limits::ConnectionLimits;
 use super::http::response::{Body, text};
 use super::http::serve::Signals;
 use crate::config::http::NamedToken;
-use crate::egress::{Access, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER};
+use crate::egress::{
+    Access, Binding, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER, admit_body,
+    admit_head,
+};
 use crate::policy::Action;
 use crate::route::BoundRoute;
 use crate::secret::Secret;
 use crate::server::app::App;
 
-/// Pveproxy's own limit on a request body.
-const MAX_BODY: usize = 512 * 1024;
 /// How long a client may take to send its request head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections open at once (a component makes one request at a time).
@@ -238,35 +239,21 @@ impl Proxy {
             .unwrap_or(HeaderValue::from_static(
                 "application/x-www-form-urlencoded",
             ));
-        let mut record = EgressRecord {
-            cluster: Some(self.gate.cluster_name(cluster).to_owned()),
-            method: method.to_string(),
-            authority: uri.authority().map(|a| a.to_string()).unwrap_or_default(),
-            path: uri.path().chars().take(512).collect(),
-            denied: None,
-            status: None,
-            failure: None,
-            elapsed: Duration::ZERO,
+        // Without a call to bind to, a request's method is its access:
+        // the writes it may send are the policy's (see `writes_allowed`).
+        let access = Access::writing_if(method != Method::GET);
+        let binding = Binding {
+            cluster: Some(cluster),
+            writes: self.writes.clone(),
         };
-        let access = if method == Method::GET {
-            Access::Read
-        } else {
-            Access::Write
-        };
-        let checked = self
-            .gate
-            .check(&method, &uri, access, Some(cluster), &self.writes)
-            .map(|_| ());
-        let body = match checked {
-            Err(denial) => return self.refuse(record, denial, started).await,
-            Ok(()) => match Limited::new(request.into_body(), MAX_BODY).collect().await {
-                Ok(body) => body.to_bytes(),
-                Err(_) => return self.refuse(record, Denial::BodyTooLarge, started).await,
-            },
-        };
-        if method == Method::GET && !body.is_empty() {
-            return self.refuse(record, Denial::BodyOnGet, started).await;
+        let (mut record, verdict) = admit_head(&self.gate, &method, &uri, access, &binding);
+        if let Err(denial) = verdict {
+            return self.refuse(record, denial, started).await;
         }
+        let body = match admit_body(&method, request.into_body()).await {
+            Ok(body) => body,
+            Err(denial) => return self.refuse(record, denial, started).await,
+        };
         let mut upstream = Request::builder().method(method).uri(uri);
         if let Some(headers) = upstream.headers_mut() {
             headers.insert(

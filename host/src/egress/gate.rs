@@ -1,0 +1,353 @@
+//! The gate's decision: which configured cluster a request goes to, and
+//! whether the call may send it there (the cluster it is bound to, the API
+//! prefix, its access, and its tool's routes bound to its arguments). The
+//! in-process hook and the egress proxy both only ask it.
+
+use http::Method;
+
+use super::access::Access;
+use crate::endpoint::{API_PREFIX, Endpoint, check_api_path};
+use crate::route::BoundRoute;
+use crate::upstream::Upstream;
+
+/// One cluster the gate lets requests through to.
+pub struct GateEndpoint {
+    /// The cluster's configured name.
+    pub cluster: String,
+    /// Scheme, host and port a request must match exactly.
+    pub endpoint: Endpoint,
+    /// The pooled, authenticated client for it.
+    pub upstream: Upstream,
+}
+
+/// The configured endpoints, parsed once and shared by every call.
+pub struct Gate {
+    endpoints: Vec<GateEndpoint>,
+}
+
+/// The one configured cluster a call may reach: an index into the gate's
+/// endpoints, made only by [`Gate::resolve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterIndex(pub(super) usize);
+
+/// Why the gate refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denial {
+    /// Scheme, host or port is not a configured endpoint.
+    #[error("not a configured Proxmox endpoint")]
+    Authority,
+    /// A configured endpoint, but not the cluster this call was admitted
+    /// for (its `cluster` argument, or the default).
+    #[error("not the cluster this call was admitted for")]
+    OtherCluster,
+    /// The path is outside the API or tries to escape it.
+    #[error("{0}")]
+    Path(String),
+    /// The method is not allowed for this call.
+    #[error("method not allowed for this call")]
+    Method,
+    /// A request the call's method allows, but not this one: no route of
+    /// its tool, bound to its arguments, admits it.
+    #[error("not a request this call's tool declares for these arguments")]
+    Route,
+    /// A body on a GET, which Proxmox never accepts.
+    #[error("a GET request may not carry a body")]
+    BodyOnGet,
+    /// A body over Proxmox's own 512 KiB limit.
+    #[error("request body over 512 KiB")]
+    BodyTooLarge,
+    /// The call already sent as many requests as it may (the number).
+    #[error("over the limit of {0} requests in one call")]
+    TooManyRequests(usize),
+    /// Not one request: the summary that ends a call's refusals once
+    /// [`MAX_REFUSALS`] were kept, counting the refused requests after them.
+    #[error("and {0} more refused")]
+    RefusedMore(usize),
+}
+
+impl Gate {
+    /// A gate for these endpoints.
+    pub fn new(endpoints: Vec<GateEndpoint>) -> Gate {
+        Gate { endpoints }
+    }
+
+    /// The endpoints, in configuration order.
+    pub fn endpoints(&self) -> &[GateEndpoint] {
+        &self.endpoints
+    }
+
+    /// The cluster a call names in its `cluster` argument, by the rule the
+    /// component applies (the exact name, else the one name equal ignoring
+    /// case), or the first when it names none. `None` when that names no
+    /// configured cluster (the component then refuses the argument) or none
+    /// is configured: such a call may reach no cluster at all.
+    pub fn resolve(&self, wanted: Option<&serde_json::Value>) -> Option<ClusterIndex> {
+        let names = || self.endpoints.iter().map(|e| e.cluster.as_str());
+        let index = match wanted {
+            None | Some(serde_json::Value::Null) => (!self.endpoints.is_empty()).then_some(0),
+            Some(serde_json::Value::String(wanted)) => {
+                names().position(|n| n == wanted).or_else(|| {
+                    let mut folded = names()
+                        .enumerate()
+                        .filter(|(_, n)| n.eq_ignore_ascii_case(wanted));
+                    match (folded.next(), folded.next()) {
+                        (Some((i, _)), None) => Some(i),
+                        _ => None,
+                    }
+                })
+            }
+            Some(_) => None,
+        };
+        index.map(ClusterIndex)
+    }
+
+    /// The configured name of a resolved cluster.
+    pub fn cluster_name(&self, cluster: ClusterIndex) -> &str {
+        &self.endpoints[cluster.0].cluster
+    }
+
+    /// A resolved cluster's endpoint.
+    pub fn endpoint(&self, cluster: ClusterIndex) -> &GateEndpoint {
+        &self.endpoints[cluster.0]
+    }
+
+    /// Decides one request of a call bound to `bound`: the endpoint it goes
+    /// to, or why not. A request to another configured cluster is refused
+    /// like one to an unknown host, so a call admitted for one cluster
+    /// cannot read or write another.
+    pub fn check(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        access: Access,
+        bound: Option<ClusterIndex>,
+        writes: &[BoundRoute],
+    ) -> Result<ClusterIndex, Denial> {
+        let index = match bound {
+            Some(b) if self.endpoints[b.0].endpoint.matches(uri) => b,
+            _ if self.endpoints.iter().any(|e| e.endpoint.matches(uri)) => {
+                return Err(Denial::OtherCluster);
+            }
+            _ => return Err(Denial::Authority),
+        };
+        check_api_path(uri.path()).map_err(|d| Denial::Path(d.to_string()))?;
+        if !access.allows(method) {
+            return Err(Denial::Method);
+        }
+        // Reads are any GET under the API; a write must be one the tool
+        // declared, bound to this call's arguments. A call whose route is
+        // its own request has its reads bound too.
+        if *method != Method::GET || writes.iter().any(BoundRoute::binds_reads) {
+            // From the `/` that ends the prefix: `/nodes/...`.
+            let api_path = uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default();
+            if !writes.iter().any(|w| w.admits(method, api_path)) {
+                return Err(Denial::Route);
+            }
+        }
+        Ok(index)
+    }
+
+    /// The name of the configured cluster whose endpoint `uri` is, for the
+    /// record of a request (the bound one first, when two share an
+    /// endpoint).
+    pub fn cluster_of(&self, uri: &http::Uri, bound: Option<ClusterIndex>) -> Option<String> {
+        bound
+            .filter(|b| self.endpoints[b.0].endpoint.matches(uri))
+            .map(|b| b.0)
+            .or_else(|| self.endpoints.iter().position(|e| e.endpoint.matches(uri)))
+            .map(|i| self.endpoints[i].cluster.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Auth, Cluster};
+    use crate::secret::Secret;
+    use crate::tls::client::TlsMode;
+
+    fn endpoint(name: &str, url: &str) -> GateEndpoint {
+        let cluster = Cluster {
+            name: name.into(),
+            endpoint: Endpoint::parse(url, false).unwrap(),
+            auth: Auth::Token {
+                id: "root@pam!t".into(),
+                secret: Secret::new("secret-value"),
+            },
+            tls: TlsMode::Fingerprint(crate::tls::client::Fingerprint::of(b"x")),
+            timeout: Duration::from_secs(5),
+        };
+        GateEndpoint {
+            cluster: name.into(),
+            endpoint: cluster.endpoint.clone(),
+            upstream: Upstream::new(&cluster).unwrap(),
+        }
+    }
+
+    #[test]
+    fn gate_routes_to_the_matching_endpoint_and_denies_the_rest() {
+        let gate = Gate::new(vec![
+            endpoint("a", "https://10.0.0.1:8006"),
+            endpoint("b", "https://pve-b:8006"),
+        ]);
+        // Bound to the cluster each URL is for: what a call's own cluster
+        // looks like.
+        let bound = |u: &str| {
+            let uri: http::Uri = u.parse().unwrap();
+            gate.cluster_of(&uri, None)
+                .and_then(|name| gate.resolve(Some(&serde_json::Value::String(name))))
+        };
+        let check =
+            |m: Method, u: &str| gate.check(&m, &u.parse().unwrap(), Access::Read, bound(u), &[]);
+        assert_eq!(
+            check(Method::GET, "https://10.0.0.1:8006/api2/json/version"),
+            Ok(ClusterIndex(0))
+        );
+        assert_eq!(
+            check(Method::GET, "https://PVE-B:8006/api2/json/nodes"),
+            Ok(ClusterIndex(1))
+        );
+        assert_eq!(
+            check(Method::POST, "https://10.0.0.1:8006/api2/json/version"),
+            Err(Denial::Method)
+        );
+        assert_eq!(
+            check(Method::DELETE, "https://pve-b:8006/api2/json/nodes/x"),
+            Err(Denial::Method)
+        );
+        assert_eq!(
+            check(Method::GET, "https://10.0.0.1:8007/api2/json/version"),
+            Err(Denial::Authority)
+        );
+        assert_eq!(
+            check(Method::GET, "http://10.0.0.1:8006/api2/json/version"),
+            Err(Denial::Authority)
+        );
+        assert_eq!(
+            check(Method::GET, "https://10.0.0.2:8006/api2/json/version"),
+            Err(Denial::Authority)
+        );
+        assert!(matches!(
+            check(Method::GET, "https://10.0.0.1:8006/api2/extjs/version"),
+            Err(Denial::Path(_))
+        ));
+        assert!(matches!(
+            check(Method::GET, "https://10.0.0.1:8006/api2/json/%2e%2e/x"),
+            Err(Denial::Path(_))
+        ));
+        // A method outside the allowed set is denied even for a valid target.
+        for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
+            assert_eq!(
+                gate.check(
+                    &method,
+                    &"https://10.0.0.1:8006/api2/json/version".parse().unwrap(),
+                    Access::Read,
+                    Some(ClusterIndex(0)),
+                    &[]
+                ),
+                Err(Denial::Method)
+            );
+        }
+        assert!(!Access::Write.allows(&Method::PATCH));
+        assert!(Access::Write.allows(&Method::DELETE));
+    }
+
+    #[test]
+    fn a_write_must_match_a_bound_route() {
+        let gate = Gate::new(vec![endpoint("a", "https://10.0.0.1:8006")]);
+        let start =
+            crate::route::Route::parse("POST", "/nodes/{node}/qemu/{vmid}/status/start").unwrap();
+        let args = serde_json::json!({"vmid": 105});
+        let writes = [start.bind(args.as_object().unwrap())];
+        let bound = gate.resolve(None);
+        let check = |m: Method, path: &str, access| {
+            let uri = format!("https://10.0.0.1:8006/api2/json{path}")
+                .parse()
+                .unwrap();
+            gate.check(&m, &uri, access, bound, &writes)
+        };
+        let start = "/nodes/pve1/qemu/105/status/start";
+        assert_eq!(
+            check(Method::POST, start, Access::Write),
+            bound.ok_or(Denial::Route)
+        );
+        // Only with write access, and only that write; reads stay open.
+        assert_eq!(
+            check(Method::POST, start, Access::Read),
+            Err(Denial::Method)
+        );
+        assert_eq!(
+            check(
+                Method::POST,
+                "/nodes/pve1/qemu/106/status/start",
+                Access::Write
+            ),
+            Err(Denial::Route)
+        );
+        assert_eq!(
+            check(Method::DELETE, "/nodes/pve1/qemu/105", Access::Write),
+            Err(Denial::Route)
+        );
+        assert_eq!(
+            check(
+                Method::GET,
+                "/nodes/pve1/qemu/106/status/current",
+                Access::Write
+            ),
+            bound.ok_or(Denial::Route)
+        );
+        // No routes: a call allowed to write still writes nothing.
+        let uri = format!("https://10.0.0.1:8006/api2/json{start}")
+            .parse()
+            .unwrap();
+        assert_eq!(
+            gate.check(&Method::POST, &uri, Access::Write, bound, &[]),
+            Err(Denial::Route)
+        );
+    }
+
+    #[test]
+    fn a_call_reaches_only_the_cluster_it_is_bound_to() {
+        let gate = Gate::new(vec![
+            endpoint("prod", "https://10.0.0.1:8006"),
+            endpoint("dev", "https://pve-b:8006"),
+            endpoint("Dev2", "https://pve-c:8006"),
+        ]);
+        let name = |c: Option<ClusterIndex>| c.map(|c| gate.cluster_name(c).to_string());
+        let resolve = |v: serde_json::Value| name(gate.resolve(Some(&v)));
+        // The component's rule: exact, else the one equal ignoring case,
+        // else the default when none is named.
+        assert_eq!(name(gate.resolve(None)), Some("prod".into()));
+        assert_eq!(resolve(serde_json::Value::Null), Some("prod".into()));
+        assert_eq!(resolve("dev".into()), Some("dev".into()));
+        assert_eq!(resolve("DEV2".into()), Some("Dev2".into()));
+        assert_eq!(resolve("staging".into()), None);
+        assert_eq!(resolve(7.into()), None);
+        assert_eq!(Gate::new(Vec::new()).resolve(None), None);
+
+        let dev = gate.resolve(Some(&"dev".into()));
+        let check = |u: &str, bound| {
+            gate.check(&Method::GET, &u.parse().unwrap(), Access::Read, bound, &[])
+        };
+        assert_eq!(
+            check("https://pve-b:8006/api2/json/nodes", dev),
+            dev.ok_or(Denial::Authority)
+        );
+        // Another configured cluster is refused as firmly as a stranger.
+        assert_eq!(
+            check("https://10.0.0.1:8006/api2/json/nodes", dev),
+            Err(Denial::OtherCluster)
+        );
+        assert_eq!(
+            check("https://203.0.113.9:8006/api2/json/nodes", dev),
+            Err(Denial::Authority)
+        );
+        // A call bound to nothing reaches nothing.
+        assert_eq!(
+            check("https://pve-b:8006/api2/json/nodes", None),
+            Err(Denial::OtherCluster)
+        );
+    }
+}

@@ -1,0 +1,58 @@
+//! The component's tool descriptors, checked once at load and turned into
+//! the host's [`ToolInfo`]: a name that MCP allows and no other tool has,
+//! schemas that parse, routes the host can bind.
+
+use super::bindings::exports::pve_mcp::guest::tools as guest;
+use crate::route::Route;
+use crate::tools::{Annotations, ToolInfo, parse_schema, valid_tool_name};
+
+/// The component's tools, validated, in the order it lists them.
+pub fn tool_infos(descriptors: Vec<guest::ToolDescriptor>) -> anyhow::Result<Vec<ToolInfo>> {
+    let mut tools: Vec<ToolInfo> = Vec::with_capacity(descriptors.len());
+    for d in descriptors {
+        if !valid_tool_name(&d.name) {
+            anyhow::bail!(
+                "the component declares a tool with an invalid name {:?} (1-64 of A-Z a-z 0-9 _ - .)",
+                d.name
+            );
+        }
+        if tools.iter().any(|t| t.name == d.name) {
+            anyhow::bail!("the component declares tool {} twice", d.name);
+        }
+        tools.push(tool_info(d)?);
+    }
+    Ok(tools)
+}
+
+fn tool_info(d: guest::ToolDescriptor) -> anyhow::Result<ToolInfo> {
+    Ok(ToolInfo {
+        input_schema: parse_schema(&d.name, "input schema", &d.input_schema)?,
+        output_schema: d
+            .output_schema
+            .as_deref()
+            .map(|s| parse_schema(&d.name, "output schema", s))
+            .transpose()?,
+        annotations: Annotations {
+            read_only: d.annotations.read_only,
+            destructive: d.annotations.destructive,
+            idempotent: d.annotations.idempotent,
+            open_world: d.annotations.open_world,
+        },
+        routes: d
+            .routes
+            .iter()
+            .map(|r| Route::parse(&r.method, &r.path))
+            .collect::<Result<_, _>>()
+            .map_err(|problem| {
+                anyhow::anyhow!(
+                    "tool {:?} declares a route the host refuses: {problem}",
+                    d.name
+                )
+            })?,
+        waits: d.waits,
+        privileges: Vec::new(),
+        name: d.name,
+        title: d.title,
+        description: d.description,
+    })
+}
