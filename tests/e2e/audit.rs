@@ -559,7 +559,7 @@ async fn an_unwritable_log_refuses_calls_unless_told_to_continue() {
         assert!(sim.requests().is_empty(), "{:#?}", sim.requests());
         // Still serving: the protocol works and the error was logged.
         let tools = server.client.list_all_tools().await.unwrap();
-        assert_eq!(tools.len(), CATALOG.len());
+        assert_eq!(tools.len(), catalog().len());
         let stderr = server.stop().await;
         assert!(stderr.contains("/dev/full"), "{stderr}");
 

@@ -144,7 +144,7 @@ fn tools_lists_the_catalog_as_table_and_json() {
     let o = run(&["tools", "--json"], &[]);
     let tools: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    let mut expected: Vec<&str> = [crate::common::CATALOG, crate::common::WRITE_TOOLS].concat();
+    let mut expected: Vec<&str> = [crate::common::catalog(), crate::common::write_tools()].concat();
     names.sort_unstable();
     expected.sort_unstable();
     assert_eq!(names, expected);
@@ -182,7 +182,7 @@ fn tools_table_marks_the_tools_that_wait() {
     for line in table.lines().skip(1) {
         let mut cells = line.split_whitespace();
         let (tool, waits) = (cells.next().unwrap_or_default(), cells.nth(1));
-        let expected = if crate::common::WRITE_TOOLS.contains(&tool) || tool == "pve_wait_task" {
+        let expected = if crate::common::write_tools().contains(&tool) || tool == "pve_wait_task" {
             "yes"
         } else {
             "-"
@@ -203,11 +203,11 @@ fn tools_routes_prints_each_tools_writes() {
     let starts = |r: &&str, names: &[&str]| names.iter().any(|n| r.starts_with(&format!("{n} ")));
     let reads: Vec<&&str> = rows
         .iter()
-        .filter(|r| starts(r, crate::common::CATALOG))
+        .filter(|r| starts(r, crate::common::catalog()))
         .collect();
-    assert_eq!(reads.len(), crate::common::CATALOG.len(), "{table}");
+    assert_eq!(reads.len(), crate::common::catalog().len(), "{table}");
     assert!(reads.iter().all(|r| r.contains("reads only")), "{table}");
-    for tool in crate::common::WRITE_TOOLS {
+    for tool in crate::common::write_tools() {
         // The generic tool's one route is its call's own request.
         let route = if *tool == "pve_api_request" {
             "{method} /api2/json/{path} (the call's own request"

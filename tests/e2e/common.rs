@@ -28,54 +28,47 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_pve-mcp");
 /// The hostile component, built by the host's build script.
 pub const HOSTILE_WASM: &str = env!("PVE_MCP_HOSTILE_WASM_PATH");
 
-/// The full tool catalog, as `tools/list` must report it.
-pub const CATALOG: &[&str] = &[
-    "pve_list_vms",
-    "pve_get_vm_status",
-    "pve_list_clusters",
-    "pve_get_version",
-    "pve_get_cluster_status",
-    "pve_list_nodes",
-    "pve_get_node_metrics",
-    "pve_list_resources",
-    "pve_get_vm_config",
-    "pve_list_storage",
-    "pve_list_backups",
-    "pve_get_task_status",
-    "pve_list_snapshots",
-    "pve_list_tasks",
-    "pve_get_task_log",
-    "pve_get_vm_metrics",
-    "pve_get_vm_ips",
-    "pve_list_ha",
-    "pve_check_permissions",
-    "pve_get_next_vmid",
-    "pve_wait_task",
-];
+/// Every tool of the embedded component, as `pve-mcp tools --json`
+/// describes it (the MCP definition plus `tier`, `waits`, `routes` and
+/// `privileges`), read once: the suite takes its tool list from the
+/// component's own registry, not from a list of its own.
+pub fn described_tools() -> &'static [Value] {
+    static TOOLS: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let out = std::process::Command::new(BIN)
+            .args(["tools", "--json"])
+            .env_clear()
+            .env("PVE_MCP_CACHE_DIR", cache_dir())
+            .output()
+            .expect("running pve-mcp tools --json");
+        assert!(out.status.success(), "pve-mcp tools --json: {out:?}");
+        serde_json::from_slice(&out.stdout).expect("pve-mcp tools --json prints a JSON list")
+    })
+}
 
-/// The embedded component's write tools: hidden from `tools/list` under the
-/// default read-only policy, listed by `pve-mcp tools`.
-pub const WRITE_TOOLS: &[&str] = &[
-    "pve_start_vm",
-    "pve_shutdown_vm",
-    "pve_stop_vm",
-    "pve_reboot_vm",
-    "pve_suspend_vm",
-    "pve_resume_vm",
-    "pve_create_snapshot",
-    "pve_delete_snapshot",
-    "pve_rollback_snapshot",
-    "pve_migrate_vm",
-    "pve_clone_vm",
-    "pve_create_qemu_vm",
-    "pve_create_lxc",
-    "pve_set_vm_config",
-    "pve_resize_disk",
-    "pve_delete_vm",
-    "pve_backup_vm",
-    "pve_restore_vm",
-    "pve_api_request",
-];
+/// The names of the described tools of `tier` (or of every other tier).
+fn names_where(tier_is_read: bool) -> Vec<&'static str> {
+    described_tools()
+        .iter()
+        .filter(|t| (t["tier"] == "read") == tier_is_read)
+        .map(|t| t["name"].as_str().expect("every tool has a name"))
+        .collect()
+}
+
+/// The read tools, in the component's order: what `tools/list` reports
+/// under the default read-only policy.
+pub fn catalog() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| names_where(true))
+}
+
+/// The tools that write (tier `write` or `destructive`): hidden from
+/// `tools/list` under the default read-only policy, listed by
+/// `pve-mcp tools`.
+pub fn write_tools() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| names_where(false))
+}
 
 /// Every test gets this long before it is failed, so a hang is a failure
 /// with a message rather than a stuck CI run.

@@ -336,7 +336,7 @@ async fn missing_or_wrong_tokens_get_401_with_a_bearer_challenge() {
         );
         let client = server.client().await;
         let tools = client.list_all_tools().await.unwrap();
-        assert_eq!(tools.len(), CATALOG.len());
+        assert_eq!(tools.len(), catalog().len());
         let result = client
             .call_tool(
                 CallToolRequestParams::new("pve_get_vm_status")

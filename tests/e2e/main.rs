@@ -49,5 +49,6 @@ mod secrets;
 mod soak_short;
 mod tickets;
 mod tls;
+mod tool_docs;
 mod tools_list;
 mod vm_status;

@@ -11,7 +11,7 @@ use pve_sim::Simulator;
 use serde_json::Value;
 
 use crate::common::{
-    ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, BIN, CATALOG, cache_dir, installed, simulator,
+    ADMIN_TOKEN_ID, ADMIN_TOKEN_SECRET, BIN, cache_dir, catalog, installed, simulator,
 };
 
 /// The installed Node clients.
@@ -118,7 +118,7 @@ async fn inspector_lists_every_tool_with_portable_schemas() {
         .map(|t| t["name"].as_str().expect("a tool name"))
         .collect();
     names.sort();
-    let mut expected = CATALOG.to_vec();
+    let mut expected = catalog().to_vec();
     expected.sort();
     assert_eq!(names, expected);
 }
@@ -270,7 +270,7 @@ async fn inspector_talks_streamable_http_with_a_bearer_token() {
     );
     assert_eq!(
         stdout_json(&out)["tools"].as_array().map(Vec::len),
-        Some(CATALOG.len())
+        Some(catalog().len())
     );
     let out = inspector(
         &bearer,

@@ -142,7 +142,10 @@ async fn clients_are_told_when_a_reload_changes_the_tool_list() {
             .expect("spawning pve-mcp serve");
         let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
         let client = ListWatcher(tx).serve(transport).await.expect("handshake");
-        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+        assert_eq!(
+            client.list_all_tools().await.unwrap().len(),
+            catalog().len()
+        );
 
         write_policy(&path, "[policy.tools.pve_list_nodes]\nhide = true\n");
         changes
@@ -156,12 +159,15 @@ async fn clients_are_told_when_a_reload_changes_the_tool_list() {
             .into_iter()
             .map(|t| t.name.to_string())
             .collect();
-        assert_eq!(names.len(), CATALOG.len() - 1, "{names:?}");
+        assert_eq!(names.len(), catalog().len() - 1, "{names:?}");
         assert!(!names.contains(&"pve_list_nodes".to_string()), "{names:?}");
 
         write_policy(&path, "[policy]\n");
         changes.recv().await.expect("a second notification");
-        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+        assert_eq!(
+            client.list_all_tools().await.unwrap().len(),
+            catalog().len()
+        );
         let _ = client.cancel().await;
     })
     .await;
@@ -184,7 +190,10 @@ async fn http_sessions_are_told_when_a_reload_changes_the_tool_list() {
         let transport = StreamableHttpClientTransport::with_client(server.http.clone(), config);
         let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
         let client = ListWatcher(tx).serve(transport).await.expect("handshake");
-        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+        assert_eq!(
+            client.list_all_tools().await.unwrap().len(),
+            catalog().len()
+        );
 
         write_policy(&path, "[policy.tools.pve_list_nodes]\nhide = true\n");
         changes

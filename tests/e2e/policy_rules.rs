@@ -63,7 +63,7 @@ async fn hidden_tools_are_not_listed_and_refused_when_called() {
             !listed.contains(&"pve_list_nodes".to_string()),
             "{listed:?}"
         );
-        assert_eq!(listed.len(), CATALOG.len() - 1, "{listed:?}");
+        assert_eq!(listed.len(), catalog().len() - 1, "{listed:?}");
         let text = refused(
             &p.server,
             "pve_list_nodes",
@@ -299,7 +299,7 @@ async fn default_modes_read_only_deny_and_allow() {
         p.server.ok("pve_get_version", json!({})).await;
         // deny: nothing unlisted runs.
         let p = with_policy(&sim, "[policy]\ndefault = \"deny\"\n").await;
-        for tool in CATALOG {
+        for tool in catalog() {
             refused(&p.server, tool, json!({}), "policy.default").await;
         }
         // allow: everything runs.

@@ -89,7 +89,7 @@ async fn negotiates_2025_versions_and_answers_ping_and_tools() {
             let tools = raw.request(3, "tools/list", json!({})).await;
             assert_eq!(
                 tools["result"]["tools"].as_array().unwrap().len(),
-                CATALOG.len(),
+                catalog().len(),
                 "{tools}"
             );
             let call = raw

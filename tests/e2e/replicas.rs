@@ -462,7 +462,10 @@ async fn stateless_clients_spread_over_the_replicas_and_sessions_stay_on_theirs(
         let client = rmcp::ServiceExt::serve((), transport)
             .await
             .expect("rmcp client through nginx");
-        assert_eq!(client.list_all_tools().await.unwrap().len(), CATALOG.len());
+        assert_eq!(
+            client.list_all_tools().await.unwrap().len(),
+            catalog().len()
+        );
         for _ in 0..3 {
             let result = client
                 .call_tool(rmcp::model::CallToolRequestParams::new("pve_get_version"))
