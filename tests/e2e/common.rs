@@ -35,15 +35,22 @@ pub const HOSTILE_WASM: &str = env!("PVE_MCP_HOSTILE_WASM_PATH");
 pub fn described_tools() -> &'static [Value] {
     static TOOLS: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
     TOOLS.get_or_init(|| {
-        let out = std::process::Command::new(BIN)
-            .args(["tools", "--json"])
-            .env_clear()
-            .env("PVE_MCP_CACHE_DIR", cache_dir())
-            .output()
-            .expect("running pve-mcp tools --json");
-        assert!(out.status.success(), "pve-mcp tools --json: {out:?}");
-        serde_json::from_slice(&out.stdout).expect("pve-mcp tools --json prints a JSON list")
+        serde_json::from_slice(&tools_output("--json"))
+            .expect("pve-mcp tools --json prints a JSON list")
     })
+}
+
+/// What `pve-mcp tools FORMAT` prints of the embedded component, in a clean
+/// environment with the shared compile cache.
+pub fn tools_output(format: &str) -> Vec<u8> {
+    let out = std::process::Command::new(BIN)
+        .args(["tools", format])
+        .env_clear()
+        .env("PVE_MCP_CACHE_DIR", cache_dir())
+        .output()
+        .expect("running pve-mcp tools");
+    assert!(out.status.success(), "pve-mcp tools {format}: {out:?}");
+    out.stdout
 }
 
 /// The names of the described tools of `tier` (or of every other tier).

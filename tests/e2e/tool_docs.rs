@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::{BIN, cache_dir, described_tools};
+use crate::common::{described_tools, tools_output};
 
 /// The line before the generated tables.
 const BEGIN: &str = "<!-- pve-mcp tools --markdown: generated; `UPDATE_DOCS=1 cargo test -p pve-mcp --test e2e tool_docs` rewrites it -->";
@@ -13,14 +13,7 @@ const BEGIN: &str = "<!-- pve-mcp tools --markdown: generated; `UPDATE_DOCS=1 ca
 const END: &str = "<!-- end of pve-mcp tools --markdown -->";
 
 fn generated() -> String {
-    let out = std::process::Command::new(BIN)
-        .args(["tools", "--markdown"])
-        .env_clear()
-        .env("PVE_MCP_CACHE_DIR", cache_dir())
-        .output()
-        .expect("running pve-mcp tools --markdown");
-    assert!(out.status.success(), "pve-mcp tools --markdown: {out:?}");
-    String::from_utf8(out.stdout).expect("UTF-8")
+    String::from_utf8(tools_output("--markdown")).expect("UTF-8")
 }
 
 /// `page` with the text between the markers replaced by `tables`, or a
