@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
+use super::exit::config_failure;
+use super::global::Global;
 use crate::approval::client::{AdminClient, ClientError};
 use crate::approval::store::{Approval, Millis, State, Verdict};
 use crate::approval::{human_duration, remaining};
-use crate::commands::{Global, config_failure};
 use crate::config::approvals::ApprovalSettings;
 
 /// What to do with approvals.
@@ -69,8 +70,8 @@ pub async fn run(global: &Global, command: &ApprovalsCommand) -> ExitCode {
             println!("{}", text.trim_end());
             ExitCode::SUCCESS
         }
-        Err(e @ ClientError::BadId(_)) => super::usage_failure(&e.to_string()),
-        Err(e) => super::failure(&e.into()),
+        Err(e @ ClientError::BadId(_)) => super::exit::usage_failure(&e.to_string()),
+        Err(e) => super::exit::failure(&e.into()),
     }
 }
 

@@ -32,6 +32,6 @@ pub fn run(inputs: &[PathBuf], anchor: Option<String>, partial: bool) -> ExitCod
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
-        Err(VerifyError::Input(message)) => super::usage_failure(&message),
+        Err(VerifyError::Input(message)) => super::exit::usage_failure(&message),
     }
 }

@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use super::{Global, config_failure, failure, usage_failure};
+use super::exit::{config_failure, failure, usage_failure};
+use super::global::Global;
 use crate::caller::Caller;
 use crate::server::app::App;
 use crate::server::mcp::to_call_result;

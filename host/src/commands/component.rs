@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::failure;
+use super::exit::failure;
 use crate::sandbox::component::{CONTRACT, EMBEDDED_SHA256, GUEST_WASM, WIT_FILES};
 
 /// The component's file name in `DIR`.

@@ -9,8 +9,9 @@ use std::time::Duration;
 use pve_sim::{SimConfig, Simulator};
 
 use super::call::{parse_args, print_call};
+use super::exit::{config_failure, failure, usage_failure};
+use super::global::Global;
 use super::tools::tool_table;
-use super::{Global, config_failure, failure, usage_failure};
 use crate::approval::Approvals;
 use crate::approval::store::{MemoryApprovals, StoreLimits};
 use crate::config::{Auth, Cluster, SandboxLimits};

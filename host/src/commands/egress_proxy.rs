@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{Global, config_failure, failure};
+use super::exit::{config_failure, failure};
+use super::global::Global;
 use crate::error::ConfigError;
 use crate::secret::Secret;
 use crate::server::serving::start_app;

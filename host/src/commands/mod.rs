@@ -10,12 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::config::Config;
-use crate::error::ConfigError;
-use crate::sandbox::component::{CacheDir, ComponentSource, FirstCompile};
-use crate::server::serving::Startup;
+use clap::{Parser, Subcommand};
 
 pub mod approvals;
 pub mod audit_verify;
@@ -23,9 +18,14 @@ pub mod call;
 pub mod component;
 pub mod demo;
 pub mod egress_proxy;
+mod exit;
+mod global;
 pub mod policy_check;
 pub mod serve;
 pub mod tools;
+
+pub use exit::{config_failure, failure, usage_failure};
+pub use global::Global;
 
 /// What `pve-mcp --version` prints: the binary's version, the embedded
 /// component's SHA-256 and the WIT contract it implements, so an operator
@@ -56,32 +56,6 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Options every command takes.
-#[derive(Debug, Clone, Args)]
-pub struct Global {
-    /// TOML configuration file; environment variables override its keys.
-    #[arg(long, global = true, env = "PVE_MCP_CONFIG", value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Policy file ([policy] section: which tools run, with what limits);
-    /// overrides the configuration file's [policy].
-    #[arg(long, global = true, env = "PVE_MCP_POLICY", value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-
-    /// Run this component instead of the embedded one (it must implement
-    /// the pve-mcp:guest/pve-tools world in wit/).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub component: Option<PathBuf>,
-
-    /// Compile the component at every start instead of caching it.
-    #[arg(long, global = true)]
-    pub no_cache: bool,
-
-    /// More logging on stderr (-v debug, -vv trace).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
 }
 
 /// The commands.
@@ -220,58 +194,6 @@ pub enum AuditCommand {
     },
 }
 
-impl Global {
-    /// The component to run.
-    pub fn component(&self) -> ComponentSource {
-        match &self.component {
-            Some(path) => ComponentSource::File(path.clone()),
-            None => ComponentSource::Embedded,
-        }
-    }
-
-    /// Where compiled components are cached.
-    pub fn cache(&self) -> CacheDir {
-        if self.no_cache {
-            CacheDir::Disabled
-        } else {
-            CacheDir::Default
-        }
-    }
-
-    /// Where the policy is looked for: --policy, then --config.
-    pub fn policy_origin(&self) -> crate::policy::reload::Origin {
-        crate::policy::reload::Origin {
-            flag: self.policy.clone(),
-            config: self.config.clone(),
-        }
-    }
-
-    /// The component, cache and policy origin a one-shot command starts
-    /// with: on a cache miss it compiles with Cranelift, and caches that.
-    pub fn startup(&self) -> Startup {
-        Startup {
-            component: self.component(),
-            cache: self.cache(),
-            first_compile: FirstCompile::Optimised,
-            policy: self.policy_origin(),
-        }
-    }
-
-    /// The same for a server, which on a cache miss starts at once on code
-    /// from Winch while Cranelift fills the cache for the next start.
-    pub fn server_startup(&self) -> Startup {
-        Startup {
-            first_compile: FirstCompile::Quick,
-            ..self.startup()
-        }
-    }
-
-    /// Loads the configuration from --config and the environment.
-    pub fn load_config(&self) -> Result<Config, ConfigError> {
-        Config::load(self.config.as_deref(), &|key| std::env::var(key).ok())
-    }
-}
-
 /// Runs the command the user asked for.
 pub async fn run(cli: &Cli) -> ExitCode {
     let global = &cli.global;
@@ -325,28 +247,6 @@ pub fn is_server(command: &Command) -> bool {
         command,
         Command::Serve { .. } | Command::Demo { http: Some(_), .. }
     )
-}
-
-/// Prints a configuration error the way every command does: exit code 2.
-pub fn config_failure(error: &ConfigError) -> ExitCode {
-    eprintln!("error: {error}");
-    ExitCode::from(2)
-}
-
-/// Prints a failure with its causes: exit code 2 when a setting is at
-/// fault (a [`ConfigError`] anywhere in the chain), 1 otherwise.
-pub fn failure(error: &anyhow::Error) -> ExitCode {
-    if let Some(config) = error.downcast_ref::<ConfigError>() {
-        return config_failure(config);
-    }
-    eprintln!("error: {error:#}");
-    ExitCode::from(1)
-}
-
-/// Prints a mistake in the command's own arguments: exit code 2.
-pub fn usage_failure(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use crate::commands::{Global, config_failure};
+use super::exit::config_failure;
+use super::global::Global;
 use crate::egress::Access;
 use crate::policy::{Action, Policy, PolicySource, StateSpec};
 use crate::tools::ToolInfo;

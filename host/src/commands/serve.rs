@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use super::{Global, config_failure, failure};
+use super::exit::{config_failure, failure};
+use super::global::Global;
 use crate::config::Config;
 use crate::server::serving::Serving;
 use crate::transport;

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::{Global, failure};
+use super::exit::failure;
+use super::global::Global;
 use crate::config::SandboxLimits;
 use crate::sandbox::component::FirstCompile;
 use crate::server::app::App;

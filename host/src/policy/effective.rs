@@ -1,10 +1,9 @@
 //! A tool's verdict before its arguments and counters are looked at: what
 //! `pve-mcp policy check` prints and where [`super::Engine::decide`] starts.
 
-use super::DEFAULT_RULE;
 use super::conditions::Condition;
 use super::rate_limit::RateLimit;
-use super::rules::{self, Action, Approver, DefaultMode, Policy};
+use super::rules::{self, Action, Approver, DEFAULT_RULE, DefaultMode, Policy};
 use crate::egress::Access;
 use crate::tier::Tier;
 use crate::tools::ToolInfo;

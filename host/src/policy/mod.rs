@@ -34,17 +34,13 @@ pub mod rules;
 pub use decision::{Decision, Grant, Permit};
 pub use effective::Effective;
 pub use rules::{
-    Action, Approver, DefaultMode, Policy, PolicySource, Rule, StateFailure, StateSpec,
+    Action, Approver, DEFAULT_RULE, DefaultMode, Policy, PolicySource, Rule, STATE_FAILURE_RULE,
+    StateFailure, StateSpec,
 };
 
 use crate::caller::Caller;
 use crate::state::{CounterStore, MemoryStore, RedisStore, Reserve, Window};
 use crate::tools::{JsonObject, ToolInfo};
-
-/// The rule name of the default mode.
-pub const DEFAULT_RULE: &str = "policy.default";
-/// The rule name of a refusal because the state store is unreachable.
-pub const STATE_FAILURE_RULE: &str = "policy.state_failure";
 
 /// The policy in force (swapped whole on reload) and the counters.
 pub struct Engine {

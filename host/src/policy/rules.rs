@@ -18,6 +18,11 @@ use crate::config::file::{line_of, read_text as read};
 use crate::error::ConfigError;
 use crate::tools::ToolInfo;
 
+/// The rule name of the default mode.
+pub const DEFAULT_RULE: &str = "policy.default";
+/// The rule name of a refusal because the state store is unreachable.
+pub const STATE_FAILURE_RULE: &str = "policy.state_failure";
+
 /// What happens to a tool no rule allows or denies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum DefaultMode {

@@ -10,63 +10,18 @@
 //! [`sensitive`] paths no rule names, and the bound route admits that one
 //! request, reads included, and the reads that follow a task it starts.
 
+mod placeholder;
 pub mod request;
 pub mod sensitive;
 
 pub use request::ApiRequest;
 
 use std::fmt;
-use std::sync::LazyLock;
 
 use http::Method;
-use regex::Regex;
 use serde_json::Value;
 
-/// A call's arguments (the same type as `tools::JsonObject`, named here so
-/// `tools`, which holds routes, and this module do not use each other).
-type JsonObject = serde_json::Map<String, Value>;
-
-/// What a placeholder may stand for when the call leaves its argument out
-/// (the tool resolves it itself, as it does `node` from `vmid`): PVE's own
-/// pattern for that kind of path segment. A name not in this table cannot
-/// be a placeholder, so a component cannot declare a segment that matches
-/// anything.
-const PLACEHOLDERS: &[(&str, &str)] = &[
-    // PVE's `pve-node` format; `localhost` is refused below.
-    ("node", r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?"),
-    ("target", r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?"),
-    // `pve-vmid`: 100 to 999999999.
-    ("vmid", r"[1-9][0-9]{2,8}"),
-    ("newid", r"[1-9][0-9]{2,8}"),
-    ("source_vmid", r"[1-9][0-9]{2,8}"),
-    ("vm_type", r"qemu|lxc"),
-    // `pve-configid`, as PVE checks snapshot names.
-    ("snapname", r"[A-Za-z][A-Za-z0-9_\-]{0,39}"),
-    // `pve-storage-id`.
-    ("storage", r"[a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]"),
-    // A task's UPID, as PVE formats it.
-    (
-        "upid",
-        r"UPID:[a-zA-Z0-9\-]+:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:([0-9A-Fa-f]{8,9}:)?[0-9A-Fa-f]{8}:[a-zA-Z0-9\-_]+:[^:/\s]*:[^:/\s]+:",
-    ),
-];
-
-static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
-    PLACEHOLDERS
-        .iter()
-        .map(|(name, pattern)| {
-            let anchored = format!("^(?:{pattern})$");
-            // A fixed table, not input: `every_builtin_pattern_compiles`.
-            let regex = Regex::new(&anchored).expect("the built-in route patterns compile");
-            (*name, regex)
-        })
-        .collect()
-});
-
-/// PVE's own pattern for the path segment `name` (e.g. `node`, `upid`).
-pub(crate) fn pattern(name: &str) -> Option<&'static Regex> {
-    PATTERNS.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
-}
+use placeholder::{JsonObject, PLACEHOLDERS, is_localhost, pattern};
 
 /// The write methods a route may name.
 fn write_method(method: &str) -> Option<Method> {
@@ -331,12 +286,6 @@ impl BoundRoute {
         }
         sent.next().is_none()
     }
-}
-
-/// Proxmox reads `localhost` as whichever node answers, so it never stands
-/// for a node in a route.
-pub(crate) fn is_localhost(name: &str, segment: &str) -> bool {
-    matches!(name, "node" | "target") && segment.eq_ignore_ascii_case("localhost")
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::fmt;
 use http::Method;
 use serde_json::Value;
 
-use super::{JsonObject, is_localhost, pattern};
+use super::placeholder::{JsonObject, is_localhost, pattern};
 use crate::endpoint::percent_decode;
 
 /// The argument that names the method.

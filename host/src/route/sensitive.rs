@@ -1,7 +1,7 @@
 //! The sensitive parts of the Proxmox API: paths where one request can
 //! take over the cluster, a node or a guest, or read secrets (the shared
 //! reference's `pve_api_request` section, "Sensitive paths"). A call's own
-//! request ([`super::ApiRequest`]) into one of these classes is refused
+//! request ([`super::request::ApiRequest`]) into one of these classes is refused
 //! unless the tool's own policy rule names the class
 //! (`sensitive = ["guest-agent"]`); the `"*"` table and `default` never
 //! open one.
@@ -12,7 +12,7 @@
 //! (shell sockets, guest files, logs, credential stores), else
 //! [`Methods::Writes`].
 
-use super::ApiRequest;
+use super::request::ApiRequest;
 
 /// Which methods of a class's paths are sensitive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

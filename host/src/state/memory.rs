@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{CounterStore, Reservation, Reserve, StateError, StateFuture, Window, now_ms};
+use super::counter::{CounterStore, Reservation, Reserve, StateError, StateFuture, Window, now_ms};
 
 /// Past this many counters, ones whose window has ended are dropped.
 const SWEEP_AT: usize = 10_000;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::{CounterStore, Reservation, Reserve, StateError, StateFuture, Window};
+use super::counter::{CounterStore, Reservation, Reserve, StateError, StateFuture, Window};
 
 /// Every key this host writes starts with this.
 const PREFIX: &str = "pve-mcp:ratelimit:";
