@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use anyhow::Context;
 use wasmtime::component::{Component, Linker};
@@ -13,11 +12,9 @@ use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Stra
 
 use super::bindings;
 use super::component::{self, CacheDir, FirstCompile, LoadedFrom};
+use super::limits::EPOCH_TICK;
 use super::state::CallState;
 use crate::config::SandboxLimits;
-
-/// How often the epoch advances; deadlines are counted in these ticks.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// A component compiled for an engine, linked and pre-instantiated, with
 /// the thread that advances that engine's epoch.

@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
-use super::engine::EPOCH_TICK;
 use crate::config::SandboxLimits;
+
+/// How often the epoch advances; deadlines are counted in these ticks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The memory cap, remembering whether the guest hit it, so a trap can be
 /// reported as "memory limit" rather than as a crash; and the guest's
