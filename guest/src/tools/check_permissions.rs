@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg;
 use crate::error::{ToolError, quoted};
@@ -58,6 +58,7 @@ pub static TOOL: Tool = read_tool! {
         or returned fewer items than expected, to tell the user exactly which privilege is \
         missing on which path and how to grant it. Paths are paged with limit (default 100, \
         max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
+    privileges: [],
     run: run,
 };
 
@@ -294,8 +295,8 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {

@@ -12,7 +12,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::error::{ToolError, quoted};
@@ -137,6 +137,7 @@ pub static TOOL: Tool = write_tool! {
     // tool, so the tool needs its own policy rule and an operator approves.
     annotations: Annotations::write(true, true),
     routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/config")],
+    privileges: [],
     run: run,
 };
 
@@ -212,7 +213,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn fake() -> FakePve {
