@@ -124,6 +124,14 @@ impl wit::Guest for Component {
                     })
                     .collect(),
                 waits: t.waits,
+                privileges: t
+                    .privileges
+                    .iter()
+                    .map(|p| wit::Privilege {
+                        path: p.path.to_owned(),
+                        any_of: p.any_of.iter().map(|n| (*n).to_owned()).collect(),
+                    })
+                    .collect(),
             })
             .collect()
     }

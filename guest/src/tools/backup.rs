@@ -100,7 +100,11 @@ pub static BACKUP: Tool = write_tool! {
         the storage does not take backups on its node. Use wait: true to follow its progress.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/vzdump")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Backup",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: backup,
 };
 
@@ -115,7 +119,10 @@ pub static RESTORE: Tool = write_tool! {
         not found or the vmid is taken without force.",
     annotations: Annotations::write(true, false),
     routes: &[("POST", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/lxc")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Allocate" | "VM.Backup",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: restore,
 };
 

@@ -56,7 +56,12 @@ pub static TOOL: Tool = write_tool! {
         the request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{source_vmid}/clone")],
-    privileges: [],
+    privileges: [
+        "/vms/{source_vmid}": "VM.Audit",
+        "/vms/{source_vmid}": "VM.Clone",
+        "/vms/{newid}": "VM.Allocate",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: run,
 };
 

@@ -142,7 +142,9 @@ pub static QEMU: Tool = write_tool! {
         taken or the node is not online. dry_run: true shows the request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/qemu")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Allocate",
+    ],
     run: create_qemu,
 };
 
@@ -157,7 +159,10 @@ pub static LXC: Tool = write_tool! {
         without writing when the vmid is taken or the node is not online.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/lxc")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Allocate",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: create_lxc,
 };
 

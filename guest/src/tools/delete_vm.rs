@@ -36,7 +36,10 @@ pub static TOOL: Tool = write_tool! {
         true shows the request.",
     annotations: Annotations::write(true, false),
     routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Allocate",
+    ],
     run: run,
 };
 

@@ -37,7 +37,9 @@ pub static TOOL: Tool = read_tool! {
         (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
         live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
         is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+    ],
     run: run,
 };
 

@@ -27,7 +27,10 @@ pub static TOOL: Tool = read_tool! {
         and link-local ones). The guest must be running. Only vmid is required. Needs \
         VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
         for containers.",
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.GuestAgent.Audit" | "VM.Monitor",
+    ],
     run: run,
 };
 

@@ -29,7 +29,9 @@ pub static TOOL: Tool = read_tool! {
         pve_list_storage with content backup lists the storages that hold backups. Paged with \
         limit (default 50, max 500) and offset. Needs Datastore.Audit or \
         Datastore.AllocateSpace on /storage/{storage}.",
-    privileges: [],
+    privileges: [
+        "/storage/{storage}": "Datastore.Audit" | "Datastore.AllocateSpace",
+    ],
     run: run,
 };
 

@@ -49,7 +49,10 @@ pub static TOOL: Tool = write_tool! {
         runs on the source node. dry_run: true shows the request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/migrate")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Migrate",
+    ],
     run: run,
 };
 

@@ -321,10 +321,70 @@ mod tests {
         }
     }
 
+    /// Every tool says which privileges it needs, in the form Proxmox's
+    /// ACLs use, and every tool that writes needs at least one.
+    #[test]
+    fn privileges_are_declared_in_proxmox_form() {
+        let is_name = |n: &str| {
+            let mut parts = n.split('.');
+            parts.clone().count() >= 2
+                && parts.all(|w| {
+                    w.starts_with(|c: char| c.is_ascii_uppercase())
+                        && w.chars().all(|c| c.is_ascii_alphanumeric())
+                })
+        };
+        for tool in TOOLS {
+            let arguments = (tool.arguments)();
+            for p in tool.privileges {
+                assert!(p.path.starts_with('/'), "{}: {}", tool.name, p.path);
+                for segment in p.path.split('/').skip(1).filter(|s| !s.is_empty()) {
+                    if let Some(name) = segment.strip_prefix('{') {
+                        let name = name.strip_suffix('}').expect("a closed placeholder");
+                        assert!(
+                            name == "node" || arguments.contains(&name),
+                            "{}: {{{name}}} in {} is not an argument",
+                            tool.name,
+                            p.path
+                        );
+                    } else {
+                        assert!(
+                            segment.bytes().all(|b| b.is_ascii_lowercase()),
+                            "{}: {}",
+                            tool.name,
+                            p.path
+                        );
+                    }
+                }
+                assert!(!p.any_of.is_empty(), "{}: {}", tool.name, p.path);
+                for name in p.any_of {
+                    assert!(is_name(name), "{}: {name}", tool.name);
+                }
+            }
+            // `pve_api_request` sends whatever request it is given, so what
+            // it needs is whatever that endpoint needs: nothing fixed.
+            let own_request = tool.routes == [("{method}", "/{path}")];
+            if !tool.routes.is_empty() && !own_request {
+                assert!(!tool.privileges.is_empty(), "{} writes", tool.name);
+            }
+        }
+    }
+
     #[test]
     fn checked_in_schemas_are_current() {
         let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
         let mut stale = Vec::new();
+        // First, as pve_check_permissions' output schema is derived from it.
+        let needs = check_permissions::derive_needs(TOOLS);
+        let mut want = serde_json::to_string_pretty(&needs).expect("needs serialise");
+        want.push('\n');
+        let file = "schemas/privileges.json";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
+            if update {
+                std::fs::write(&path, &want).expect("writing schemas/privileges.json");
+            }
+            stale.push(file.to_owned());
+        }
         for tool in TOOLS {
             let derived = (tool.derived)();
             for (kind, listed, checked_in) in [

@@ -77,7 +77,10 @@ pub static START: Tool = write_tool! {
         true to see the exact request without sending it.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: start,
 };
 
@@ -91,7 +94,10 @@ pub static SHUTDOWN: Tool = write_tool! {
         writing when the guest is already stopped or locked. dry_run: true shows the request.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/shutdown")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: shutdown,
 };
 
@@ -104,7 +110,10 @@ pub static STOP: Tool = write_tool! {
         does not respond. Answers without writing when it is already stopped or locked.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/stop")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: stop,
 };
 
@@ -117,7 +126,10 @@ pub static REBOOT: Tool = write_tool! {
         running, is paused or is locked.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/reboot")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: reboot,
 };
 
@@ -131,7 +143,10 @@ pub static SUSPEND: Tool = write_tool! {
         refuses when the guest is not running or is locked.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/suspend")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: suspend,
 };
 
@@ -145,7 +160,10 @@ pub static RESUME: Tool = write_tool! {
         (a VM) stopped.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/resume")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: resume,
 };
 

@@ -164,7 +164,10 @@ pub static TOOL: Tool = write_tool! {
         true shows the request.",
     annotations: Annotations::write(true, false),
     routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/resize")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Config.Disk",
+    ],
     run: run,
 };
 

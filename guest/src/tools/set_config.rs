@@ -137,7 +137,14 @@ pub static TOOL: Tool = write_tool! {
     // tool, so the tool needs its own policy rule and an operator approves.
     annotations: Annotations::write(true, true),
     routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/config")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        // Proxmox checks each key against its own privilege; any one lets
+        // the request through to that check.
+        "/vms/{vmid}": "VM.Config.Disk" | "VM.Config.CDROM" | "VM.Config.CPU"
+            | "VM.Config.Memory" | "VM.Config.Network" | "VM.Config.HWType"
+            | "VM.Config.Options" | "VM.Config.Cloudinit",
+    ],
     run: run,
 };
 

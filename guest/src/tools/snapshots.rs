@@ -60,7 +60,10 @@ pub static CREATE: Tool = write_tool! {
         request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Snapshot",
+    ],
     run: create,
 };
 
@@ -73,7 +76,10 @@ pub static DELETE: Tool = write_tool! {
         locked. dry_run: true shows the request.",
     annotations: Annotations::write(true, true),
     routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Snapshot",
+    ],
     run: delete,
 };
 
@@ -87,7 +93,10 @@ pub static ROLLBACK: Tool = write_tool! {
         shows the request.",
     annotations: Annotations::write(true, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}/rollback")],
-    privileges: [],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Snapshot" | "VM.Snapshot.Rollback",
+    ],
     run: rollback,
 };
 

@@ -22,7 +22,9 @@ pub static TOOL: Tool = Tool {
         ends, or timeout seconds pass, reporting progress from its log while it runs. Returns \
         its exit status, and the end of its log when it failed. A task still running at the \
         timeout is an answer, not an error: call again to keep waiting.",
-    privileges: [],
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
     }
 };
