@@ -16,7 +16,7 @@
 //! - [`task`]: Proxmox UPIDs, task status, outcomes and log lines,
 //! - [`api`]: the client (wstd over wasi:http) and envelope decoding,
 //!   plus progress reports and the wait limit from the call context,
-//! - [`write`], [`action`], [`task_wait`]: write requests as Proxmox's
+//! - [`write`](mod@write), [`action`], [`task_wait`]: write requests as Proxmox's
 //!   wire wants them, what every write tool shares (reads before writing,
 //!   dry runs, plans), and waiting for a task with progress,
 //! - [`failure`]: Proxmox and transport errors → actionable messages,

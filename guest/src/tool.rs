@@ -1,5 +1,5 @@
 //! What every tool is made of: its descriptor ([`Tool`], declared with
-//! [`read_tool!`] or [`write_tool!`]), its typed result ([`Answer`],
+//! `read_tool!` or `write_tool!`), its typed result ([`Answer`],
 //! [`Output`]) and how the registry reads a call's arguments into its input
 //! ([`Tool::parse`]).
 //!
@@ -81,7 +81,7 @@ impl<T: Serialize> Answer<T> {
 }
 
 /// One tool: its descriptor and its entry point. Declare one with
-/// [`read_tool!`] or [`write_tool!`].
+/// `read_tool!` or `write_tool!`.
 pub struct Tool {
     /// Unique name, `[A-Za-z0-9_.-]{1,64}`.
     pub name: &'static str,
@@ -185,7 +185,7 @@ macro_rules! read_tool {
 }
 pub(crate) use read_tool;
 
-/// Declares a [`Tool`] that writes: like [`read_tool!`], plus its
+/// Declares a [`Tool`] that writes: like `read_tool!`, plus its
 /// annotations and the routes it may write (method, path template with
 /// `{argument}` placeholders), which the host binds to each call's
 /// arguments and holds it to.

@@ -161,7 +161,8 @@ pub struct PathPrivileges {
     pub privileges: Vec<String>,
 }
 
-/// Whether each privilege in [`NEEDS`] is granted, by name.
+/// Whether each privilege the tools declare (`schemas/privileges.json`) is
+/// granted, by name.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(transparent)]
 pub struct Has(BTreeMap<String, bool>);
