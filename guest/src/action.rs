@@ -22,9 +22,9 @@ use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
 use crate::resolve::{Resolved, Target};
+use crate::task::{self, Outcome, Upid};
 use crate::task_wait::{self, Progress, TaskEnd};
-use crate::tools::Answer;
-use crate::tools::support::{self, Outcome};
+use crate::tool::Answer;
 use crate::write::{PlannedRequest, WriteRequest};
 
 /// Declares the input struct of a write tool, with the fields every write
@@ -405,7 +405,7 @@ pub fn run(
     }
     let data = pve.send(&request)?;
     out.sent = true;
-    let Some(upid) = data.as_str().and_then(|s| support::parse_upid(s).ok()) else {
+    let Some(upid) = data.as_str().and_then(|s| task::parse_upid(s).ok()) else {
         return Ok(Answer {
             summary: format!(
                 "Sent {line}; Proxmox made the change at once: {}.",
@@ -427,7 +427,7 @@ pub fn run(
 /// asks. The write went out and the task started: a failure to follow it
 /// is part of the answer ([`TaskReport::wait_error`]), never an error that
 /// invites sending the write again.
-pub fn follow(pve: &mut dyn Pve, upid: &support::Upid, execution: Execution) -> TaskReport {
+pub fn follow(pve: &mut dyn Pve, upid: &Upid, execution: Execution) -> TaskReport {
     let mut task = TaskReport {
         upid: upid.raw.clone(),
         node: upid.node.clone(),

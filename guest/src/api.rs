@@ -1,5 +1,6 @@
-//! The Proxmox API as the tools see it: one `GET` that returns the `data`
-//! of Proxmox's `{"data": ...}` envelope or an error message for the agent.
+//! The Proxmox API as the tools see it: a `GET` or a write that returns the
+//! `data` of Proxmox's `{"data": ...}` envelope or an error message for the
+//! agent.
 //!
 //! Tools talk to the [`Pve`] trait, so native tests can run them against
 //! fixtures; [`Client`] is the real implementation over `wasi:http` (via
@@ -12,11 +13,8 @@ use serde_json::Value;
 use crate::cluster::Endpoint;
 use crate::error::ToolError;
 use crate::failure::{self, REASON_HEADER, Request};
-use crate::path::ApiPath;
+use crate::path::{API_PREFIX, ApiPath};
 use crate::write::WriteRequest;
-
-/// The API prefix the component appends to an endpoint's base URL.
-pub const API_PREFIX: &str = "/api2/json";
 
 /// How long a call may wait for Proxmox tasks when the host does not say
 /// (it always does: `call-context.wait-limit-secs`); the host's default.
@@ -27,7 +25,8 @@ pub const DEFAULT_WAIT_LIMIT: Duration = Duration::from_secs(600);
 /// and the component's memory is limited.
 pub const MAX_BODY: usize = 32 * 1024 * 1024;
 
-/// Read access to one Proxmox VE cluster.
+/// Access to one Proxmox VE cluster: reads, and the writes the host's
+/// gate admits for the calling tool.
 pub trait Pve {
     /// `GET /api2/json{path}`; returns the envelope's `data`.
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError>;
@@ -139,7 +138,13 @@ pub struct Client {
     selected: Option<usize>,
     started: std::time::Instant,
     wait_limit: Duration,
+    progress: ReportProgress,
 }
+
+/// Where a [`Client`] sends progress reports: the host's `progress` import,
+/// which the bindings in `lib.rs` own (so this module does not reach up
+/// into them).
+pub type ReportProgress = fn(progress: f64, total: Option<f64>, message: &str);
 
 impl Client {
     /// A client for one endpoint's base URL, e.g. `https://pve1:8006`;
@@ -152,6 +157,7 @@ impl Client {
             selected: None,
             started: std::time::Instant::now(),
             wait_limit: DEFAULT_WAIT_LIMIT,
+            progress: |_, _, _| {},
         }
     }
 
@@ -168,7 +174,15 @@ impl Client {
             endpoints,
             started: std::time::Instant::now(),
             wait_limit: DEFAULT_WAIT_LIMIT,
+            progress: |_, _, _| {},
         }
+    }
+
+    /// The same client, sending its progress reports to `report`; without
+    /// it they are dropped.
+    pub fn with_progress(mut self, report: ReportProgress) -> Self {
+        self.progress = report;
+        self
     }
 
     /// The same client, allowed to wait `limit` for Proxmox tasks (the
@@ -180,7 +194,7 @@ impl Client {
 
     /// The full URL for an API path, if there is an endpoint.
     pub fn url(&self, path: &ApiPath) -> Option<String> {
-        Some(format!("{}{API_PREFIX}{path}", self.base_url.as_deref()?))
+        Some(format!("{}{}", self.base_url.as_deref()?, path.full()))
     }
 }
 
@@ -194,7 +208,7 @@ impl Pve for Client {
     }
 
     fn report_progress(&mut self, progress: f64, total: Option<f64>, message: &str) {
-        crate::report_progress(progress, total, message);
+        (self.progress)(progress, total, message);
     }
 
     fn wait_limit(&self) -> Duration {

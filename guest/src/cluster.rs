@@ -3,7 +3,7 @@
 //! The host passes the clusters it lets this call reach as
 //! `call-context.endpoints`, the first being the default. Every tool takes
 //! an optional `cluster` argument naming one of them; the registry
-//! ([`crate::tools::Tool::parse`]; its schema is added to every tool's in
+//! ([`crate::tool::Tool::parse`]; its schema is added to every tool's in
 //! `schemas.rs`) strips it before the tool runs and
 //! `lib.rs` picks the endpoint with [`select`], so tools never see it.
 

@@ -101,6 +101,27 @@ impl serde::Serialize for Tidy {
 
 crate::arg::fixed_schema!(Tidy, serde_json::json!({"type": "number"}));
 
+/// `used / total` rounded to four decimals; `None` if unknown or total 0.
+pub fn ratio(used: Option<u64>, total: Option<u64>) -> Option<f64> {
+    match (used, total) {
+        (Some(u), Some(t)) if t > 0 => Some(((u as f64 / t as f64) * 10_000.0).round() / 10_000.0),
+        _ => None,
+    }
+}
+
+/// A comma-separated Proxmox list (`"images,rootdir"`), split and sorted.
+pub fn split_list(v: Option<&Value>) -> Vec<String> {
+    let mut out: Vec<String> = text(v)
+        .unwrap_or_default()
+        .split([',', ';', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

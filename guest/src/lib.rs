@@ -1,18 +1,22 @@
 //! pve-mcp's tool logic, built as a `wasm32-wasip2` component exporting the
 //! `pve-tools` world (`wit/pve-tools.wit`).
 //!
-//! The component only reads from Proxmox VE through
-//! `wasi:http/outgoing-handler`; the host's egress gate decides what may
-//! leave and adds the credentials, so nothing here holds a secret or a URL
-//! of its own: the base URL comes from each call's `call-context`.
+//! The component reads from and writes to Proxmox VE through
+//! `wasi:http/outgoing-handler`. The host's egress gate decides what may
+//! leave (a write tool's requests are bound to the routes it declares) and
+//! adds the credentials, so nothing here holds a secret or a URL of its
+//! own: the base URL comes from each call's `call-context`.
 //!
 //! This file is only the bindings and the export glue. The logic lives in
 //! plain modules that also build and test natively:
 //! - [`tools`]: the registry and one module per tool,
+//! - [`tool`]: what every tool is made of (descriptor, privileges, typed
+//!   answer, argument parsing) and the `read_tool!`/`write_tool!` macros,
 //! - [`input`], [`arg`]: arguments → a tool's typed input, validated,
+//! - [`task`]: Proxmox UPIDs, task status, outcomes and log lines,
 //! - [`api`]: the client (wstd over wasi:http) and envelope decoding,
 //!   plus progress reports and the wait limit from the call context,
-//! - [`write`], [`action`], [`task_wait`]: write requests as Proxmox's
+//! - [`write`](mod@write), [`action`], [`task_wait`]: write requests as Proxmox's
 //!   wire wants them, what every write tool shares (reads before writing,
 //!   dry runs, plans), and waiting for a task with progress,
 //! - [`failure`]: Proxmox and transport errors → actionable messages,
@@ -45,7 +49,9 @@ pub mod resolve;
 pub mod resources;
 #[cfg(test)]
 pub mod schemas;
+pub mod task;
 pub mod task_wait;
+pub mod tool;
 pub mod tools;
 pub mod write;
 
@@ -118,6 +124,14 @@ impl wit::Guest for Component {
                     })
                     .collect(),
                 waits: t.waits,
+                privileges: t
+                    .privileges
+                    .iter()
+                    .map(|p| wit::Privilege {
+                        path: p.path.to_owned(),
+                        any_of: p.any_of.iter().map(|n| (*n).to_owned()).collect(),
+                    })
+                    .collect(),
             })
             .collect()
     }
@@ -144,11 +158,13 @@ impl wit::Guest for Component {
             .collect();
         let selected = cluster::select(&endpoints, parsed.cluster.as_deref()).map_err(into_wit)?;
         let name = selected.map(|i| endpoints[i].name.clone());
-        let mut client = api::Client::for_call(endpoints, selected).with_wait_limit(
-            std::time::Duration::from_secs(u64::from(ctx.wait_limit_secs)),
-        );
+        let mut client = api::Client::for_call(endpoints, selected)
+            .with_wait_limit(std::time::Duration::from_secs(u64::from(
+                ctx.wait_limit_secs,
+            )))
+            .with_progress(report_progress);
         let out = (tool.run)(&mut client, parsed.args).map_err(into_wit)?;
-        let out = tools::with_cluster(out, name.as_deref());
+        let out = tool::with_cluster(out, name.as_deref());
         Ok(wit::ToolOutput {
             structured: out.structured.to_string(),
             summary: out.summary,

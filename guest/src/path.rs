@@ -15,6 +15,9 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// The API prefix the component appends to an endpoint's base URL.
+pub const API_PREFIX: &str = "/api2/json";
+
 /// A path below `/api2/json`, e.g. `/nodes/pve1/qemu/101/status/current`,
 /// with an optional query string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +93,12 @@ impl ApiPath {
     /// The path without the query, e.g. `/cluster/resources`.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// The path with the query under [`API_PREFIX`], as it goes on the
+    /// wire: `/api2/json/cluster/resources?type=vm`.
+    pub fn full(&self) -> String {
+        format!("{API_PREFIX}{}{}", self.path, self.query)
     }
 
     /// The path with the query, e.g. `/cluster/resources?type=vm`.

@@ -20,7 +20,6 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
 use crate::cluster;
-use crate::tools::Run;
 
 /// A tool's own schemas, without the registry's `cluster`.
 #[derive(Debug, Clone)]
@@ -47,7 +46,8 @@ impl Derived {
     }
 
     /// The output schema `list-tools` reports: the tool's own plus the
-    /// `cluster` field [`crate::tools::with_cluster`] adds.
+    /// `cluster` field the registry adds to every answer
+    /// (`tool::with_cluster`).
     pub fn listed_output(&self) -> Value {
         let mut s = self.output.clone();
         s["properties"][cluster::ARG] = json!({
@@ -64,15 +64,15 @@ impl Derived {
     }
 }
 
-/// The schemas of a [`Run`] function's input and output types.
-pub fn derive_for<I: JsonSchema, O: JsonSchema>(_: Run<I, O>) -> Derived {
+/// The schemas of a tool's input type `I` and output type `O`.
+pub fn derive<I: JsonSchema, O: JsonSchema>() -> Derived {
     Derived {
-        input: derive::<I>(SchemaSettings::draft2020_12().for_deserialize(), false),
-        output: derive::<O>(SchemaSettings::draft2020_12().for_serialize(), true),
+        input: derive_one::<I>(SchemaSettings::draft2020_12().for_deserialize(), false),
+        output: derive_one::<O>(SchemaSettings::draft2020_12().for_serialize(), true),
     }
 }
 
-fn derive<T: JsonSchema>(settings: SchemaSettings, output: bool) -> Value {
+fn derive_one<T: JsonSchema>(settings: SchemaSettings, output: bool) -> Value {
     let settings = settings.with(|s| {
         // Inline: some MCP clients do not resolve `$ref`.
         s.inline_subschemas = true;
@@ -154,7 +154,7 @@ fn tidy(schema: &mut Value, output: bool) {
 /// The checked-in text of a schema: compact, since the component carries
 /// it and whitespace would be a third of it (`jq . <file>` shows it laid
 /// out).
-fn text(schema: &Value) -> String {
+pub fn text(schema: &Value) -> String {
     let mut t = serde_json::to_string(schema).expect("a schema serialises");
     t.push('\n');
     t
@@ -162,36 +162,6 @@ fn text(schema: &Value) -> String {
 
 mod tests {
     use super::*;
-
-    #[test]
-    fn checked_in_schemas_are_current() {
-        let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
-        let mut stale = Vec::new();
-        for tool in crate::tools::TOOLS {
-            let derived = (tool.derived)();
-            for (kind, listed, checked_in) in [
-                ("input", derived.listed_input(), tool.input_schema),
-                ("output", derived.listed_output(), tool.output_schema),
-            ] {
-                let want = text(&listed);
-                if want == checked_in {
-                    continue;
-                }
-                let file = format!("schemas/{}.{kind}.json", tool.name);
-                if update {
-                    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(&file);
-                    std::fs::write(&path, want).expect("writing a schema file");
-                }
-                stale.push(file);
-            }
-        }
-        assert!(
-            update || stale.is_empty(),
-            "guest/{} out of date with the tool types; regenerate with \
-             `UPDATE_SCHEMAS=1 cargo test -p pve-mcp-guest` and commit the result",
-            stale.join(", guest/")
-        );
-    }
 
     /// An output struct as the tools write them.
     #[derive(serde::Serialize, JsonSchema)]
@@ -214,7 +184,7 @@ mod tests {
 
     #[test]
     fn outputs_are_closed_required_and_tidy() {
-        let s = derive::<Sample>(SchemaSettings::draft2020_12().for_serialize(), true);
+        let s = derive_one::<Sample>(SchemaSettings::draft2020_12().for_serialize(), true);
         assert_eq!(
             s,
             json!({

@@ -16,9 +16,7 @@ use serde_json::Value;
 use crate::api::Pve;
 use crate::error::ToolError;
 use crate::path::ApiPath;
-use crate::tools::get_task_log;
-use crate::tools::get_task_status::{self, RunState};
-use crate::tools::support::{Outcome, Upid};
+use crate::task::{self, Outcome, RunState, Upid};
 
 /// How long a call waits unless its `timeout` says otherwise.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(120);
@@ -70,7 +68,7 @@ pub fn wait(
     let mut interval = FIRST_POLL;
     loop {
         let data = pve.get(&status_path)?;
-        let status = get_task_status::shape(upid, &data).structured;
+        let status = task::shape(upid, &data).structured;
         next_line = read_new_lines(pve, upid, node, next_line, progress)?;
         let waited = pve.elapsed().saturating_sub(started);
         if status.outcome != Outcome::Running {
@@ -146,7 +144,7 @@ fn tail(pve: &mut dyn Pve, upid: &Upid, node: &str, total: u64) -> Result<Vec<St
 
 /// The text of each `{n, t}` line, cut to [`LINE_MAX`] characters.
 fn texts(data: &Value) -> Vec<String> {
-    get_task_log::lines(data, LINE_MAX)
+    task::lines(data, LINE_MAX)
         .into_iter()
         .map(|(_, text)| text)
         .collect()
@@ -172,7 +170,7 @@ pub fn percent(line: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::support::parse_upid;
+    use crate::task::parse_upid;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:vzdump:100:mcp@pve!ro:";

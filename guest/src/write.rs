@@ -12,7 +12,6 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::api::API_PREFIX;
 use crate::path::ApiPath;
 
 /// Characters a form value keeps as they are (RFC 3986 "unreserved").
@@ -165,7 +164,7 @@ impl WriteRequest {
     pub fn planned(&self) -> PlannedRequest {
         PlannedRequest {
             method: self.method,
-            path: format!("{API_PREFIX}{}", self.path.to_path_and_query()),
+            path: self.path.full(),
             params: self
                 .params
                 .iter()

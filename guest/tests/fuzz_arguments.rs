@@ -16,7 +16,8 @@ use proptest::prelude::*;
 use pve_mcp_guest::api::Pve;
 use pve_mcp_guest::error::ToolError;
 use pve_mcp_guest::path::ApiPath;
-use pve_mcp_guest::tools::{TOOLS, Tool};
+use pve_mcp_guest::tool::Tool;
+use pve_mcp_guest::tools::TOOLS;
 use pve_mcp_guest::write::WriteRequest;
 use serde_json::{Map, Value};
 

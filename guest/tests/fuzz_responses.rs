@@ -21,7 +21,8 @@ use pve_mcp_guest::cluster::Endpoint;
 use pve_mcp_guest::error::ToolError;
 use pve_mcp_guest::failure::Request;
 use pve_mcp_guest::path::ApiPath;
-use pve_mcp_guest::tools::{TOOLS, Tool, with_cluster};
+use pve_mcp_guest::tool::{Tool, with_cluster};
+use pve_mcp_guest::tools::TOOLS;
 use pve_mcp_guest::write::WriteRequest;
 use serde_json::{Map, Value, json};
 

@@ -21,13 +21,13 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::support;
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::task;
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, TaskReport, action_input};
-use crate::api::{API_PREFIX, Pve};
+use crate::api::Pve;
 use crate::arg::{self, choice, deserialize_from_json, fixed_schema};
 use crate::error::{ToolError, quoted};
-use crate::path::ApiPath;
+use crate::path::{API_PREFIX, ApiPath};
 use crate::write::{Method, Param, WriteRequest};
 
 choice! {
@@ -260,6 +260,7 @@ pub static TOOL: Tool = write_tool! {
     // The call's own method and path, which the host normalises and binds
     // the gate to: this tool can send that one request and nothing else.
     routes: &[("{method}", "/{path}")],
+    privileges: [],
     run: run,
 };
 
@@ -320,7 +321,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ApiResponse>, ToolError
     let token_path = input.path.has_segment("token");
     out.data = redact(data, "data", token_path, &mut out.redacted);
     let upid = (method != HttpMethod::Get)
-        .then(|| out.data.as_str().and_then(|s| support::parse_upid(s).ok()))
+        .then(|| out.data.as_str().and_then(|s| task::parse_upid(s).ok()))
         .flatten();
     let mut summary = match upid {
         Some(upid) => {
@@ -401,10 +402,10 @@ fn redact(data: Value, at: &str, token_path: bool, redacted: &mut Vec<String>) -
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
-    fn call(pve: &mut FakePve, args: Value) -> Result<crate::tools::Output, ToolError> {
+    fn call(pve: &mut FakePve, args: Value) -> Result<crate::tool::Output, ToolError> {
         let out = TOOL.call(pve, &args.to_string())?;
         assert_valid_output(&TOOL, &out);
         Ok(out)

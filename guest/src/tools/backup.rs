@@ -11,7 +11,7 @@
 //! the existing guest (its disks are destroyed first): then the guest must
 //! be stopped. The guest type comes from the archive's name.
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, NodeName, StorageId, Text, VmType, Vmid, choice};
@@ -100,6 +100,11 @@ pub static BACKUP: Tool = write_tool! {
         the storage does not take backups on its node. Use wait: true to follow its progress.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/vzdump")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Backup",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: backup,
 };
 
@@ -114,6 +119,10 @@ pub static RESTORE: Tool = write_tool! {
         not found or the vmid is taken without force.",
     annotations: Annotations::write(true, false),
     routes: &[("POST", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/lxc")],
+    privileges: [
+        "/vms/{vmid}": "VM.Allocate" | "VM.Backup",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: restore,
 };
 
@@ -325,7 +334,7 @@ fn restore(pve: &mut dyn Pve, input: RestoreInput) -> Result<Answer<ActionOutput
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:vzdump:104:mcp@pve!ops:";

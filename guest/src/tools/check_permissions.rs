@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg;
 use crate::error::{ToolError, quoted};
@@ -23,41 +23,97 @@ const PATH_MAX: usize = 256;
 /// JSON Schema pattern of an ACL path (the rule [`AclPath`] checks).
 pub const PATH_PATTERN: &str = "^/([A-Za-z0-9_.@!-]+(/[A-Za-z0-9_.@!-]+)*)?$";
 
-/// Privileges the read tools need, and what for.
-const NEEDS: [(&str, &str); 5] = [
-    (
-        "VM.Audit",
-        "guest status, config, snapshots, metrics (on /vms/{vmid})",
-    ),
-    (
-        "Sys.Audit",
-        "node status, tasks of others, HA and cluster status (on /nodes/{node} or /)",
-    ),
-    (
-        "Datastore.Audit",
-        "storage status and content (on /storage/{storage})",
-    ),
-    (
-        "VM.Monitor",
-        "guest agent queries on PVE 8 and older (on /vms/{vmid})",
-    ),
-    (
-        "VM.GuestAgent.Audit",
-        "guest agent queries such as IP addresses on PVE 9 (on /vms/{vmid})",
-    ),
-];
+/// Every privilege the tools declare, derived from the registry by its
+/// tests (which check this file against every tool's `privileges` and
+/// rewrite it with `UPDATE_SCHEMAS=1`): this tool cannot import the
+/// registry it is listed in.
+const NEEDS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/schemas/privileges.json"
+));
+
+/// One privilege some tool needs, and what for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Need {
+    /// Its name, e.g. `VM.Audit`.
+    pub privilege: String,
+    /// Privileges that do instead wherever it is needed (the guest agent
+    /// takes `VM.GuestAgent.Audit` on PVE 9 and `VM.Monitor` before).
+    pub alternatives: Vec<String>,
+    /// Which tools need it on which path, for people.
+    pub needed_for: String,
+}
+
+/// [`NEEDS`], read.
+fn needs() -> Result<Vec<Need>, ToolError> {
+    serde_json::from_str(NEEDS)
+        .map_err(|e| ToolError::Internal(format!("schemas/privileges.json is not valid: {e}")))
+}
+
+/// The [`Need`]s of `tools`, each privilege once, in the order the tools
+/// first name them.
+#[cfg(test)]
+pub fn derive_needs(tools: &[&Tool]) -> Vec<Need> {
+    // privilege → (alternatives, [(path, [tool])])
+    type Uses = Vec<(&'static str, Vec<&'static str>)>;
+    let mut found: Vec<(&str, Option<Vec<&str>>, Uses)> = Vec::new();
+    for tool in tools {
+        for p in tool.privileges {
+            for name in p.any_of {
+                let at = match found.iter().position(|(n, _, _)| n == name) {
+                    Some(at) => at,
+                    None => {
+                        found.push((name, None, Vec::new()));
+                        found.len() - 1
+                    }
+                };
+                let (_, alternatives, uses) = &mut found[at];
+                // An alternative must do wherever the privilege is needed:
+                // `Datastore.Audit` stands in for `Datastore.AllocateSpace`
+                // when listing, not when a tool allocates.
+                let here: Vec<&str> = p.any_of.iter().copied().filter(|o| o != name).collect();
+                match alternatives {
+                    None => *alternatives = Some(here),
+                    Some(kept) => kept.retain(|k| here.contains(k)),
+                }
+                match uses.iter_mut().find(|(path, _)| *path == p.path) {
+                    Some((_, by)) if by.contains(&tool.name) => {}
+                    Some((_, by)) => by.push(tool.name),
+                    None => uses.push((p.path, vec![tool.name])),
+                }
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|(name, alternatives, uses)| Need {
+            privilege: name.to_owned(),
+            alternatives: alternatives
+                .into_iter()
+                .flatten()
+                .map(str::to_owned)
+                .collect(),
+            needed_for: uses
+                .iter()
+                .map(|(path, by)| format!("on {path} by {}", by.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+        .collect()
+}
 
 /// The tool.
 pub static TOOL: Tool = read_tool! {
     name: "pve_check_permissions",
     title: "Check the API token's permissions",
     description: "List the privileges the pve-mcp API token has, per ACL path (e.g. /, \
-        /vms/100, /nodes/pve1, /storage/local), or for one path with a has-check of the \
-        privileges pve-mcp's tools need (VM.Audit, Sys.Audit, Datastore.Audit, VM.Monitor, \
-        VM.GuestAgent.Audit). Use it when a tool failed with \"Permission denied\" (HTTP 403) \
+        /vms/100, /nodes/pve1, /storage/local), or for one path with a has-check of every \
+        privilege pve-mcp's tools declare (VM.Audit, Sys.Audit, Datastore.Audit, \
+        VM.GuestAgent.Audit or VM.Monitor, VM.PowerMgmt, ...). Use it when a tool failed with \"Permission denied\" (HTTP 403) \
         or returned fewer items than expected, to tell the user exactly which privilege is \
         missing on which path and how to grant it. Paths are paged with limit (default 100, \
         max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
+    privileges: [],
     run: run,
 };
 
@@ -87,7 +143,7 @@ pub struct Permissions {
     /// With path: whether each privilege the tools need is granted there; null without path.
     pub has: Option<Has>,
     /// With path: the tools' privileges not granted there; empty without path
-    pub missing: Vec<&'static str>,
+    pub missing: Vec<String>,
     /// With path and something missing: a pveum command to grant read access; null otherwise
     pub grant_hint: Option<String>,
     /// Where this page is in the list.
@@ -105,10 +161,11 @@ pub struct PathPrivileges {
     pub privileges: Vec<String>,
 }
 
-/// Whether each privilege in `NEEDS` is granted, by name.
+/// Whether each privilege the tools declare (`schemas/privileges.json`) is
+/// granted, by name.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(transparent)]
-pub struct Has(BTreeMap<&'static str, bool>);
+pub struct Has(BTreeMap<String, bool>);
 
 #[cfg(test)]
 impl schemars::JsonSchema for Has {
@@ -117,12 +174,24 @@ impl schemars::JsonSchema for Has {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let properties: serde_json::Map<String, Value> = NEEDS
-            .iter()
-            .map(|(p, what)| {
-                let description = format!("Granted? Needed for {what}");
+        // From the file on disk, not the copy compiled in: the registry's
+        // test rewrites it just before it derives this schema, so one
+        // `UPDATE_SCHEMAS=1` run brings both up to date.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/privileges.json");
+        let text = std::fs::read_to_string(path).expect("schemas/privileges.json is readable");
+        let needs: Vec<Need> = serde_json::from_str(&text).expect("privileges.json is valid");
+        let properties: serde_json::Map<String, Value> = needs
+            .into_iter()
+            .map(|need| {
+                let mut description = format!("Granted? Needed {}", need.needed_for);
+                if !need.alternatives.is_empty() {
+                    description.push_str(&format!(
+                        " ({} also suffices)",
+                        need.alternatives.join(" or ")
+                    ));
+                }
                 (
-                    (*p).to_owned(),
+                    need.privilege,
                     serde_json::json!({"type": "boolean", "description": description}),
                 )
             })
@@ -172,7 +241,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Permissions>, ToolError
         api = api.query("path", p);
     }
     let data = pve.get(&api)?;
-    Ok(shape(path, &data, page))
+    Ok(shape(path, &data, page, &needs()?))
 }
 
 fn privileges(v: &Value) -> Vec<String> {
@@ -185,8 +254,14 @@ fn privileges(v: &Value) -> Vec<String> {
     out
 }
 
-/// Shapes a permissions map `{path: {priv: propagate}}`.
-pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions> {
+/// Shapes a permissions map `{path: {priv: propagate}}`, checking `needs`
+/// when it is about one path.
+pub fn shape(
+    path: Option<&str>,
+    data: &Value,
+    page: Page,
+    needs: &[Need],
+) -> Answer<Permissions> {
     let empty = Map::new();
     let map = data.as_object().unwrap_or(&empty);
     let mut entries: Vec<(String, Vec<String>)> = map
@@ -198,19 +273,18 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions
         .and_then(|p| entries.iter().find(|(e, _)| e == p))
         .map(|(_, privs)| privs.clone())
         .unwrap_or_default();
-    let (has, missing): (Option<Has>, Vec<&'static str>) = match path {
+    let (has, missing): (Option<Has>, Vec<String>) = match path {
         Some(_) => {
             let mut has = Has::default();
             let mut missing = Vec::new();
             let granted = |p: &str| at_path.iter().any(|x| x == p);
-            // Guest-agent reads need VM.Monitor before PVE 9 and
-            // VM.GuestAgent.Audit since; either one covers the need.
-            let agent_ok = granted("VM.Monitor") || granted("VM.GuestAgent.Audit");
-            for (p, _) in NEEDS {
-                has.0.insert(p, granted(p));
-                let agent = p == "VM.Monitor" || p == "VM.GuestAgent.Audit";
-                if !granted(p) && (!agent || !agent_ok) {
-                    missing.push(p);
+            for need in needs {
+                let name = &need.privilege;
+                has.0.insert(name.clone(), granted(name));
+                // One that is granted instead covers the need (the guest
+                // agent's privilege was renamed in PVE 9).
+                if !granted(name) && !need.alternatives.iter().any(|a| granted(a)) {
+                    missing.push(name.clone());
                 }
             }
             (Some(has), missing)
@@ -240,9 +314,9 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions
              --tokens 'user@realm!tokenname' --roles PVEAuditor."
         ),
         Some(p) => {
-            let checked: Vec<&str> = NEEDS
+            let checked: Vec<&str> = needs
                 .iter()
-                .map(|(n, _)| *n)
+                .map(|n| n.privilege.as_str())
                 .filter(|n| at_path.iter().any(|x| x == n))
                 .collect();
             let shown = if at_path.len() <= 8 {
@@ -294,8 +368,8 @@ pub fn shape(path: Option<&str>, data: &Value, page: Page) -> Answer<Permissions
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn call(pve: &mut FakePve, args: Value) -> Result<Output, ToolError> {
@@ -333,7 +407,17 @@ mod tests {
         let s = &out.structured;
         assert_eq!(s["has"]["VM.Audit"], true);
         assert_eq!(s["has"]["Sys.Audit"], false);
-        assert_eq!(s["missing"], json!(["Sys.Audit", "Datastore.Audit"]));
+        let missing: Vec<&str> = s["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(missing.starts_with(&["Sys.Audit", "Datastore.Audit"]), "{missing:?}");
+        // Granted, or covered by the one granted instead.
+        for covered in ["VM.Audit", "VM.Monitor", "VM.GuestAgent.Audit"] {
+            assert!(!missing.contains(&covered), "{missing:?}");
+        }
         assert!(
             s["grant_hint"]
                 .as_str()

@@ -7,7 +7,7 @@
 //! a linked clone, and a full clone of a running container without a
 //! snapshot (each is an error PVE would give).
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{DnsName, NodeName, StorageId, VmType, Vmid};
@@ -15,7 +15,7 @@ use crate::error::ToolError;
 use crate::fetch;
 use crate::json as pj;
 use crate::resolve::Wanted;
-use crate::tools::snapshots::SnapName;
+use crate::arg::snapname::SnapName;
 use crate::write::{Method, WriteRequest};
 
 action_input! {
@@ -56,6 +56,12 @@ pub static TOOL: Tool = write_tool! {
         the request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{source_vmid}/clone")],
+    privileges: [
+        "/vms/{source_vmid}": "VM.Audit",
+        "/vms/{source_vmid}": "VM.Clone",
+        "/vms/{newid}": "VM.Allocate",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: run,
 };
 
@@ -132,7 +138,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::{Value, json};
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:vzclone:200:mcp@pve!ops:";

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, DnsName, Int, NodeName, StorageId, VmType, Vmid, choice};
@@ -142,6 +142,9 @@ pub static QEMU: Tool = write_tool! {
         taken or the node is not online. dry_run: true shows the request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/qemu")],
+    privileges: [
+        "/vms/{vmid}": "VM.Allocate",
+    ],
     run: create_qemu,
 };
 
@@ -156,6 +159,10 @@ pub static LXC: Tool = write_tool! {
         without writing when the vmid is taken or the node is not online.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/lxc")],
+    privileges: [
+        "/vms/{vmid}": "VM.Allocate",
+        "/storage/{storage}": "Datastore.AllocateSpace",
+    ],
     run: create_lxc,
 };
 
@@ -257,7 +264,7 @@ fn create_lxc(pve: &mut dyn Pve, input: LxcInput) -> Result<Answer<ActionOutput>
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmcreate:150:mcp@pve!ops:";

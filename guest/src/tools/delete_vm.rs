@@ -6,7 +6,7 @@
 //! or is HA-managed without `purge` (PVE's own pre-checks, answered before
 //! a request instead of after).
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::error::ToolError;
@@ -36,6 +36,10 @@ pub static TOOL: Tool = write_tool! {
         true shows the request.",
     annotations: Annotations::write(true, false),
     routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Allocate",
+    ],
     run: run,
 };
 
@@ -87,7 +91,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::{Value, json};
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmdestroy:104:mcp@pve!ops:";

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use serde::Serialize;
 
-use super::{Answer, NoArguments, Tool, read_tool};
+use crate::tool::{Answer, NoArguments, Tool, read_tool};
 use crate::api::Pve;
 use crate::error::ToolError;
 use crate::fetch;
@@ -21,6 +21,9 @@ pub static TOOL: Tool = read_tool! {
         node id and IP). Use it before maintenance, migrations or HA work, or when nodes seem \
         unreachable. A standalone (non-clustered) node is reported as standalone: true, \
         cluster_name null, quorate true. Needs Sys.Audit on /.",
+    privileges: [
+        "/": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -138,13 +141,13 @@ pub fn shape(entries: &[Value]) -> Answer<ClusterStatus> {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     fn call(data: Value) -> Output {
         let mut pve = FakePve::default().with("/cluster/status", data);
         let out = TOOL.call(&mut pve, "{}").unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         out
     }
 

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::list_resources::ratio;
-use super::support::{Consolidation, Timeframe};
-use super::{Answer, Tool, read_tool};
+use crate::json::ratio;
+use crate::arg::time::{Consolidation, Timeframe};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{Flag, NodeName};
 use crate::error::ToolError;
@@ -31,6 +31,9 @@ pub static TOOL: Tool = read_tool! {
         summarised per series (min, avg, max, last, number of points), e.g. to answer \"was \
         this node overloaded today?\"; raw: true adds the newest points (at most 100). Use \
         pve_list_nodes for an overview of all nodes. Needs Sys.Audit on /nodes/{node}.",
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -398,7 +401,7 @@ mod tests {
     fn current_status_only() {
         let mut pve = FakePve::default().with("/nodes/pve1/status", status());
         let out = TOOL.call(&mut pve, r#"{"node": "pve1"}"#).unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(pve.requests, ["/nodes/pve1/status"]);
         let s = &out.structured;
         assert_eq!(s["loadavg"], json!([0.5, 0.25, 0]));
@@ -430,7 +433,7 @@ mod tests {
                 r#"{"node": "pve1", "timeframe": "day", "cf": "MAX"}"#,
             )
             .unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         let r = &out.structured["rrd"];
         assert_eq!(r["points"], 3);
         assert_eq!(r["cf"], "MAX");
@@ -476,7 +479,7 @@ mod tests {
                 r#"{"node": "pve1", "timeframe": "hour", "raw": true}"#,
             )
             .unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         let r = &out.structured["rrd"];
         assert_eq!(r["raw"].as_array().unwrap().len(), RAW_MAX);
         assert_eq!(r["raw_omitted"], 50);

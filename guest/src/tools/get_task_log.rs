@@ -9,14 +9,12 @@
 //! `start = total - tail`. (`limit=0` is no probe: it means "everything".)
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::support::{self, Upid};
-use super::{Answer, Tool, read_tool};
+use crate::task::{self, Upid};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{Int, NodeName, choice};
 use crate::error::ToolError;
-use crate::json as pj;
 use crate::paging::Limit;
 use crate::path::ApiPath;
 
@@ -39,6 +37,9 @@ pub static TOOL: Tool = read_tool! {
         from the beginning instead. Use it after pve_get_task_status or pve_list_tasks shows a \
         failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
         Sys.Audit on /nodes/{node} unless the token started the task itself.",
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -139,7 +140,7 @@ fn mode(input: &Input) -> Result<Mode, ToolError> {
 }
 
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
-    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let node = task::task_node(&input.upid, input.node.as_ref())?;
     let mode = mode(&input)?;
     let upid = input.upid;
     let mut fetch = |start: u64, limit: u64| -> Result<Page, ToolError> {
@@ -151,7 +152,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
             .query("start", &start.to_string())
             .query("limit", &limit.to_string());
         let (data, total) = pve.get_with_total(&path)?;
-        Ok((lines(&data, LINE_MAX), total))
+        Ok((task::lines(&data, LINE_MAX), total))
     };
     let (start, limit) = match mode {
         Mode::Tail(n) => (0, n),
@@ -173,35 +174,6 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
         total = Some(start + got.len() as u64);
     }
     Ok(shape(&upid.raw, &node, mode, start, got, total))
-}
-
-/// `[{n, t}]` → `(n, text)`, tolerating missing numbers; a text longer
-/// than `max` characters is cut there and ends in `…`.
-pub(crate) fn lines(data: &Value, max: usize) -> Vec<(u64, String)> {
-    let Some(items) = data.as_array() else {
-        return Vec::new();
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let text = match item.get("t") {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => pj::text(Some(v)).unwrap_or_default(),
-            None => String::new(),
-        };
-        let n = pj::uint(item.get("n")).unwrap_or_else(|| {
-            out.last()
-                .map_or(1, |(p, _): &(u64, String)| p.saturating_add(1))
-        });
-        let text = if text.chars().count() > max {
-            let mut cut: String = text.chars().take(max).collect();
-            cut.push('…');
-            cut
-        } else {
-            text
-        };
-        out.push((n, text));
-    }
-    out
 }
 
 fn shape(
@@ -257,10 +229,12 @@ fn shape(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0020C066:042DF204:69C26EB0:vzdump::root@pam:";
@@ -373,7 +347,7 @@ mod tests {
     /// a number overflowed the next number.
     #[test]
     fn a_huge_line_number_does_not_overflow() {
-        let got = lines(&json!([{"n": u64::MAX, "t": "a"}, {"t": "b"}]), LINE_MAX);
+        let got = task::lines(&json!([{"n": u64::MAX, "t": "a"}, {"t": "b"}]), LINE_MAX);
         assert_eq!(
             got,
             vec![(u64::MAX, "a".to_owned()), (u64::MAX, "b".to_owned())]

@@ -2,15 +2,13 @@
 //! `/nodes/{node}/tasks/{upid}/status`, with the UPID parsed and validated
 //! before the request.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::support::{self, Outcome, Upid};
-use super::{Answer, Tool, read_tool};
+use crate::task::{self, TaskStatus, Upid};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
-use crate::arg::{NodeName, choice};
+use crate::arg::NodeName;
 use crate::error::ToolError;
-use crate::json as pj;
 use crate::path::ApiPath;
 
 /// The tool.
@@ -23,6 +21,9 @@ pub static TOOL: Tool = read_tool! {
         one pve_list_tasks showed; node is taken from the UPID. If it failed, read the reason \
         with pve_get_task_log. Needs Sys.Audit on /nodes/{node} unless the token started the \
         task itself.",
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -37,53 +38,8 @@ pub struct Input {
     node: Option<NodeName>,
 }
 
-/// One task's state.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-pub struct TaskStatus {
-    /// The task id
-    pub upid: String,
-    /// Node the task runs on
-    pub node: String,
-    /// Worker process id
-    pub pid: u32,
-    /// Process start, clock ticks since boot
-    pub pstart: u64,
-    /// Start time, Unix epoch seconds
-    pub starttime: u64,
-    /// Start time, ISO-8601 UTC
-    pub starttime_iso: String,
-    /// Task type, e.g. qmstart, vzdump, qmigrate
-    #[serde(rename = "type")]
-    pub task_type: String,
-    /// Object the task is about (often a vmid); null if none
-    pub id: Option<String>,
-    /// User that started the task
-    pub user: String,
-    /// API token name if a token started it; null otherwise
-    pub tokenid: Option<String>,
-    /// Whether the task still runs
-    pub status: RunState,
-    /// Proxmox's exit status: OK, "WARNINGS: n" or the error message; null while running
-    pub exitstatus: Option<String>,
-    /// running, ok, warning (finished with warnings) or error
-    pub outcome: Outcome,
-    /// What to do next; null if nothing
-    pub hint: Option<String>,
-}
-
-choice! {
-    /// Whether a task still runs, as Proxmox says.
-    pub enum RunState {
-        /// Still running.
-        Running = "running",
-        /// Finished, one way or another.
-        Stopped = "stopped",
-    }
-}
-
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskStatus>, ToolError> {
-    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let node = task::task_node(&input.upid, input.node.as_ref())?;
     let upid = input.upid;
     let path = ApiPath::new("nodes")
         .seg(&node)
@@ -91,93 +47,17 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskStatus>, ToolError>
         .seg(&upid.raw)
         .lit("status");
     let data = pve.get(&path)?;
-    Ok(shape(&upid, &data))
-}
-
-/// Normalises a `tasks/{upid}/status` answer; the UPID's own fields win
-/// over missing ones.
-pub fn shape(upid: &Upid, data: &Value) -> Answer<TaskStatus> {
-    let d = data.as_object();
-    let field = |k: &str| d.and_then(|d| d.get(k));
-    let running = match pj::text(field("status")).as_deref() {
-        Some("running") => true,
-        Some(_) => false,
-        None => pj::text(field("exitstatus")).is_none(),
-    };
-    let exitstatus = if running {
-        None
-    } else {
-        pj::text(field("exitstatus")).map(|s| s.trim().to_owned())
-    };
-    let outcome = if running {
-        Outcome::Running
-    } else {
-        // Stopped without an exit status is Proxmox's "unexpected status".
-        match exitstatus.as_deref() {
-            None => Outcome::Error,
-            s => support::outcome(s),
-        }
-    };
-    let hint = match outcome {
-        Outcome::Running => Some(
-            "The task is still running; ask again later, or read its progress with pve_get_task_log."
-                .to_owned(),
-        ),
-        Outcome::Error => {
-            Some("Use pve_get_task_log to see why it failed (the end of the log).".to_owned())
-        }
-        Outcome::Warning => Some("Use pve_get_task_log to read the warnings.".to_owned()),
-        Outcome::Ok => None,
-    };
-    let structured = TaskStatus {
-        upid: upid.raw.clone(),
-        node: upid.node.clone(),
-        pid: upid.pid,
-        pstart: upid.pstart,
-        starttime: upid.starttime,
-        starttime_iso: support::iso_utc(upid.starttime as i64),
-        task_type: upid.task_type.clone(),
-        id: upid.id.clone(),
-        user: upid.user.clone(),
-        tokenid: upid.tokenid.clone(),
-        status: if running {
-            RunState::Running
-        } else {
-            RunState::Stopped
-        },
-        exitstatus: exitstatus.clone(),
-        outcome,
-        hint,
-    };
-    let what = match &upid.id {
-        Some(id) => format!("Task {} ({id}) on {}", upid.task_type, upid.node),
-        None => format!("Task {} on {}", upid.task_type, upid.node),
-    };
-    let started = support::iso_utc(upid.starttime as i64);
-    let summary = match outcome {
-        Outcome::Running => format!("{what}, started {started}, is still running."),
-        Outcome::Ok => format!("{what}, started {started}, finished OK."),
-        Outcome::Warning => format!(
-            "{what}, started {started}, finished with {}; see pve_get_task_log.",
-            exitstatus.as_deref().unwrap_or("warnings")
-        ),
-        Outcome::Error => format!(
-            "{what}, started {started}, failed: {}. Use pve_get_task_log to see why.",
-            exitstatus.as_deref().unwrap_or("unexpected status")
-        ),
-    };
-    Answer {
-        structured,
-        summary,
-    }
+    Ok(task::shape(&upid, &data))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const UPID: &str = "UPID:node1:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:";

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{Answer, NoArguments, Tool, read_tool};
+use crate::tool::{Answer, NoArguments, Tool, read_tool};
 use crate::api::Pve;
 use crate::error::ToolError;
 use crate::fetch;
@@ -17,6 +17,7 @@ pub static TOOL: Tool = read_tool! {
         version, point release, git revision, default console). Use it to check that the \
         server is reachable and the token works, or before relying on a feature that depends \
         on the PVE version. Any valid API token may call it.",
+    privileges: [],
     run: run,
 };
 
@@ -60,13 +61,13 @@ fn run(pve: &mut dyn Pve, _: NoArguments) -> Result<Answer<Version>, ToolError> 
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::{Value, json};
 
     fn call(data: Value) -> Output {
         let mut pve = FakePve::default().with("/version", data);
         let out = TOOL.call(&mut pve, "{}").unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(pve.requests, ["/version"]);
         out
     }

@@ -13,7 +13,7 @@ use percent_encoding::percent_decode_str;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{self, VmType};
 use crate::error::ToolError;
@@ -37,6 +37,9 @@ pub static TOOL: Tool = read_tool! {
         (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
         live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
         is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+    ],
     run: run,
 };
 
@@ -447,7 +450,7 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     /// The PVE 8.2/QEMU 9.0 payload from the reference, plus cloud-init
@@ -477,7 +480,7 @@ mod tests {
             .with("/nodes/node2/qemu/100/config", qemu_config())
             .with("/nodes/node1/lxc/101/config", lxc_config());
         let out = TOOL.call(&mut pve, args).unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         (out, pve)
     }
 
@@ -568,7 +571,7 @@ mod tests {
                 r#"{"vmid": 101, "node": "node1", "vm_type": "lxc"}"#,
             )
             .unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(
             out.structured["config"]["lxc"],
             json!([
@@ -608,7 +611,7 @@ mod tests {
             vm_type_resolved: false,
         };
         let out = shape(&t, &raw).into_output().unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(out.structured["config"]["cipassword"], MASK);
         assert_eq!(out.structured["config"]["hookscript_token"], MASK);
         assert!(!out.structured.to_string().contains("plaintext"));

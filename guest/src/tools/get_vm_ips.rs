@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::agent;
 use crate::api::Pve;
 use crate::arg::{VmType, choice};
@@ -27,6 +27,10 @@ pub static TOOL: Tool = read_tool! {
         and link-local ones). The guest must be running. Only vmid is required. Needs \
         VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
         for containers.",
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.GuestAgent.Audit" | "VM.Monitor",
+    ],
     run: run,
 };
 
@@ -297,8 +301,8 @@ pub fn shape(target: &Target, data: &Value) -> Answer<VmIps> {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const AGENT: &str = "/nodes/pve1/qemu/101/agent/network-get-interfaces";

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::support::{self, Consolidation, Timeframe};
-use super::{Answer, Tool, read_tool};
+use crate::arg::time::{Consolidation, Timeframe};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{Flag, VmType};
 use crate::error::ToolError;
@@ -30,6 +30,9 @@ pub static TOOL: Tool = read_tool! {
         busy / out of memory / saturating its network lately\"; for the state right now use \
         pve_get_vm_status. raw: true also returns the data points (at most 100, evenly \
         downsampled). Only vmid is required. Needs VM.Audit on /vms/{vmid}.",
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+    ],
     run: run,
 };
 
@@ -275,9 +278,9 @@ pub fn shape(
             cf,
             points: points.len(),
             first_time: first,
-            first_time_iso: first.map(|t| support::iso_utc(t as i64)),
+            first_time_iso: first.map(|t| crate::format::iso_utc(t as i64)),
             last_time: last,
-            last_time_iso: last.map(|t| support::iso_utc(t as i64)),
+            last_time_iso: last.map(|t| crate::format::iso_utc(t as i64)),
             series,
             raw_points,
             raw_downsampled: downsampled,
@@ -342,8 +345,8 @@ fn summary(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn running(n: u64) -> Value {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{NodeName, StorageId, Vmid};
 use crate::error::ToolError;
@@ -29,6 +29,9 @@ pub static TOOL: Tool = read_tool! {
         pve_list_storage with content backup lists the storages that hold backups. Paged with \
         limit (default 50, max 500) and offset. Needs Datastore.Audit or \
         Datastore.AllocateSpace on /storage/{storage}.",
+    privileges: [
+        "/storage/{storage}": "Datastore.Audit" | "Datastore.AllocateSpace",
+    ],
     run: run,
 };
 
@@ -229,7 +232,7 @@ mod tests {
         let out = TOOL
             .call(&mut pve, r#"{"node": "pve1", "storage": "local"}"#)
             .unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         let s = &out.structured;
         let vols: Vec<&str> = s["backups"]
             .as_array()
@@ -270,7 +273,7 @@ mod tests {
                 r#"{"node": "pve1", "storage": "pbs", "vmid": 100, "limit": 1}"#,
             )
             .unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(pve.requests, [path]);
         assert_eq!(out.structured["total"], 2);
         assert_eq!(out.structured["returned"], 1);

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{Answer, NoArguments, Tool, read_tool};
+use crate::tool::{Answer, NoArguments, Tool, read_tool};
 use crate::api::Pve;
 use crate::error::ToolError;
 
@@ -15,6 +15,7 @@ pub static TOOL: Tool = read_tool! {
         name and base URL, and which one is the default. Use it when you need to ask a cluster \
         other than the default: pass its name as the cluster argument of any other tool. \
         Makes no Proxmox request and never shows credentials.",
+    privileges: [],
     run: run,
 };
 
@@ -105,7 +106,7 @@ mod tests {
             ..FakePve::default()
         };
         let out = TOOL.call(&mut pve, "{}").unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert!(pve.requests.is_empty());
         assert_eq!(
             out.structured,
@@ -123,7 +124,7 @@ mod tests {
     #[test]
     fn none_configured() {
         let out = TOOL.call(&mut FakePve::default(), "").unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(out.structured["default"], Value::Null);
         assert!(out.summary.starts_with("No Proxmox clusters"));
     }

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::support;
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::error::ToolError;
 use crate::json as pj;
@@ -31,6 +30,9 @@ pub static TOOL: Tool = read_tool! {
         shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
         health after a node failure. Resources are sorted by sid and paged with limit \
         (default 100, max 1000) and offset. Needs Sys.Audit on /.",
+    privileges: [
+        "/": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -180,7 +182,7 @@ fn paren_state(status: &str) -> Option<String> {
 }
 
 fn iso(t: Option<u64>) -> Option<String> {
-    t.map(|t| support::iso_utc(t as i64))
+    t.map(|t| crate::format::iso_utc(t as i64))
 }
 
 /// Merges the HA status and the resource configuration.
@@ -358,8 +360,8 @@ pub fn shape(status: &Value, resources: &Value, page: Page) -> Answer<HaStatus> 
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const STATUS: &str = "/cluster/ha/status/current";

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::error::ToolError;
 use crate::fetch;
@@ -26,6 +26,9 @@ pub static TOOL: Tool = read_tool! {
         find node names for other tools or to spot overloaded or offline nodes; for one \
         node's details (load average, kernel, versions, history) use pve_get_node_metrics. \
         Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -132,7 +135,7 @@ pub fn shape(entries: &[Value], page: Page) -> Answer<NodeList> {
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     fn fixture() -> Value {
@@ -149,7 +152,7 @@ mod tests {
     fn call(args: &str) -> Output {
         let mut pve = FakePve::default().with("/nodes", fixture());
         let out = TOOL.call(&mut pve, args).unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         out
     }
 

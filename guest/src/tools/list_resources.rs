@@ -5,13 +5,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{NodeName, Text, choice};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
-use crate::json::{self as pj, Tidy};
+use crate::json::{self as pj, Tidy, ratio, split_list};
 use crate::paging::{self, Counts, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
 
@@ -45,6 +45,11 @@ pub static TOOL: Tool = read_tool! {
         across nodes; resource_type (vm, storage, node, sdn) narrows it, node and status filter \
         further. For guests alone pve_list_vms has richer filters. Paged with limit (default \
         200, max 2000) and offset.",
+    privileges: [
+        "/vms": "VM.Audit",
+        "/nodes/{node}": "Sys.Audit",
+        "/storage": "Datastore.Audit" | "Datastore.AllocateSpace",
+    ],
     run: run,
 };
 
@@ -480,27 +485,6 @@ pub fn record(e: &Map<String, Value>) -> Option<Resource> {
     })
 }
 
-/// `used / total` rounded to four decimals; `None` if unknown or total 0.
-pub fn ratio(used: Option<u64>, total: Option<u64>) -> Option<f64> {
-    match (used, total) {
-        (Some(u), Some(t)) if t > 0 => Some(((u as f64 / t as f64) * 10_000.0).round() / 10_000.0),
-        _ => None,
-    }
-}
-
-/// A comma-separated Proxmox list (`"images,rootdir"`), split and sorted.
-pub fn split_list(v: Option<&Value>) -> Vec<String> {
-    let mut out: Vec<String> = pj::text(v)
-        .unwrap_or_default()
-        .split([',', ';', ' '])
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// Filters, orders, counts and pages the records.
 pub fn shape(entries: &[Value], filter: Filter<'_>, page: Page) -> Answer<ResourceList> {
     let mut recs: Vec<Resource> = entries
@@ -544,7 +528,7 @@ pub fn shape(entries: &[Value], filter: Filter<'_>, page: Page) -> Answer<Resour
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     fn all() -> Value {
@@ -568,7 +552,7 @@ mod tests {
     fn call(path: &str, data: Value, args: &str) -> Output {
         let mut pve = FakePve::default().with(path, data);
         let out = TOOL.call(&mut pve, args).unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(pve.requests, [path]);
         out
     }

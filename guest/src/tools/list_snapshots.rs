@@ -7,8 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::support;
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::VmType;
 use crate::error::ToolError;
@@ -33,6 +32,9 @@ pub static TOOL: Tool = read_tool! {
         how old a guest's snapshots are. Only vmid is required: node and vm_type are looked up \
         when omitted. Snapshots are ordered by creation time, paged with limit (default 100, \
         max 500) and offset. Needs VM.Audit on /vms/{vmid}.",
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+    ],
     run: run,
 };
 
@@ -190,7 +192,7 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Answer<SnapshotList> 
                 name: s.name.clone(),
                 description: s.description.clone(),
                 snaptime: s.snaptime,
-                snaptime_iso: s.snaptime.map(|t| support::iso_utc(t as i64)),
+                snaptime_iso: s.snaptime.map(|t| crate::format::iso_utc(t as i64)),
                 vmstate: qemu.then_some(s.vmstate),
                 parent: parent_of(&s.name).map(str::to_owned),
                 depth: ancestry(Some(&s.name)).len().saturating_sub(1),
@@ -225,7 +227,7 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Answer<SnapshotList> 
         summary.push_str(&format!(
             "; newest {} ({})",
             newest.0.name,
-            support::iso_utc(newest.1 as i64)
+            crate::format::iso_utc(newest.1 as i64)
         ));
     }
     summary.push('.');
@@ -252,8 +254,8 @@ pub fn shape(target: &Target, data: &Value, page: Page) -> Answer<SnapshotList> 
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn qemu_snaps() -> Value {

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::list_resources::{ratio, split_list};
-use super::{Answer, Tool, read_tool};
+use crate::json::{ratio, split_list};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{NodeName, choice};
 use crate::error::ToolError;
@@ -48,6 +48,9 @@ pub static TOOL: Tool = read_tool! {
         (without node only the cluster-wide configuration is listed, usage fields are null). \
         content filters by what a storage holds, e.g. backup. Sorted by id; limit (default \
         100, max 1000) and offset page. Lists only storages the token may audit.",
+    privileges: [
+        "/storage": "Datastore.Audit" | "Datastore.AllocateSpace",
+    ],
     run: run,
 };
 
@@ -219,7 +222,7 @@ pub fn shape(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     fn node_storage() -> Value {
@@ -242,7 +245,7 @@ mod tests {
     fn call(path: &str, data: Value, args: &str) -> Output {
         let mut pve = FakePve::default().with(path, data);
         let out = TOOL.call(&mut pve, args).unwrap();
-        crate::tools::testing::assert_valid_output(&TOOL, &out);
+        crate::tool::testing::assert_valid_output(&TOOL, &out);
         assert_eq!(pve.requests, [path]);
         out
     }

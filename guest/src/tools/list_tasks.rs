@@ -9,8 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::support::{self, Outcome, Time};
-use super::{Answer, Tool, read_tool};
+use crate::task::{self, Outcome};
+use crate::arg::time::{Time};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{self, Flag, NodeName, Vmid, choice};
 use crate::error::ToolError;
@@ -37,6 +38,9 @@ pub static TOOL: Tool = read_tool! {
         recent-task list; with node it reads that node's full task archive. Paged with limit \
         (default 50, max 500) and offset. Tasks of others are only listed with Sys.Audit on \
         the node. Follow up with pve_get_task_status or pve_get_task_log.",
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
 };
 
@@ -262,7 +266,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskList>, ToolError> {
 /// Normalises one task entry (from either endpoint); `None` without a UPID.
 pub fn task(v: &Value) -> Option<Task> {
     let upid = pj::text(v.get("upid"))?;
-    let parsed = support::parse_upid(&upid).ok();
+    let parsed = task::parse_upid(&upid).ok();
     let raw_user = pj::text(v.get("user")).or_else(|| {
         parsed.as_ref().map(|p| match &p.tokenid {
             Some(t) => format!("{}!{t}", p.user),
@@ -279,7 +283,7 @@ pub fn task(v: &Value) -> Option<Task> {
     let status = match (&raw_status, endtime) {
         (None, None) => Outcome::Running,
         (None, Some(_)) => Outcome::Error,
-        (Some(s), _) => support::outcome(Some(s)),
+        (Some(s), _) => task::outcome(Some(s)),
     };
     let exitstatus = raw_status.filter(|_| status != Outcome::Running);
     let node = pj::text(v.get("node")).or(parsed.as_ref().map(|p| p.node.clone()))?;
@@ -290,7 +294,7 @@ pub fn task(v: &Value) -> Option<Task> {
         Some(x) => pj::text(Some(x)),
         None => parsed.as_ref().and_then(|p| p.id.clone()),
     };
-    let iso = |t: Option<u64>| t.map(|t| support::iso_utc(t as i64));
+    let iso = |t: Option<u64>| t.map(|t| crate::format::iso_utc(t as i64));
     Some(Task {
         upid,
         node,
@@ -373,8 +377,8 @@ fn shape(tasks: Vec<Task>, info: PageInfo, source: Source, f: &Filters) -> Answe
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn cluster_tasks() -> Value {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::{self, NodeName, Text, VmType, choice};
 use crate::error::ToolError;
@@ -37,6 +37,9 @@ pub static TOOL: Tool = read_tool! {
         and offset (follow next_offset); \
         total and count_by_status cover every match. Only guests the API token may audit \
         (VM.Audit) are listed. For one guest's full live status use pve_get_vm_status.",
+    privileges: [
+        "/vms": "VM.Audit",
+    ],
     run: run,
 };
 
@@ -303,7 +306,7 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     fn call(args: &str) -> Result<Output, ToolError> {
@@ -321,7 +324,7 @@ mod tests {
     }
 
     fn validate(out: &Output) {
-        crate::tools::testing::assert_valid_output(&TOOL, out);
+        crate::tool::testing::assert_valid_output(&TOOL, out);
     }
 
     #[test]

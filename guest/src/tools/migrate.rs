@@ -9,7 +9,7 @@
 //! is not in the cluster or is offline, a running guest without `online`
 //! (qemu) or `restart` (lxc), a held lock.
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{Int, NodeName, StorageId, VmType};
@@ -49,6 +49,10 @@ pub static TOOL: Tool = write_tool! {
         runs on the source node. dry_run: true shows the request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/migrate")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Migrate",
+    ],
     run: run,
 };
 
@@ -147,7 +151,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::{Value, json};
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmigrate:101:mcp@pve!ops:";

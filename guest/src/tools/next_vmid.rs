@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::Vmid;
 use crate::error::ToolError;
@@ -16,6 +16,7 @@ pub static TOOL: Tool = read_tool! {
         restoring a guest; with vmid, check whether that one is free. The id is not reserved: \
         another client may take it before you use it, and the create then fails with \
         'already exists'; ask again.",
+    privileges: [],
     run: run,
 };
 
@@ -66,7 +67,7 @@ mod tests {
         for data in [json!("111"), json!(111)] {
             let mut pve = FakePve::default().with("/cluster/nextid", data);
             let out = TOOL.call(&mut pve, "{}").unwrap();
-            super::super::testing::assert_valid_output(&TOOL, &out);
+            crate::tool::testing::assert_valid_output(&TOOL, &out);
             assert_eq!(out.structured["vmid"], 111);
         }
         let mut pve = FakePve::default().with("/cluster/nextid?vmid=150", json!(150));

@@ -9,7 +9,7 @@
 //! with Proxmox's spelling (`forceStop`); root-only ones (`skiplock`,
 //! `keepActive`) are not offered, since a token can never use them.
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{Int, VmType};
@@ -77,6 +77,10 @@ pub static START: Tool = write_tool! {
         true to see the exact request without sending it.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: start,
 };
 
@@ -90,6 +94,10 @@ pub static SHUTDOWN: Tool = write_tool! {
         writing when the guest is already stopped or locked. dry_run: true shows the request.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/shutdown")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: shutdown,
 };
 
@@ -102,6 +110,10 @@ pub static STOP: Tool = write_tool! {
         does not respond. Answers without writing when it is already stopped or locked.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/stop")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: stop,
 };
 
@@ -114,6 +126,10 @@ pub static REBOOT: Tool = write_tool! {
         running, is paused or is locked.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/reboot")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: reboot,
 };
 
@@ -127,6 +143,10 @@ pub static SUSPEND: Tool = write_tool! {
         refuses when the guest is not running or is locked.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/suspend")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: suspend,
 };
 
@@ -140,6 +160,10 @@ pub static RESUME: Tool = write_tool! {
         (a VM) stopped.",
     annotations: Annotations::write(false, true),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/resume")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.PowerMgmt",
+    ],
     run: resume,
 };
 
@@ -329,8 +353,8 @@ fn decide(
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::Output;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::Output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::{Value, json};
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmstart:100:mcp@pve!ops:";

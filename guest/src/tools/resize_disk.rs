@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, VmType, deserialize_from_json, fixed_schema};
@@ -164,6 +164,10 @@ pub static TOOL: Tool = write_tool! {
         true shows the request.",
     annotations: Annotations::write(true, false),
     routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/resize")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Config.Disk",
+    ],
     run: run,
 };
 
@@ -253,7 +257,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:resize:100:mcp@pve!ops:";

@@ -12,7 +12,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::error::{ToolError, quoted};
@@ -137,6 +137,14 @@ pub static TOOL: Tool = write_tool! {
     // tool, so the tool needs its own policy rule and an operator approves.
     annotations: Annotations::write(true, true),
     routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/config")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        // Proxmox checks each key against its own privilege; any one lets
+        // the request through to that check.
+        "/vms/{vmid}": "VM.Config.Disk" | "VM.Config.CDROM" | "VM.Config.CPU"
+            | "VM.Config.Memory" | "VM.Config.Network" | "VM.Config.HWType"
+            | "VM.Config.Options" | "VM.Config.Cloudinit",
+    ],
     run: run,
 };
 
@@ -212,7 +220,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 mod tests {
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     fn fake() -> FakePve {

@@ -6,84 +6,17 @@
 //! refused without writing. `vmstate` exists only for qemu (lxc's endpoint
 //! answers 400), so it is refused for a container before any request.
 
-use serde_json::Value;
 
-use super::{Annotations, Answer, Tool, write_tool};
+use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
-use crate::arg::{self, Text, VmType, deserialize_from_json, fixed_schema};
+use crate::arg::snapname::SnapName;
+use crate::arg::{Text, VmType};
 use crate::error::{ToolError, listed, quoted};
 use crate::fetch;
 use crate::json as pj;
 use crate::resolve::Target;
 use crate::write::{Method, WriteRequest};
-
-/// PVE's `pve-configid` rule for a snapshot name.
-pub const SNAPNAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]+$";
-
-/// Longest snapshot name PVE accepts.
-pub const SNAPNAME_MAX: usize = 40;
-
-/// Names PVE keeps for itself: `current` (the live state), `pending`
-/// (qemu's pending changes, any case) and `vzdump` (lxc backups).
-const RESERVED: &[&str] = &["current", "pending", "vzdump"];
-
-/// A snapshot name: a letter, then letters, digits, `-` or `_`; 2 to 40
-/// characters; not a reserved name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapName(pub String);
-
-impl SnapName {
-    /// The name as given.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    fn from_json(v: &Value) -> Result<Self, String> {
-        let rule = "2 to 40 characters: a letter, then letters, digits, '-' or '_', e.g. \
-                    \"pre-upgrade\"";
-        let s = match v {
-            Value::Null => {
-                return Err(format!(
-                    "missing required argument; pass a snapshot name ({rule})"
-                ));
-            }
-            Value::String(s) => s,
-            other => {
-                return Err(format!(
-                    "must be a snapshot name string ({rule}), not {}",
-                    arg::json_kind(other)
-                ));
-            }
-        };
-        let b = s.as_bytes();
-        let valid = (2..=SNAPNAME_MAX).contains(&b.len())
-            && b[0].is_ascii_alphabetic()
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_');
-        if !valid {
-            return Err(format!(
-                "{} is not a valid snapshot name ({rule})",
-                quoted(s, 64)
-            ));
-        }
-        if RESERVED.iter().any(|r| s.eq_ignore_ascii_case(r)) {
-            return Err(format!(
-                "{} is reserved by Proxmox (current, pending and vzdump are); choose another \
-                 name",
-                quoted(s, 64)
-            ));
-        }
-        Ok(SnapName(s.clone()))
-    }
-}
-deserialize_from_json!(SnapName);
-fixed_schema!(
-    SnapName,
-    serde_json::json!({
-        "type": "string", "pattern": SNAPNAME_PATTERN, "minLength": 2, "maxLength": SNAPNAME_MAX,
-    })
-);
 
 action_input! {
     /// The snapshot to take.
@@ -127,6 +60,10 @@ pub static CREATE: Tool = write_tool! {
         request.",
     annotations: Annotations::write(false, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Snapshot",
+    ],
     run: create,
 };
 
@@ -139,6 +76,10 @@ pub static DELETE: Tool = write_tool! {
         locked. dry_run: true shows the request.",
     annotations: Annotations::write(true, true),
     routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Snapshot",
+    ],
     run: delete,
 };
 
@@ -152,6 +93,10 @@ pub static ROLLBACK: Tool = write_tool! {
         shows the request.",
     annotations: Annotations::write(true, false),
     routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}/rollback")],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Snapshot" | "VM.Snapshot.Rollback",
+    ],
     run: rollback,
 };
 
@@ -257,9 +202,11 @@ fn rollback(pve: &mut dyn Pve, input: RollbackInput) -> Result<Answer<ActionOutp
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::api::fake::FakePve;
-    use crate::tools::testing::assert_valid_output;
+    use crate::tool::testing::assert_valid_output;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000A1B2:00C3D4E5:67E12345:qmsnapshot:100:mcp@pve!ops:";
@@ -282,21 +229,6 @@ mod tests {
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
         args.to_string()
-    }
-
-    #[test]
-    fn names_follow_pves_rule_and_reserved_ones_are_refused() {
-        for good in ["ab", "pre-upgrade", "A_1", &"a".repeat(40)] {
-            assert!(SnapName::from_json(&json!(good)).is_ok(), "{good}");
-        }
-        for bad in ["a", "1ab", "a b", "a.b", "", &"a".repeat(41)] {
-            let e = SnapName::from_json(&json!(bad)).unwrap_err();
-            assert!(e.contains("not a valid snapshot name"), "{bad}: {e}");
-        }
-        for reserved in ["current", "PENDING", "vzdump"] {
-            let e = SnapName::from_json(&json!(reserved)).unwrap_err();
-            assert!(e.contains("reserved"), "{e}");
-        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Answer, Tool, read_tool};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::api::Pve;
 use crate::arg::VmType;
 use crate::error::ToolError;
@@ -24,6 +24,9 @@ pub static TOOL: Tool = read_tool! {
         details of a single guest, e.g. before or after acting on it; for an overview of many \
         guests, pve_list_vms is one cheaper call. Only vmid is required: node and vm_type are \
         looked up from cluster resources when omitted.",
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+    ],
     run: run,
 };
 
@@ -264,7 +267,7 @@ mod tests {
     use super::*;
     use crate::api::fake::FakePve;
     use crate::resources::fixtures::cluster_vms;
-    use crate::tools::Output;
+    use crate::tool::Output;
     use serde_json::json;
 
     /// The real PVE 8.0 capture (go-proxmox `pve8x`), blockstat cut; tap
@@ -313,7 +316,7 @@ mod tests {
     }
 
     fn validate(out: &Output) {
-        crate::tools::testing::assert_valid_output(&TOOL, out);
+        crate::tool::testing::assert_valid_output(&TOOL, out);
     }
 
     fn with_resources() -> FakePve {

@@ -3,14 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::support::{self, Upid};
-use super::{Answer, Tool, read_tool};
+use crate::task::{self, Upid};
+use crate::tool::{Answer, Tool, read_tool};
 use crate::action;
 use crate::api::Pve;
 use crate::arg::{Int, NodeName};
 use crate::error::ToolError;
 use crate::task_wait::{self, TaskEnd};
-use crate::tools::support::Outcome;
+use crate::task::Outcome;
 
 /// The tool.
 pub static TOOL: Tool = Tool {
@@ -22,6 +22,9 @@ pub static TOOL: Tool = Tool {
         ends, or timeout seconds pass, reporting progress from its log while it runs. Returns \
         its exit status, and the end of its log when it failed. A task still running at the \
         timeout is an answer, not an error: call again to keep waiting.",
+    privileges: [
+        "/nodes/{node}": "Sys.Audit",
+    ],
     run: run,
     }
 };
@@ -56,7 +59,7 @@ pub struct Waited {
 }
 
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<Waited>, ToolError> {
-    let node = support::task_node(&input.upid, input.node.as_ref())?;
+    let node = task::task_node(&input.upid, input.node.as_ref())?;
     let limit = action::wait_limit(pve, input.timeout.map(|t| t.0));
     let end = task_wait::wait(
         pve,

@@ -114,6 +114,9 @@ mod component {
                         })
                         .collect(),
                     waits: t.waits,
+                    // Declares none: privileges only inform a host, which
+                    // must not rely on them.
+                    privileges: Vec::new(),
                 })
                 .collect()
         }

@@ -1,11 +1,16 @@
-//! Helpers shared by the task, snapshot, metrics and HA tools: Proxmox
-//! UPIDs, UTC timestamps, task outcomes, RRD timeframes and the `since`
-//! argument.
+//! Proxmox tasks as the tools see them: UPIDs (parsed with the rules of
+//! PVE's decoder), a task's status and how it ended, and the lines of its
+//! log. The task tools report them and every write tool follows the task
+//! it starts with them (`task_wait`).
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::arg::{self, NodeName, choice, is_node_name};
 use crate::error::{ToolError, quoted};
+use crate::format;
+use crate::json as pj;
+use crate::tool::Answer;
 
 /// Longest UPID we accept; real ones are well under 200 characters.
 pub const UPID_MAX: usize = 512;
@@ -175,161 +180,157 @@ pub fn outcome(exitstatus: Option<&str>) -> Outcome {
     }
 }
 
-/// A Unix time as ISO-8601 UTC, `2026-03-24T10:20:00Z`.
-pub fn iso_utc(epoch: i64) -> String {
-    let days = epoch.div_euclid(86_400);
-    let secs = epoch.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+/// One task's state.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct TaskStatus {
+    /// The task id
+    pub upid: String,
+    /// Node the task runs on
+    pub node: String,
+    /// Worker process id
+    pub pid: u32,
+    /// Process start, clock ticks since boot
+    pub pstart: u64,
+    /// Start time, Unix epoch seconds
+    pub starttime: u64,
+    /// Start time, ISO-8601 UTC
+    pub starttime_iso: String,
+    /// Task type, e.g. qmstart, vzdump, qmigrate
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// Object the task is about (often a vmid); null if none
+    pub id: Option<String>,
+    /// User that started the task
+    pub user: String,
+    /// API token name if a token started it; null otherwise
+    pub tokenid: Option<String>,
+    /// Whether the task still runs
+    pub status: RunState,
+    /// Proxmox's exit status: OK, "WARNINGS: n" or the error message; null while running
+    pub exitstatus: Option<String>,
+    /// running, ok, warning (finished with warnings) or error
+    pub outcome: Outcome,
+    /// What to do next; null if nothing
+    pub hint: Option<String>,
 }
 
-/// Howard Hinnant's days → civil date.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Civil date → days since the epoch.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Parses ISO-8601 `YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|±HH:MM]` to epoch
-/// seconds; a time without offset counts as UTC.
-pub fn parse_iso(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let num = |t: &str| -> Option<i64> {
-        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| t.parse().ok())
-            .flatten()
-    };
-    let (date, time) = match s.find(['T', 't', ' ']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let mut dp = date.split('-');
-    let (y, m, d) = (dp.next()?, dp.next()?, dp.next()?);
-    if dp.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
-        return None;
+choice! {
+    /// Whether a task still runs, as Proxmox says.
+    pub enum RunState {
+        /// Still running.
+        Running = "running",
+        /// Finished, one way or another.
+        Stopped = "stopped",
     }
-    let (y, m, d) = (num(y)?, num(m)? as u32, num(d)? as u32);
-    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-        return None;
-    }
-    let mut secs = days_from_civil(y, m, d) * 86_400;
-    if let Some(time) = time {
-        let (clock, offset) = if let Some(t) = time.strip_suffix(['Z', 'z']) {
-            (t, 0)
-        } else if let Some(i) = time.rfind(['+', '-']) {
-            let (t, off) = time.split_at(i);
-            let sign = if off.starts_with('-') { -1 } else { 1 };
-            let off = &off[1..];
-            let (oh, om) = off
-                .split_once(':')
-                .unwrap_or((off.get(..2)?, off.get(2..)?));
-            let (oh, om) = (num(oh)?, num(om)?);
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            (t, sign * (oh * 3600 + om * 60))
-        } else {
-            (time, 0)
-        };
-        let clock = clock.split('.').next()?;
-        let mut cp = clock.split(':');
-        let h = num(cp.next()?)?;
-        let mi = num(cp.next()?)?;
-        let sec = cp.next().map(num).unwrap_or(Some(0))?;
-        if cp.next().is_some() || h > 23 || mi > 59 || sec > 60 {
-            return None;
+}
+
+/// Normalises a `tasks/{upid}/status` answer; the UPID's own fields win
+/// over missing ones.
+pub fn shape(upid: &Upid, data: &Value) -> Answer<TaskStatus> {
+    let d = data.as_object();
+    let field = |k: &str| d.and_then(|d| d.get(k));
+    let running = match pj::text(field("status")).as_deref() {
+        Some("running") => true,
+        Some(_) => false,
+        None => pj::text(field("exitstatus")).is_none(),
+    };
+    let exitstatus = if running {
+        None
+    } else {
+        pj::text(field("exitstatus")).map(|s| s.trim().to_owned())
+    };
+    let outcome = if running {
+        Outcome::Running
+    } else {
+        // Stopped without an exit status is Proxmox's "unexpected status".
+        match exitstatus.as_deref() {
+            None => Outcome::Error,
+            s => outcome(s),
         }
-        secs += h * 3600 + mi * 60 + sec - offset;
+    };
+    let hint = match outcome {
+        Outcome::Running => Some(
+            "The task is still running; ask again later, or read its progress with pve_get_task_log."
+                .to_owned(),
+        ),
+        Outcome::Error => {
+            Some("Use pve_get_task_log to see why it failed (the end of the log).".to_owned())
+        }
+        Outcome::Warning => Some("Use pve_get_task_log to read the warnings.".to_owned()),
+        Outcome::Ok => None,
+    };
+    let structured = TaskStatus {
+        upid: upid.raw.clone(),
+        node: upid.node.clone(),
+        pid: upid.pid,
+        pstart: upid.pstart,
+        starttime: upid.starttime,
+        starttime_iso: format::iso_utc(upid.starttime as i64),
+        task_type: upid.task_type.clone(),
+        id: upid.id.clone(),
+        user: upid.user.clone(),
+        tokenid: upid.tokenid.clone(),
+        status: if running {
+            RunState::Running
+        } else {
+            RunState::Stopped
+        },
+        exitstatus: exitstatus.clone(),
+        outcome,
+        hint,
+    };
+    let what = match &upid.id {
+        Some(id) => format!("Task {} ({id}) on {}", upid.task_type, upid.node),
+        None => format!("Task {} on {}", upid.task_type, upid.node),
+    };
+    let started = format::iso_utc(upid.starttime as i64);
+    let summary = match outcome {
+        Outcome::Running => format!("{what}, started {started}, is still running."),
+        Outcome::Ok => format!("{what}, started {started}, finished OK."),
+        Outcome::Warning => format!(
+            "{what}, started {started}, finished with {}; see pve_get_task_log.",
+            exitstatus.as_deref().unwrap_or("warnings")
+        ),
+        Outcome::Error => format!(
+            "{what}, started {started}, failed: {}. Use pve_get_task_log to see why.",
+            exitstatus.as_deref().unwrap_or("unexpected status")
+        ),
+    };
+    Answer {
+        structured,
+        summary,
     }
-    Some(secs)
 }
 
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-choice! {
-    /// The RRD timeframes Proxmox offers, each ending now.
-    pub enum Timeframe {
-        /// About one point per minute.
-        Hour = "hour",
-        /// One point per 30 minutes.
-        Day = "day",
-        /// One point per 3 hours.
-        Week = "week",
-        /// One point per 12 hours.
-        Month = "month",
-        /// One point per week.
-        Year = "year",
-    }
-}
-
-choice! {
-    /// How Proxmox consolidates each RRD interval.
-    pub enum Consolidation {
-        /// The interval's mean.
-        Average = "AVERAGE",
-        /// The interval's peak.
-        Max = "MAX",
-    }
-}
-
-/// Latest time accepted as an argument: 2100-01-01.
-const TIME_MAX: i64 = 4_102_444_800;
-
-/// A point in time as an argument: Unix epoch seconds or an ISO-8601
-/// date/time string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Time(pub i64);
-
-impl Time {
-    fn from_json(v: &Value) -> Result<Self, String> {
-        let in_range = |t: i64| (0..=TIME_MAX).contains(&t).then_some(Time(t));
-        let time = match v {
-            Value::Number(n) => n.as_i64().and_then(in_range),
-            Value::String(s) => match s.trim().parse::<i64>() {
-                Ok(t) => in_range(t),
-                Err(_) => parse_iso(s).and_then(in_range),
-            },
-            _ => None,
+/// `[{n, t}]` → `(n, text)`, tolerating missing numbers; a text longer
+/// than `max` characters is cut there and ends in `…`.
+pub fn lines(data: &Value, max: usize) -> Vec<(u64, String)> {
+    let Some(items) = data.as_array() else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let text = match item.get("t") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => pj::text(Some(v)).unwrap_or_default(),
+            None => String::new(),
         };
-        time.ok_or_else(|| {
-            "must be Unix epoch seconds (e.g. 1774350000) or an ISO-8601 date/time \
-             (e.g. \"2026-03-24\" or \"2026-03-24T10:00:00Z\")"
-                .into()
-        })
+        let n = pj::uint(item.get("n")).unwrap_or_else(|| {
+            out.last()
+                .map_or(1, |(p, _): &(u64, String)| p.saturating_add(1))
+        });
+        let text = if text.chars().count() > max {
+            let mut cut: String = text.chars().take(max).collect();
+            cut.push('…');
+            cut
+        } else {
+            text
+        };
+        out.push((n, text));
     }
+    out
 }
-arg::deserialize_from_json!(Time);
-arg::fixed_schema!(Time, serde_json::json!({"type": ["integer", "string"]}));
 
 #[cfg(test)]
 mod tests {
@@ -353,7 +354,7 @@ mod tests {
         assert_eq!(u.id.as_deref(), Some("110"));
         assert_eq!(u.user, "api@pve");
         assert_eq!(u.tokenid.as_deref(), Some("ci-tok"));
-        assert_eq!(iso_utc(u.starttime as i64), "2022-08-30T02:04:28Z");
+        assert_eq!(format::iso_utc(u.starttime as i64), "2022-08-30T02:04:28Z");
     }
 
     #[test]
@@ -374,32 +375,10 @@ mod tests {
             "UPID:-pve:0020C066:042DF204:69C26EB0:vzdump:1:root@pam:",
             "UPID:pve.x:0020C066:042DF204:69C26EB0:vzdump:1:root@pam:",
             "",
+            // Proxmox reads "localhost" as whichever node answers.
+            "UPID:localhost:0000A1B2:00C0FFEE:6500AA00:qmstart:100:root@pam:",
         ] {
             assert!(parse_upid(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn times() {
-        assert_eq!(iso_utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso_utc(1_774_350_000), "2026-03-24T11:00:00Z");
-        assert_eq!(parse_iso("2026-03-24T11:00:00Z"), Some(1_774_350_000));
-        assert_eq!(parse_iso("2026-03-24T12:00:00+01:00"), Some(1_774_350_000));
-        assert_eq!(parse_iso("2026-03-24T11:00"), Some(1_774_350_000));
-        assert_eq!(parse_iso("2026-03-24T11:00:00.123Z"), Some(1_774_350_000));
-        assert_eq!(parse_iso("2026-03-24"), Some(1_774_310_400));
-        assert_eq!(parse_iso("2024-02-29"), Some(1_709_164_800));
-        for bad in [
-            "2026-02-30",
-            "2026-3-24",
-            "yesterday",
-            "2026-03-24T25:00Z",
-            "2026-13-01",
-        ] {
-            assert_eq!(parse_iso(bad), None, "{bad}");
-        }
-        for e in [0i64, 951_782_400, 1_709_164_800, 4_102_444_799] {
-            assert_eq!(parse_iso(&iso_utc(e)), Some(e));
         }
     }
 
