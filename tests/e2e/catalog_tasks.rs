@@ -1061,11 +1061,13 @@ async fn check_permissions_for_the_admin_token() {
             .ok("pve_check_permissions", json!({"path": "/vms/100"}))
             .await;
         assert_eq!(at["path"], "/vms/100");
-        assert_eq!(
-            at["has"],
-            json!({"VM.Audit": true, "Sys.Audit": true, "Datastore.Audit": true,
-                   "VM.Monitor": false, "VM.GuestAgent.Audit": true})
-        );
+        // Every privilege a tool declares is checked: the admin token has
+        // them all but PVE 8's name for the guest agent's.
+        let has = at["has"].as_object().unwrap();
+        assert_eq!(has.len(), declared_privileges().len(), "{has:?}");
+        for (name, granted) in has {
+            assert_eq!(granted, name != "VM.Monitor", "{name}");
+        }
         assert_eq!(
             at["missing"],
             json!([]),
@@ -1110,10 +1112,22 @@ async fn check_permissions_for_the_auditor_names_what_is_missing() {
         assert_fields(
             "/vms/100",
             &at,
-            json!({"cluster": "default", "path": "/vms/100",
-                   "missing": ["Sys.Audit", "Datastore.Audit", "VM.Monitor",
-                               "VM.GuestAgent.Audit"]}),
+            json!({"cluster": "default", "path": "/vms/100"}),
         );
+        // The auditor has VM.Audit alone: every other privilege a tool
+        // declares is missing, reads first as the tools declare them.
+        let missing: Vec<&str> = at["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let expected: Vec<&str> = declared_privileges()
+            .into_iter()
+            .filter(|p| *p != "VM.Audit")
+            .collect();
+        assert_eq!(missing, expected);
+        assert!(missing.starts_with(&["Sys.Audit", "Datastore.Audit"]));
         assert_fields(
             "has on /vms/100",
             &at["has"],
@@ -1122,6 +1136,11 @@ async fn check_permissions_for_the_auditor_names_what_is_missing() {
         let hint = at["grant_hint"].as_str().expect("grant_hint");
         assert!(
             hint.contains("pveum acl modify /vms/100") && hint.contains("PVEAuditor"),
+            "{hint}"
+        );
+        // The write tools' privileges come with a role of one's own.
+        assert!(
+            hint.contains("VM.PowerMgmt") && hint.contains("pveum role add PVEMCPTools"),
             "{hint}"
         );
         let said = summary(&result);
@@ -1139,7 +1158,10 @@ async fn check_permissions_for_the_auditor_names_what_is_missing() {
             &r["has"],
             json!({"Sys.Audit": false, "VM.Audit": false}),
         );
-        assert_eq!(r["missing"].as_array().unwrap().len(), 5);
+        assert_eq!(
+            r["missing"].as_array().unwrap().len(),
+            declared_privileges().len()
+        );
         assert!(
             r["grant_hint"]
                 .as_str()
@@ -1191,4 +1213,23 @@ async fn check_permissions_rejects_bad_paths_before_any_request() {
         assert_no_schema_violations(&sim);
     })
     .await;
+}
+
+/// Every privilege the tools declare, each once, in the order the tools
+/// first name it (`pve-mcp tools --json`), counting a privilege that only
+/// ever stands in for another (PVE 8's `VM.Monitor` for PVE 9's
+/// `VM.GuestAgent.Audit`) too: what `pve_check_permissions` checks.
+fn declared_privileges() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for tool in crate::common::described_tools() {
+        for privilege in tool["privileges"].as_array().unwrap() {
+            for name in privilege["any_of"].as_array().unwrap() {
+                let name = name.as_str().unwrap();
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
 }

@@ -144,7 +144,7 @@ pub struct Permissions {
     pub has: Option<Has>,
     /// With path: the tools' privileges not granted there; empty without path
     pub missing: Vec<String>,
-    /// With path and something missing: a pveum command to grant read access; null otherwise
+    /// With path and something missing: the pveum commands that grant it; null otherwise
     pub grant_hint: Option<String>,
     /// Where this page is in the list.
     #[serde(flatten)]
@@ -291,15 +291,9 @@ pub fn shape(
         }
         None => (None, Vec::new()),
     };
-    let grant_hint = match path {
-        Some(p) if !missing.is_empty() => Some(format!(
-            "Grant read access with: pveum acl modify {p} --tokens 'user@realm!tokenname' --roles \
-             PVEAuditor (use the pve-mcp token's id; a privilege-separated token needs the ACL on \
-             the token itself). Guest-agent queries additionally need VM.GuestAgent.Audit (PVE 9) \
-             or VM.Monitor (older), e.g. via a custom role."
-        )),
-        _ => None,
-    };
+    let grant_hint = path
+        .filter(|_| !missing.is_empty())
+        .map(|p| grant_hint(p, &missing));
     let list: Vec<PathPrivileges> = entries
         .iter()
         .map(|(p, privs)| PathPrivileges {
@@ -364,6 +358,42 @@ pub fn shape(
     }
 }
 
+/// The privileges Proxmox's built-in `PVEAuditor` role grants that the
+/// tools need: the read tools' own.
+const AUDITOR: &[&str] = &["Sys.Audit", "VM.Audit", "Datastore.Audit"];
+
+/// How to grant what is `missing` on `path`: `PVEAuditor` for the read
+/// privileges it holds, and a role of one's own for the rest (the write
+/// tools' and the guest agent's), which no built-in read role has.
+fn grant_hint(path: &str, missing: &[String]) -> String {
+    let (reads, others): (Vec<&String>, Vec<&String>) =
+        missing.iter().partition(|m| AUDITOR.contains(&m.as_str()));
+    let token = "--tokens 'user@realm!tokenname'";
+    let mut hint = Vec::new();
+    if !reads.is_empty() {
+        hint.push(format!(
+            "Grant read access with: pveum acl modify {path} {token} --roles PVEAuditor."
+        ));
+    }
+    if !others.is_empty() {
+        let names: Vec<&str> = others.iter().map(|o| o.as_str()).collect();
+        hint.push(format!(
+            "{} {} not in PVEAuditor: grant only those the tools you enable need, with a role of \
+             your own, e.g. pveum role add PVEMCPTools --privs '{}' and pveum acl modify {path} \
+             {token} --roles PVEMCPTools.",
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+            names.join(" ")
+        ));
+    }
+    hint.push(
+        "Use the pve-mcp token's id; a privilege-separated token needs the ACL on the token \
+         itself. VM.GuestAgent.Audit (PVE 9) and VM.Monitor (older) are one need: either suffices."
+            .into(),
+    );
+    hint.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,11 +448,15 @@ mod tests {
         for covered in ["VM.Audit", "VM.Monitor", "VM.GuestAgent.Audit"] {
             assert!(!missing.contains(&covered), "{missing:?}");
         }
+        let hint = s["grant_hint"].as_str().unwrap();
         assert!(
-            s["grant_hint"]
-                .as_str()
-                .unwrap()
-                .contains("pveum acl modify /vms/100")
+            hint.contains("pveum acl modify /vms/100 --tokens 'user@realm!tokenname' --roles PVEAuditor"),
+            "{hint}"
+        );
+        // The write tools' privileges are no built-in read role's.
+        assert!(
+            hint.contains("VM.PowerMgmt") && hint.contains("--roles PVEMCPTools"),
+            "{hint}"
         );
         assert!(
             out.summary

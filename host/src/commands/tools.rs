@@ -215,8 +215,8 @@ fn privileges(tool: &ToolInfo) -> String {
         .privileges
         .iter()
         .map(|p| {
-            let names: Vec<String> = p.any_of.iter().map(|n| format!("`{n}`")).collect();
-            format!("{} on `{}`", names.join(" or "), p.path)
+            let names: Vec<String> = p.any_of.iter().map(|n| format!("`{}`", cell(n))).collect();
+            format!("{} on `{}`", names.join(" or "), cell(&p.path))
         })
         .collect();
     shown.join("; ")

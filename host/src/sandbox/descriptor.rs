@@ -4,7 +4,7 @@
 
 use super::bindings::exports::pve_mcp::guest::tools as guest;
 use crate::route::Route;
-use crate::tools::{Annotations, ToolInfo, parse_schema, valid_tool_name};
+use crate::tools::{Annotations, Privilege, ToolInfo, parse_schema, valid_tool_name};
 
 /// The component's tools, validated, in the order it lists them.
 pub fn tool_infos(descriptors: Vec<guest::ToolDescriptor>) -> anyhow::Result<Vec<ToolInfo>> {
@@ -50,7 +50,14 @@ fn tool_info(d: guest::ToolDescriptor) -> anyhow::Result<ToolInfo> {
                 )
             })?,
         waits: d.waits,
-        privileges: Vec::new(),
+        privileges: d
+            .privileges
+            .into_iter()
+            .map(|p| Privilege {
+                path: p.path,
+                any_of: p.any_of,
+            })
+            .collect(),
         name: d.name,
         title: d.title,
         description: d.description,
