@@ -35,6 +35,12 @@ fuzz CASES="1000000":
     PVE_MCP_FUZZ_CASES={{CASES}} cargo test --release -p pve-mcp --test fuzz_policy --test fuzz_config --test fuzz_audit_verify
     PVE_MCP_FUZZ_CASES={{CASES}} cargo test --release -p pve-mcp --test e2e fuzz_ -- --nocapture
 
+# Rewrite every generated file after a tool changes: the guest's schemas and privileges.json,
+# then the README's and docs/actions.md's tool tables (what `pve-mcp tools --markdown` prints).
+generate:
+    UPDATE_SCHEMAS=1 cargo test -q -p pve-mcp-guest --lib
+    UPDATE_DOCS=1 cargo test -q -p pve-mcp --test e2e tool_docs
+
 # Try pve-mcp on the embedded simulated cluster.
 demo:
     cargo run --release -p pve-mcp -- demo
