@@ -406,6 +406,74 @@ mod tests {
         assert!(err.problem.contains("token_secrte"), "{err}");
     }
 
+    /// Every key the sections declare with [`section::section!`].
+    fn declared() -> impl Iterator<Item = &'static section::Setting> {
+        [
+            SandboxLimits::SETTINGS,
+            http::HttpSettings::SETTINGS,
+            approvals::ApprovalSettings::SETTINGS,
+            audit::AuditSettings::SETTINGS,
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    #[test]
+    fn every_declared_default_lies_in_its_range() {
+        for s in declared() {
+            if let section::Value::Number { min, max, default } = s.value {
+                assert!(min <= max, "{s:?}");
+                if let Some(d) = default {
+                    assert!((min..=max).contains(&d), "{}.{}: {d}", s.section, s.key);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_variable_and_key_is_declared_once() {
+        let mut envs = std::collections::BTreeSet::new();
+        let mut keys = std::collections::BTreeSet::new();
+        for s in declared() {
+            assert!(
+                keys.insert((s.section, s.key)),
+                "{}.{} twice",
+                s.section,
+                s.key
+            );
+            if let Some(env) = s.env {
+                assert!(envs.insert(env), "{env} overrides two keys");
+            }
+        }
+        assert!(keys.len() > 30, "the sections declare only {}", keys.len());
+    }
+
+    #[test]
+    fn the_docs_list_every_declared_key_and_variable() {
+        let doc = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/configuration.md"
+        ));
+        for s in declared() {
+            let (key, table) = (
+                format!("`{}`", s.key),
+                format!("`[{}.{}]`", s.section, s.key),
+            );
+            assert!(
+                doc.contains(&key) || doc.contains(&table),
+                "docs/configuration.md does not list [{}] {}",
+                s.section,
+                s.key
+            );
+            if let Some(env) = s.env {
+                assert!(
+                    doc.contains(&format!("`{env}`")),
+                    "docs/configuration.md does not list {env}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn config_error_display_has_key_problem_and_fix() {
         let err = load_env(&[]).unwrap_err();
