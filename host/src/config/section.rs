@@ -127,8 +127,13 @@ pub fn flag(
 /// }
 /// ```
 ///
-/// `number` takes `default none` for an `Option` field that is derived when
-/// unset. A `custom` reader is `fn(&File, &Layers) -> Result<T, ConfigError>`
+/// A `number`'s default is one token (a literal or a constant) in the
+/// file's unit, `default none` for an `Option` field that is derived when
+/// unset; the unit (a function of [`units`]) turns it and the file's value
+/// into the field's type. `hint` ends the out-of-range fix of a key that
+/// has no variable (one that has gets [`Layers::whole_number`]'s message).
+/// The typed struct's derives are the caller's (`#[derive(...)]` before
+/// `settings`), since not every field can be compared. A `custom` reader is `fn(&File, &Layers) -> Result<T, ConfigError>`
 /// and its keys carry their file types. Keys are listed in file order,
 /// which is the order serde names them in when one is misspelt; values are
 /// read, and so their errors found, in the same order.
