@@ -13,7 +13,10 @@ mod fuzz_gen;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use pve_mcp::config::Config;
+use pve_mcp::config::approvals::ApprovalSettings;
+use pve_mcp::config::audit::AuditSettings;
+use pve_mcp::config::http::HttpSettings;
+use pve_mcp::config::{Config, SandboxLimits};
 use pve_mcp::error::ConfigError;
 use pve_mcp::policy::PolicySource;
 
@@ -75,7 +78,8 @@ conditions = [{ arg = "node", op = "in", value = ["pve1", "pve2"] }]
 "#;
 
 /// The variables the loader reads over the file (not those naming files:
-/// a hostile path such as a FIFO would only test the file system).
+/// a hostile path such as a FIFO would only test the file system), besides
+/// those the sections declare (see [`env_names`]).
 const ENV: &[&str] = &[
     "MCP_ALLOWED_HOSTS",
     "MCP_ALLOWED_ORIGINS",
@@ -107,6 +111,24 @@ const ENV: &[&str] = &[
     "PVE_USERNAME",
     "PVE_VERIFY_SSL",
 ];
+
+/// [`ENV`] and every variable a section declares, so a new setting is
+/// fuzzed without being listed here.
+fn env_names() -> Vec<&'static str> {
+    let declared = [
+        SandboxLimits::SETTINGS,
+        HttpSettings::SETTINGS,
+        ApprovalSettings::SETTINGS,
+        AuditSettings::SETTINGS,
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|s| s.env);
+    let mut names: Vec<&str> = ENV.iter().copied().chain(declared).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
 
 thread_local! {
     /// Each test thread's directory for the file under test.
@@ -150,7 +172,7 @@ proptest! {
     #[test]
     fn fuzz_config_environment(
         env in proptest::collection::vec(
-            (proptest::sample::select(ENV).prop_map(str::to_string), fuzz_gen::hostile_string()),
+            (proptest::sample::select(env_names()).prop_map(str::to_string), fuzz_gen::hostile_string()),
             1..4,
         ),
     ) {

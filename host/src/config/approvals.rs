@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::layered::{Layers, MIN_TOKEN_LEN, is_bearer_token};
 use super::listen::ListenAddr;
+use super::section::section;
 use crate::error::ConfigError;
 use crate::secret::Secret;
 
@@ -18,8 +19,10 @@ pub const TOKEN_ENV: &str = "PVE_MCP_ADMIN_TOKEN";
 /// A file holding the admin token, from the environment.
 pub const TOKEN_FILE_ENV: &str = "PVE_MCP_ADMIN_TOKEN_FILE";
 
+/// [`DEFAULT_TTL`] in seconds, as the file gives it.
+const DEFAULT_TTL_SECS: u64 = 900;
 /// Approvals count for 15 minutes unless configured.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(900);
+pub const DEFAULT_TTL: Duration = Duration::from_secs(DEFAULT_TTL_SECS);
 /// At most a week: an approval is for a call someone is waiting on.
 const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
 /// Open (pending) approvals one caller may have unless configured.
@@ -28,19 +31,6 @@ pub const DEFAULT_MAX_PENDING_PER_CALLER: usize = 20;
 pub const MAX_PENDING_PER_CALLER_ENV: &str = "PVE_MCP_APPROVALS_MAX_PENDING_PER_CALLER";
 /// The admin endpoint's address unless configured.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:7391";
-
-/// `[approvals]` as written in the file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileApprovals {
-    ttl_secs: Option<u64>,
-    max_pending_per_caller: Option<u64>,
-    elicitation: Option<bool>,
-    admin_listen: Option<String>,
-    admin_socket: Option<PathBuf>,
-    admin_token: Option<String>,
-    admin_token_file: Option<PathBuf>,
-}
 
 /// Where the admin endpoint listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +50,17 @@ impl std::fmt::Display for AdminAddress {
     }
 }
 
+impl Default for AdminAddress {
+    /// [`DEFAULT_ADMIN_LISTEN`].
+    fn default() -> Self {
+        AdminAddress::Tcp(
+            DEFAULT_ADMIN_LISTEN
+                .parse()
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 7391))),
+        )
+    }
+}
+
 /// The admin token and the setting it came from.
 #[derive(Debug, Clone)]
 pub struct AdminToken {
@@ -69,103 +70,71 @@ pub struct AdminToken {
     pub key: String,
 }
 
-/// The `[approvals]` settings.
-#[derive(Debug, Clone)]
-pub struct ApprovalSettings {
+section! {
+    /// `[approvals]` as written in the file.
+    file FileApprovals;
+    /// The `[approvals]` settings.
+    #[derive(Debug, Clone)]
+    settings ApprovalSettings in "approvals";
+
     /// How long a pending, approved or denied approval counts.
-    pub ttl: Duration,
+    ttl: Duration = number(
+        1..=MAX_TTL_SECS,
+        default DEFAULT_TTL_SECS,
+        secs,
+        hint " seconds (default 900)"
+    ) from ttl_secs;
     /// How many pending approvals one caller (bearer token, or session
     /// without one) may have open at once; a further call that needs a new
     /// approval is refused, so one agent cannot fill the store for all.
-    pub max_pending_per_caller: usize,
+    // At most the store-wide cap (crate::approval::store::MAX_RECORDS): a
+    // higher one would never be reached.
+    max_pending_per_caller: usize = number(
+        1..=10_000,
+        default DEFAULT_MAX_PENDING_PER_CALLER,
+        count,
+        env MAX_PENDING_PER_CALLER_ENV
+    ) from max_pending_per_caller;
     /// Whether clients that declare elicitation are asked with a form.
     /// Off when the client cannot be trusted to put the question to a
     /// person (a harness that answers forms itself): then every approval
     /// goes through the admin endpoint.
-    pub elicitation: bool,
+    elicitation: bool = flag(default true) from elicitation;
     /// Where the admin endpoint listens.
-    pub admin: AdminAddress,
+    admin: AdminAddress = custom(read_admin, AdminAddress::default())
+        from admin_listen: Option<String>, admin_socket: Option<PathBuf>;
     /// The admin token; required once any tool needs approval.
-    pub admin_token: Option<AdminToken>,
+    admin_token: Option<AdminToken> = custom(read_admin_token, None)
+        from admin_token: Option<String>, admin_token_file: Option<PathBuf>;
 }
 
-impl Default for ApprovalSettings {
-    fn default() -> Self {
-        ApprovalSettings {
-            ttl: DEFAULT_TTL,
-            max_pending_per_caller: DEFAULT_MAX_PENDING_PER_CALLER,
-            elicitation: true,
-            admin: AdminAddress::Tcp(
-                DEFAULT_ADMIN_LISTEN
-                    .parse()
-                    .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 7391))),
-            ),
-            admin_token: None,
+fn read_admin(file: &FileApprovals, layers: &Layers<'_>) -> Result<AdminAddress, ConfigError> {
+    let key = |name: &str| layers.file_key(name);
+    match (&file.admin_listen, &file.admin_socket) {
+        (Some(_), Some(_)) => Err(ConfigError::new(
+            key("admin_socket"),
+            "both admin_listen and admin_socket are set",
+            "keep one: admin_listen = \"127.0.0.1:PORT\" or admin_socket = \"/path/admin.sock\"",
+        )),
+        (Some(listen), None) => Ok(AdminAddress::Tcp(admin_listen(
+            listen,
+            &key("admin_listen"),
+        )?)),
+        (None, Some(path)) => {
+            if path.as_os_str().is_empty() || path.is_dir() {
+                return Err(ConfigError::new(
+                    key("admin_socket"),
+                    format!("{:?} is not a socket path", path.display().to_string()),
+                    "give the path of the socket file to create, e.g. /run/pve-mcp/admin.sock",
+                ));
+            }
+            Ok(AdminAddress::Unix(path.clone()))
         }
+        (None, None) => Ok(AdminAddress::default()),
     }
 }
 
 impl ApprovalSettings {
-    /// Reads the section (from `file_name`) and the environment.
-    pub fn load(
-        file: &FileApprovals,
-        file_name: &str,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<ApprovalSettings, ConfigError> {
-        let layers = Layers::new(env, "approvals", file_name);
-        let key = |name: &str| layers.file_key(name);
-        let ttl = match file.ttl_secs {
-            None => DEFAULT_TTL,
-            Some(secs @ 1..=MAX_TTL_SECS) => Duration::from_secs(secs),
-            Some(secs) => {
-                return Err(ConfigError::new(
-                    key("ttl_secs"),
-                    format!("{secs} is out of range"),
-                    format!("use between 1 and {MAX_TTL_SECS} seconds (default 900)"),
-                ));
-            }
-        };
-        let admin = match (&file.admin_listen, &file.admin_socket) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::new(
-                    key("admin_socket"),
-                    "both admin_listen and admin_socket are set",
-                    "keep one: admin_listen = \"127.0.0.1:PORT\" or admin_socket = \"/path/admin.sock\"",
-                ));
-            }
-            (Some(listen), None) => AdminAddress::Tcp(admin_listen(listen, &key("admin_listen"))?),
-            (None, Some(path)) => {
-                if path.as_os_str().is_empty() || path.is_dir() {
-                    return Err(ConfigError::new(
-                        key("admin_socket"),
-                        format!("{:?} is not a socket path", path.display().to_string()),
-                        "give the path of the socket file to create, e.g. /run/pve-mcp/admin.sock",
-                    ));
-                }
-                AdminAddress::Unix(path.clone())
-            }
-            (None, None) => ApprovalSettings::default().admin,
-        };
-        // At most the store-wide cap (crate::approval::store::MAX_RECORDS):
-        // a higher one would never be reached.
-        let max_pending_per_caller = layers
-            .whole_number(
-                MAX_PENDING_PER_CALLER_ENV,
-                "max_pending_per_caller",
-                file.max_pending_per_caller,
-                (1, 10_000),
-            )?
-            .map_or(DEFAULT_MAX_PENDING_PER_CALLER, |n| n as usize);
-        let admin_token = load_token(file, &layers)?;
-        Ok(ApprovalSettings {
-            ttl,
-            max_pending_per_caller,
-            elicitation: file.elicitation.unwrap_or(true),
-            admin,
-            admin_token,
-        })
-    }
-
     /// Reads only `[approvals]` from the file (and the environment), for
     /// `pve-mcp approvals`: a person approving calls needs no Proxmox
     /// credentials, so the rest of the file is not checked here.
@@ -209,7 +178,7 @@ pub fn missing_token(why: &str) -> ConfigError {
 /// `[approvals]`, since a person approving calls needs no Proxmox
 /// credentials and must not be stopped by a problem in another section.
 /// Other keys are therefore ignored here rather than denied; the server
-/// reads the whole file, strictly, through [`super::Config::load`].
+/// reads the whole file, strictly, when it starts.
 #[derive(Deserialize)]
 struct ApprovalsOnly {
     approvals: Option<toml::Value>,
@@ -239,7 +208,7 @@ fn admin_listen(raw: &str, key: &str) -> Result<SocketAddr, ConfigError> {
     Ok(addr)
 }
 
-fn load_token(
+fn read_admin_token(
     file: &FileApprovals,
     layers: &Layers<'_>,
 ) -> Result<Option<AdminToken>, ConfigError> {

@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
-
 use super::layered::{Layers, Sourced};
+use super::section::section;
 use crate::error::ConfigError;
 
 /// Where the records go when the file is `-`.
@@ -13,18 +12,6 @@ pub const STDERR_PATH: &str = "-";
 
 /// Rotation size when `max_size_mib` is not set.
 pub const DEFAULT_MAX_SIZE_MIB: f64 = 64.0;
-
-/// The `[audit]` section as written in the file.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileAudit {
-    path: Option<String>,
-    stderr: Option<bool>,
-    include_arguments: Option<bool>,
-    max_size_mib: Option<f64>,
-    on_failure: Option<String>,
-    fsync: Option<bool>,
-}
 
 /// What to do with a call whose audit record cannot be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,34 +23,29 @@ pub enum OnFailure {
     Continue,
 }
 
-/// The audit log's settings; `None` path and no stderr means it is off.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AuditSettings {
-    /// The JSONL file; `None` for no file (off, or stderr only).
-    pub path: Option<PathBuf>,
-    /// Also write every record to stderr.
-    pub stderr: bool,
-    /// Record the (redacted) argument values, not only their hash.
-    pub include_arguments: bool,
-    /// Rotate the file before it grows past this; 0 never rotates.
-    pub max_size_bytes: u64,
-    /// What a write failure does to the call.
-    pub on_failure: OnFailure,
-    /// `fsync` after every record, so a power loss loses nothing either.
-    pub fsync: bool,
-}
+section! {
+    /// The `[audit]` section as written in the file.
+    #[derive(Clone)]
+    file FileAudit;
+    /// The audit log's settings; `None` path and no stderr means it is off.
+    #[derive(Debug, Clone, PartialEq)]
+    settings AuditSettings in "audit";
 
-impl Default for AuditSettings {
-    fn default() -> Self {
-        Self {
-            path: None,
-            stderr: false,
-            include_arguments: false,
-            max_size_bytes: (DEFAULT_MAX_SIZE_MIB * 1024.0 * 1024.0) as u64,
-            on_failure: OnFailure::Refuse,
-            fsync: false,
-        }
-    }
+    /// The JSONL file; `None` for no file (off, or stderr only).
+    path: Option<PathBuf> = custom(read_path, None) from path: Option<String>;
+    /// Also write every record to stderr.
+    stderr: bool = custom(read_stderr, false) from stderr: Option<bool>;
+    /// Record the (redacted) argument values, not only their hash.
+    include_arguments: bool = flag(default false, env "PVE_MCP_AUDIT_INCLUDE_ARGUMENTS")
+        from include_arguments;
+    /// Rotate the file before it grows past this; 0 never rotates.
+    max_size_bytes: u64 = custom(read_max_size, mib_bytes(DEFAULT_MAX_SIZE_MIB))
+        from max_size_mib: Option<f64>;
+    /// What a write failure does to the call.
+    on_failure: OnFailure = custom(read_on_failure, OnFailure::Refuse)
+        from on_failure: Option<String>;
+    /// `fsync` after every record, so a power loss loses nothing either.
+    fsync: bool = flag(default false, env "PVE_MCP_AUDIT_FSYNC") from fsync;
 }
 
 impl AuditSettings {
@@ -71,92 +53,87 @@ impl AuditSettings {
     pub fn enabled(&self) -> bool {
         self.path.is_some() || self.stderr
     }
+}
 
-    /// Reads the section, with `PVE_MCP_AUDIT_*` overriding its keys.
-    pub fn load(
-        file: &FileAudit,
-        file_name: &str,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<AuditSettings, ConfigError> {
-        let layers = Layers::new(env, "audit", file_name);
-        let mut settings = AuditSettings::default();
+fn path_text(file: &FileAudit, layers: &Layers<'_>) -> Option<Sourced<String>> {
+    layers.text("PVE_MCP_AUDIT_PATH", "path", file.path.as_ref())
+}
 
-        let path = layers.text("PVE_MCP_AUDIT_PATH", "path", file.path.as_ref());
-        let mut stderr = layers
-            .boolean("PVE_MCP_AUDIT_STDERR", "stderr", file.stderr)?
-            .map(|s| s.value);
-        if let Some(path) = path {
-            if path.value.trim().is_empty() {
-                return Err(ConfigError::new(
-                    path.key,
-                    "the path is empty",
-                    "set a file such as /var/log/pve-mcp/audit.jsonl, or \"-\" for stderr only",
-                ));
-            }
-            if path.value == STDERR_PATH {
-                stderr = Some(true);
-            } else {
-                settings.path = Some(PathBuf::from(path.value));
-            }
-        }
-        settings.stderr = stderr.unwrap_or(false);
-        settings.include_arguments = layers
-            .boolean(
-                "PVE_MCP_AUDIT_INCLUDE_ARGUMENTS",
-                "include_arguments",
-                file.include_arguments,
-            )?
-            .is_some_and(|s| s.value);
-        settings.fsync = layers
-            .boolean("PVE_MCP_AUDIT_FSYNC", "fsync", file.fsync)?
-            .is_some_and(|s| s.value);
+/// The file, unless the path is [`STDERR_PATH`].
+fn read_path(file: &FileAudit, layers: &Layers<'_>) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(path) = path_text(file, layers) else {
+        return Ok(None);
+    };
+    if path.value.trim().is_empty() {
+        return Err(ConfigError::new(
+            path.key,
+            "the path is empty",
+            "set a file such as /var/log/pve-mcp/audit.jsonl, or \"-\" for stderr only",
+        ));
+    }
+    Ok((path.value != STDERR_PATH).then(|| PathBuf::from(path.value)))
+}
 
-        let size = layers.try_pick(
-            "PVE_MCP_AUDIT_MAX_SIZE_MIB",
-            "max_size_mib",
-            file.max_size_mib,
-            |raw, key| {
-                raw.trim().parse::<f64>().map_err(|_| {
-                    ConfigError::new(
-                        key,
-                        format!("{raw:?} is not a number"),
-                        "give the size in MiB, e.g. 64 (0 never rotates)",
-                    )
-                })
-            },
-        )?;
-        if let Some(Sourced {
-            value: mib, key, ..
-        }) = size
-        {
-            if !(mib == 0.0 || (1.0 / 1024.0..=1024.0 * 1024.0).contains(&mib)) {
-                return Err(ConfigError::new(
+/// `stderr`, or a path of [`STDERR_PATH`], which turns it on whatever
+/// `stderr` says.
+fn read_stderr(file: &FileAudit, layers: &Layers<'_>) -> Result<bool, ConfigError> {
+    let stderr = layers
+        .boolean("PVE_MCP_AUDIT_STDERR", "stderr", file.stderr)?
+        .is_some_and(|s| s.value);
+    Ok(stderr || path_text(file, layers).is_some_and(|p| p.value == STDERR_PATH))
+}
+
+fn mib_bytes(mib: f64) -> u64 {
+    (mib * 1024.0 * 1024.0) as u64
+}
+
+fn read_max_size(file: &FileAudit, layers: &Layers<'_>) -> Result<u64, ConfigError> {
+    let size = layers.try_pick(
+        "PVE_MCP_AUDIT_MAX_SIZE_MIB",
+        "max_size_mib",
+        file.max_size_mib,
+        |raw, key| {
+            raw.trim().parse::<f64>().map_err(|_| {
+                ConfigError::new(
                     key,
-                    format!("{mib} MiB is out of range"),
-                    "use 0 (never rotate) or a size between 0.001 (1 KiB) and 1048576 MiB",
-                ));
-            }
-            settings.max_size_bytes = (mib * 1024.0 * 1024.0) as u64;
-        }
+                    format!("{raw:?} is not a number"),
+                    "give the size in MiB, e.g. 64 (0 never rotates)",
+                )
+            })
+        },
+    )?;
+    let Some(Sourced {
+        value: mib, key, ..
+    }) = size
+    else {
+        return Ok(mib_bytes(DEFAULT_MAX_SIZE_MIB));
+    };
+    if !(mib == 0.0 || (1.0 / 1024.0..=1024.0 * 1024.0).contains(&mib)) {
+        return Err(ConfigError::new(
+            key,
+            format!("{mib} MiB is out of range"),
+            "use 0 (never rotate) or a size between 0.001 (1 KiB) and 1048576 MiB",
+        ));
+    }
+    Ok(mib_bytes(mib))
+}
 
-        if let Some(Sourced { value, key, .. }) = layers.text(
-            "PVE_MCP_AUDIT_ON_FAILURE",
-            "on_failure",
-            file.on_failure.as_ref(),
-        ) {
-            settings.on_failure = match value.trim().to_ascii_lowercase().as_str() {
-                "refuse" => OnFailure::Refuse,
-                "continue" => OnFailure::Continue,
-                _ => {
-                    return Err(ConfigError::new(
-                        key,
-                        format!("{value:?} is not a failure mode"),
-                        "use \"refuse\" (the default: a call that cannot be recorded is refused) or \"continue\"",
-                    ));
-                }
-            };
-        }
-        Ok(settings)
+fn read_on_failure(file: &FileAudit, layers: &Layers<'_>) -> Result<OnFailure, ConfigError> {
+    let Some(Sourced { value, key, .. }) = layers.text(
+        "PVE_MCP_AUDIT_ON_FAILURE",
+        "on_failure",
+        file.on_failure.as_ref(),
+    ) else {
+        return Ok(OnFailure::Refuse);
+    };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "refuse" => Ok(OnFailure::Refuse),
+        "continue" => Ok(OnFailure::Continue),
+        _ => Err(ConfigError::new(
+            key,
+            format!("{value:?} is not a failure mode"),
+            "use \"refuse\" (the default: a call that cannot be recorded is refused) or \"continue\"",
+        )),
     }
 }
 

@@ -3,49 +3,25 @@
 //! environment variable that overrides it, like the reference server's
 //! `MCP_TRANSPORT`, `MCP_HOST`, `MCP_PORT` and `MCP_PATH`.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+pub mod tokens;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
+use indexmap::IndexMap;
 
+pub use self::tokens::{DEFAULT_TOKEN_NAME, NamedToken};
 use super::allow_list::{HostEntry, OriginEntry, parse_host_entry, parse_origin_entry};
-use super::layered::{Layers, MIN_TOKEN_LEN, Sourced, is_bearer_token, read_secret_file};
+use super::layered::{Layers, Sourced};
 use super::listen::{ListenAddr, ListenHost};
+use super::section::section;
 use crate::error::ConfigError;
-use crate::secret::Secret;
 use crate::tls::server::{ServerTls, TlsFiles};
 
 /// The reference server's default port.
 pub const DEFAULT_PORT: u16 = 8000;
 /// The reference server's default endpoint path.
 pub const DEFAULT_PATH: &str = "/mcp";
-/// The name of the token given by `MCP_AUTH_TOKEN`.
-pub const DEFAULT_TOKEN_NAME: &str = "default";
-
-/// The `[http]` section of the configuration file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileHttp {
-    listen: Option<String>,
-    path: Option<String>,
-    #[serde(default)]
-    tokens: indexmap::IndexMap<String, String>,
-    allowed_origins: Option<Vec<String>>,
-    allowed_hosts: Option<Vec<String>>,
-    tls_cert: Option<PathBuf>,
-    tls_key: Option<PathBuf>,
-    max_body_kib: Option<u64>,
-    session_idle_secs: Option<u64>,
-    session_id_prefix: Option<String>,
-    max_sessions: Option<u64>,
-    max_sessions_per_token: Option<u64>,
-    max_calls_per_session: Option<u64>,
-    max_connections: Option<u64>,
-    max_anonymous_connections_per_peer: Option<u64>,
-    header_timeout_secs: Option<u64>,
-    shutdown_grace_secs: Option<u64>,
-}
 
 /// Where to listen, before name resolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,89 +34,86 @@ pub struct Listen {
     pub key: String,
 }
 
-/// A bearer token and the name the audit log knows its holder by.
-#[derive(Debug, Clone)]
-pub struct NamedToken {
-    /// The name (`default` for `MCP_AUTH_TOKEN`).
-    pub name: Arc<str>,
-    /// The token itself.
-    pub secret: Secret,
+impl Default for Listen {
+    /// The reference server's port on loopback, named as `MCP_HOST` would
+    /// name it.
+    fn default() -> Self {
+        Listen {
+            host: ListenHost::Ip(std::net::Ipv4Addr::LOCALHOST.into()),
+            port: DEFAULT_PORT,
+            key: "MCP_HOST".into(),
+        }
+    }
 }
 
-/// The Streamable HTTP settings, resolved from the file and the environment.
-#[derive(Debug, Clone)]
-pub struct HttpSettings {
+section! {
+    /// The `[http]` section of the configuration file.
+    file FileHttp;
+    /// The Streamable HTTP settings, resolved from the file and the environment.
+    #[derive(Debug, Clone)]
+    settings HttpSettings in "http";
+
     /// `MCP_TRANSPORT=streamable-http` or an `[http] listen` key asks for
     /// HTTP; `serve --http` asks regardless.
-    pub requested: bool,
+    requested: bool = custom(read_requested, false);
     /// Where to listen.
-    pub listen: Listen,
+    listen: Listen = custom(read_listen, Listen::default()) from listen: Option<String>;
     /// The MCP endpoint's path.
-    pub path: String,
+    path: String = custom(read_path, DEFAULT_PATH.into()) from path: Option<String>;
     /// The accepted bearer tokens; none means no authentication, which is
     /// only allowed on a loopback address.
-    pub tokens: Vec<NamedToken>,
+    tokens: Vec<NamedToken> = custom(read_tokens, Vec::new())
+        from #[serde(default)] tokens: IndexMap<String, String>;
     /// Allowed `Origin` values; `None` means the loopback defaults.
-    pub allowed_origins: Option<Vec<OriginEntry>>,
+    allowed_origins: Option<Vec<OriginEntry>> = custom(read_origins, None)
+        from allowed_origins: Option<Vec<String>>;
     /// Allowed `Host` values; `None` means the loopback defaults.
-    pub allowed_hosts: Option<Vec<HostEntry>>,
+    allowed_hosts: Option<Vec<HostEntry>> = custom(read_hosts, None)
+        from allowed_hosts: Option<Vec<String>>;
     /// TLS for the endpoint itself, with its certificate already loaded.
-    pub tls: Option<ServerTls>,
+    tls: Option<ServerTls> = custom(read_tls, None)
+        from tls_cert: Option<PathBuf>, tls_key: Option<PathBuf>;
     /// Largest accepted request body.
-    pub max_body_bytes: usize,
+    max_body_bytes: usize = number(1..=65536, default 4096, kib, env "MCP_MAX_BODY_KIB")
+        from max_body_kib;
     /// A session with no traffic for this long is closed.
-    pub session_idle: Duration,
+    session_idle: Duration = number(1..=7 * 86400, default 1800, secs, env "MCP_SESSION_IDLE_SECS")
+        from session_idle_secs;
     /// What every session id this process issues starts with, so a load
     /// balancer in front of several replicas can send a session's requests
     /// to the replica that holds it; `None`: bare random ids.
-    pub session_id_prefix: Option<String>,
+    session_id_prefix: Option<String> = custom(read_session_id_prefix, None)
+        from session_id_prefix: Option<String>;
     /// Sessions open at once; more initializations get 503.
-    pub max_sessions: usize,
+    max_sessions: usize = number(1..=100_000, default 512, count, env "MCP_MAX_SESSIONS")
+        from max_sessions;
     /// Sessions one bearer token may hold open at once; more
     /// initializations with it get 429. Without tokens there is no one to
     /// count them against, and only `max_sessions` applies.
-    pub max_sessions_per_token: usize,
+    max_sessions_per_token: usize =
+        number(1..=100_000, default 128, count, env "MCP_MAX_SESSIONS_PER_TOKEN")
+        from max_sessions_per_token;
     /// Tool calls one session (or, without a session, one token's
     /// stateless requests together) may run at once; more get a tool error.
-    pub max_calls_per_session: usize,
+    max_calls_per_session: usize =
+        number(1..=1024, default 16, count, env "MCP_MAX_CALLS_PER_SESSION")
+        from max_calls_per_session;
     /// Open connections; `None` means 4 per session plus 64.
-    pub max_connections: Option<usize>,
+    max_connections: Option<usize> =
+        number(1..=1_000_000, default none, count, env "MCP_MAX_CONNECTIONS")
+        from max_connections;
     /// Connections from one address (an IPv4 address or an IPv6 /64) that
     /// have not yet sent a request that passed the token check.
-    pub max_anonymous_connections_per_peer: usize,
+    max_anonymous_connections_per_peer: usize =
+        number(1..=1_000_000, default 256, count, env "MCP_MAX_ANONYMOUS_CONNECTIONS_PER_PEER")
+        from max_anonymous_connections_per_peer;
     /// How long a new connection may take to send its first complete
     /// request header (TLS handshake included).
-    pub header_timeout: Duration,
+    header_timeout: Duration = number(1..=300, default 10, secs, env "MCP_HEADER_TIMEOUT_SECS")
+        from header_timeout_secs;
     /// How long in-flight calls may run on after SIGTERM or SIGINT.
-    pub shutdown_grace: Duration,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        HttpSettings {
-            requested: false,
-            listen: Listen {
-                host: ListenHost::Ip(std::net::Ipv4Addr::LOCALHOST.into()),
-                port: DEFAULT_PORT,
-                key: "MCP_HOST".into(),
-            },
-            path: DEFAULT_PATH.into(),
-            tokens: Vec::new(),
-            allowed_origins: None,
-            allowed_hosts: None,
-            tls: None,
-            max_body_bytes: 4 << 20,
-            session_idle: Duration::from_secs(1800),
-            session_id_prefix: None,
-            max_sessions: 512,
-            max_sessions_per_token: 128,
-            max_calls_per_session: 16,
-            max_connections: None,
-            max_anonymous_connections_per_peer: 256,
-            header_timeout: Duration::from_secs(10),
-            shutdown_grace: Duration::from_secs(30),
-        }
-    }
+    shutdown_grace: Duration = number(1..=3600, default 30, secs, env "MCP_SHUTDOWN_GRACE_SECS")
+        from shutdown_grace_secs;
 }
 
 /// `MCP_TRANSPORT`: `Some(true)` for Streamable HTTP, `Some(false)` for
@@ -187,14 +160,19 @@ pub fn load(
     file_name: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HttpSettings, ConfigError> {
-    let layers = Layers::new(env, "http", file_name);
-    let d = HttpSettings::default();
+    HttpSettings::load(file, file_name, env)
+}
 
-    let requested = match transport_from_env(&|k| layers.env(k))? {
+fn read_requested(file: &FileHttp, layers: &Layers<'_>) -> Result<bool, ConfigError> {
+    Ok(match transport_from_env(&|k| layers.env(k))? {
         Some(http) => http,
         None => file.listen.is_some(),
-    };
+    })
+}
 
+/// `listen` gives both parts; `MCP_HOST` and `MCP_PORT` override one each,
+/// as in the reference server.
+fn read_listen(file: &FileHttp, layers: &Layers<'_>) -> Result<Listen, ConfigError> {
     let port_env = match layers.env("MCP_PORT") {
         Some(raw) => Some(raw.trim().parse::<u16>().map_err(|_| {
             ConfigError::new(
@@ -205,7 +183,7 @@ pub fn load(
         })?),
         None => None,
     };
-    let mut listen = d.listen.clone();
+    let mut listen = Listen::default();
     if let Some(text) = layers.file("listen", file.listen.as_deref()) {
         let addr = parse_listen(text.value, &text.key)?;
         listen = Listen {
@@ -229,25 +207,43 @@ pub fn load(
     if let Some(port) = port_env {
         listen.port = port;
     }
+    Ok(listen)
+}
 
-    let path = match layers.pick("MCP_PATH", "path", file.path.clone(), |p| {
+fn read_path(file: &FileHttp, layers: &Layers<'_>) -> Result<String, ConfigError> {
+    match layers.pick("MCP_PATH", "path", file.path.clone(), |p| {
         p.trim().to_string()
     }) {
-        Some(p) => validate_path(&p.value, &p.key)?,
-        None => d.path.clone(),
-    };
+        Some(p) => validate_path(&p.value, &p.key),
+        None => Ok(DEFAULT_PATH.into()),
+    }
+}
 
-    let tokens = load_tokens(file, &layers)?;
+fn read_tokens(file: &FileHttp, layers: &Layers<'_>) -> Result<Vec<NamedToken>, ConfigError> {
+    tokens::load(&file.tokens, layers)
+}
 
-    let list = |env_key: &str, key: &str, value: &Option<Vec<String>>| {
-        layers.pick(env_key, key, value.clone(), |raw| {
-            raw.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-    };
-    let allowed_origins = list(
+/// An allow-list from the file, or from a comma-separated variable.
+fn list(
+    layers: &Layers<'_>,
+    env_key: &str,
+    key: &str,
+    value: &Option<Vec<String>>,
+) -> Option<Sourced<Vec<String>>> {
+    layers.pick(env_key, key, value.clone(), |raw| {
+        raw.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    })
+}
+
+fn read_origins(
+    file: &FileHttp,
+    layers: &Layers<'_>,
+) -> Result<Option<Vec<OriginEntry>>, ConfigError> {
+    list(
+        layers,
         "MCP_ALLOWED_ORIGINS",
         "allowed_origins",
         &file.allowed_origins,
@@ -259,8 +255,11 @@ pub fn load(
             "list origins as scheme://host[:port], e.g. https://agents.example.com",
         )
     })
-    .transpose()?;
-    let allowed_hosts = list("MCP_ALLOWED_HOSTS", "allowed_hosts", &file.allowed_hosts)
+    .transpose()
+}
+
+fn read_hosts(file: &FileHttp, layers: &Layers<'_>) -> Result<Option<Vec<HostEntry>>, ConfigError> {
+    list(layers, "MCP_ALLOWED_HOSTS", "allowed_hosts", &file.allowed_hosts)
         .map(|hosts| {
             entries(
                 hosts,
@@ -268,37 +267,40 @@ pub fn load(
                 "list the names clients use to reach pve-mcp, as host or host:port, e.g. mcp.example.com",
             )
         })
-        .transpose()?;
+        .transpose()
+}
 
-    let tls = match (
+fn read_tls(file: &FileHttp, layers: &Layers<'_>) -> Result<Option<ServerTls>, ConfigError> {
+    match (
         layers.path("MCP_TLS_CERT", "tls_cert", &file.tls_cert),
         layers.path("MCP_TLS_KEY", "tls_key", &file.tls_key),
     ) {
         // Built now, so a bad file is a start-up error naming the key.
-        (Some(cert), Some(key)) => Some(ServerTls::load(&TlsFiles {
+        (Some(cert), Some(key)) => Ok(Some(ServerTls::load(&TlsFiles {
             cert: cert.value,
             key: key.value,
             cert_key: cert.key,
             key_key: key.key,
-        })?),
-        (None, None) => None,
-        (Some(cert), None) => {
-            return Err(ConfigError::new(
-                cert.key,
-                "a TLS certificate without its key",
-                "set MCP_TLS_KEY (or http.tls_key) to the PEM private key",
-            ));
-        }
-        (None, Some(key)) => {
-            return Err(ConfigError::new(
-                key.key,
-                "a TLS key without its certificate",
-                "set MCP_TLS_CERT (or http.tls_cert) to the PEM certificate chain",
-            ));
-        }
-    };
+        })?)),
+        (None, None) => Ok(None),
+        (Some(cert), None) => Err(ConfigError::new(
+            cert.key,
+            "a TLS certificate without its key",
+            "set MCP_TLS_KEY (or http.tls_key) to the PEM private key",
+        )),
+        (None, Some(key)) => Err(ConfigError::new(
+            key.key,
+            "a TLS key without its certificate",
+            "set MCP_TLS_CERT (or http.tls_cert) to the PEM certificate chain",
+        )),
+    }
+}
 
-    let session_id_prefix = layers
+fn read_session_id_prefix(
+    file: &FileHttp,
+    layers: &Layers<'_>,
+) -> Result<Option<String>, ConfigError> {
+    layers
         .pick(
             "MCP_SESSION_ID_PREFIX",
             "session_id_prefix",
@@ -306,94 +308,7 @@ pub fn load(
             |v| v,
         )
         .map(|p| parse_session_id_prefix(&p.value, &p.key))
-        .transpose()?;
-
-    let number = |env_key: &str, key: &str, value: Option<u64>, range: (u64, u64)| {
-        layers.whole_number(env_key, key, value, range)
-    };
-    let max_body_bytes = number(
-        "MCP_MAX_BODY_KIB",
-        "max_body_kib",
-        file.max_body_kib,
-        (1, 65536),
-    )?
-    .map_or(d.max_body_bytes, |k| (k as usize) << 10);
-    let session_idle = number(
-        "MCP_SESSION_IDLE_SECS",
-        "session_idle_secs",
-        file.session_idle_secs,
-        (1, 7 * 86400),
-    )?
-    .map_or(d.session_idle, Duration::from_secs);
-    let max_sessions = number(
-        "MCP_MAX_SESSIONS",
-        "max_sessions",
-        file.max_sessions,
-        (1, 100_000),
-    )?
-    .map_or(d.max_sessions, |n| n as usize);
-    let max_sessions_per_token = number(
-        "MCP_MAX_SESSIONS_PER_TOKEN",
-        "max_sessions_per_token",
-        file.max_sessions_per_token,
-        (1, 100_000),
-    )?
-    .map_or(d.max_sessions_per_token, |n| n as usize);
-    let max_connections = number(
-        "MCP_MAX_CONNECTIONS",
-        "max_connections",
-        file.max_connections,
-        (1, 1_000_000),
-    )?
-    .map(|n| n as usize);
-    let max_anonymous_connections_per_peer = number(
-        "MCP_MAX_ANONYMOUS_CONNECTIONS_PER_PEER",
-        "max_anonymous_connections_per_peer",
-        file.max_anonymous_connections_per_peer,
-        (1, 1_000_000),
-    )?
-    .map_or(d.max_anonymous_connections_per_peer, |n| n as usize);
-    let header_timeout = number(
-        "MCP_HEADER_TIMEOUT_SECS",
-        "header_timeout_secs",
-        file.header_timeout_secs,
-        (1, 300),
-    )?
-    .map_or(d.header_timeout, Duration::from_secs);
-    let max_calls_per_session = number(
-        "MCP_MAX_CALLS_PER_SESSION",
-        "max_calls_per_session",
-        file.max_calls_per_session,
-        (1, 1024),
-    )?
-    .map_or(d.max_calls_per_session, |n| n as usize);
-    let shutdown_grace = number(
-        "MCP_SHUTDOWN_GRACE_SECS",
-        "shutdown_grace_secs",
-        file.shutdown_grace_secs,
-        (1, 3600),
-    )?
-    .map_or(d.shutdown_grace, Duration::from_secs);
-
-    Ok(HttpSettings {
-        requested,
-        listen,
-        path,
-        tokens,
-        allowed_origins,
-        allowed_hosts,
-        tls,
-        max_body_bytes,
-        session_idle,
-        session_id_prefix,
-        max_sessions,
-        max_sessions_per_token,
-        max_calls_per_session,
-        max_connections,
-        max_anonymous_connections_per_peer,
-        header_timeout,
-        shutdown_grace,
-    })
+        .transpose()
 }
 
 /// Parses every entry of an allow-list, naming the list's key on a bad one.
@@ -449,85 +364,6 @@ fn parse_session_id_prefix(text: &str, key: &str) -> Result<String, ConfigError>
             ),
         ))
     }
-}
-
-fn valid_token_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-fn load_tokens(file: &FileHttp, layers: &Layers<'_>) -> Result<Vec<NamedToken>, ConfigError> {
-    let section = layers.file_key("tokens");
-    // (name, token, where it came from), in file order.
-    let mut found: Vec<(String, String, String)> = Vec::new();
-    for (key, value) in &file.tokens {
-        let (name, from_file) = match key.strip_suffix("_file") {
-            Some(name) => (name, true),
-            None => (key.as_str(), false),
-        };
-        let where_ = format!("{section}.{key}");
-        if !valid_token_name(name) {
-            return Err(ConfigError::new(
-                where_,
-                format!("{name:?} is not a valid token name"),
-                "name tokens with letters, digits, '-', '_' and '.'; the audit log shows the name",
-            ));
-        }
-        if found.iter().any(|(n, _, _)| n == name) {
-            return Err(ConfigError::new(
-                where_,
-                format!("token {name:?} is given twice (inline and as a file)"),
-                format!("keep one of {name} and {name}_file"),
-            ));
-        }
-        let token = if from_file {
-            read_secret_file(Path::new(value), &where_, "token")?
-        } else {
-            value.clone()
-        };
-        found.push((name.to_string(), token, where_));
-    }
-    let env_token = layers.secret(
-        layers
-            .env_sourced("MCP_AUTH_TOKEN")
-            .map(|t| t.map(|t| t.trim().to_string())),
-        layers
-            .env_sourced("MCP_AUTH_TOKEN_FILE")
-            .map(|p| p.map(|p| PathBuf::from(p.trim()))),
-        "token",
-    )?;
-    if let Some(token) = env_token {
-        found.retain(|(n, _, _)| n != DEFAULT_TOKEN_NAME);
-        found.insert(0, (DEFAULT_TOKEN_NAME.to_string(), token.value, token.key));
-    }
-    let mut tokens: Vec<NamedToken> = Vec::with_capacity(found.len());
-    for (name, token, key) in found {
-        if !is_bearer_token(&token) {
-            return Err(ConfigError::new(
-                key,
-                format!(
-                    "the token for {name:?} is shorter than {MIN_TOKEN_LEN} characters or has characters a bearer token cannot carry"
-                ),
-                format!(
-                    "use a random token of at least {MIN_TOKEN_LEN} characters, e.g. the output of `openssl rand -hex 32`"
-                ),
-            ));
-        }
-        if tokens.iter().any(|t| t.secret.expose() == token) {
-            return Err(ConfigError::new(
-                key,
-                format!("the token for {name:?} is the same as another token"),
-                "give every agent its own token, so the audit log can tell them apart",
-            ));
-        }
-        tokens.push(NamedToken {
-            name: Arc::from(name),
-            secret: Secret::new(token),
-        });
-    }
-    Ok(tokens)
 }
 
 #[cfg(test)]

@@ -1,0 +1,109 @@
+//! The bearer tokens of `[http]`: named ones in `[http.tokens]` and the
+//! reference server's `MCP_AUTH_TOKEN`. The audit log knows each caller by
+//! its token's name.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use crate::config::layered::{Layers, MIN_TOKEN_LEN, is_bearer_token, read_secret_file};
+use crate::error::ConfigError;
+use crate::secret::Secret;
+
+/// The name of the token given by `MCP_AUTH_TOKEN`.
+pub const DEFAULT_TOKEN_NAME: &str = "default";
+
+/// A bearer token and the name the audit log knows its holder by.
+#[derive(Debug, Clone)]
+pub struct NamedToken {
+    /// The name (`default` for `MCP_AUTH_TOKEN`).
+    pub name: Arc<str>,
+    /// The token itself.
+    pub secret: Secret,
+}
+
+fn valid_token_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// The tokens of `[http.tokens]` (inline, or `NAME_file` naming a file that
+/// holds one) and `MCP_AUTH_TOKEN`(`_FILE`), which replaces the file's
+/// `default` and comes first. Every token must be strong and unique.
+pub fn load(
+    tokens: &IndexMap<String, String>,
+    layers: &Layers<'_>,
+) -> Result<Vec<NamedToken>, ConfigError> {
+    let section = layers.file_key("tokens");
+    // (name, token, where it came from), in file order.
+    let mut found: Vec<(String, String, String)> = Vec::new();
+    for (key, value) in tokens {
+        let (name, from_file) = match key.strip_suffix("_file") {
+            Some(name) => (name, true),
+            None => (key.as_str(), false),
+        };
+        let where_ = format!("{section}.{key}");
+        if !valid_token_name(name) {
+            return Err(ConfigError::new(
+                where_,
+                format!("{name:?} is not a valid token name"),
+                "name tokens with letters, digits, '-', '_' and '.'; the audit log shows the name",
+            ));
+        }
+        if found.iter().any(|(n, _, _)| n == name) {
+            return Err(ConfigError::new(
+                where_,
+                format!("token {name:?} is given twice (inline and as a file)"),
+                format!("keep one of {name} and {name}_file"),
+            ));
+        }
+        let token = if from_file {
+            read_secret_file(Path::new(value), &where_, "token")?
+        } else {
+            value.clone()
+        };
+        found.push((name.to_string(), token, where_));
+    }
+    let env_token = layers.secret(
+        layers
+            .env_sourced("MCP_AUTH_TOKEN")
+            .map(|t| t.map(|t| t.trim().to_string())),
+        layers
+            .env_sourced("MCP_AUTH_TOKEN_FILE")
+            .map(|p| p.map(|p| PathBuf::from(p.trim()))),
+        "token",
+    )?;
+    if let Some(token) = env_token {
+        found.retain(|(n, _, _)| n != DEFAULT_TOKEN_NAME);
+        found.insert(0, (DEFAULT_TOKEN_NAME.to_string(), token.value, token.key));
+    }
+    let mut tokens: Vec<NamedToken> = Vec::with_capacity(found.len());
+    for (name, token, key) in found {
+        if !is_bearer_token(&token) {
+            return Err(ConfigError::new(
+                key,
+                format!(
+                    "the token for {name:?} is shorter than {MIN_TOKEN_LEN} characters or has characters a bearer token cannot carry"
+                ),
+                format!(
+                    "use a random token of at least {MIN_TOKEN_LEN} characters, e.g. the output of `openssl rand -hex 32`"
+                ),
+            ));
+        }
+        if tokens.iter().any(|t| t.secret.expose() == token) {
+            return Err(ConfigError::new(
+                key,
+                format!("the token for {name:?} is the same as another token"),
+                "give every agent its own token, so the audit log can tell them apart",
+            ));
+        }
+        tokens.push(NamedToken {
+            name: Arc::from(name),
+            secret: Secret::new(token),
+        });
+    }
+    Ok(tokens)
+}
