@@ -368,16 +368,23 @@ pub(crate) mod tests {
         }
     }
 
-    /// Starts one, or `None` when redis-server is not installed.
+    /// Starts one, or `None` when redis-server is not installed and the
+    /// test may skip (not under CI: see [`pve_sim::testing::installed`]).
+    /// One that is installed but does not start fails the test.
     pub(crate) async fn start_redis() -> Option<TestRedis> {
         let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
             .into_iter()
-            .find(|p| std::path::Path::new(p).exists())?;
+            .find(|p| std::path::Path::new(p).exists());
+        pve_sim::testing::installed(
+            binary.is_some(),
+            "redis-server",
+            "install redis-server (Debian: apt-get install redis-server)",
+        );
+        let binary = binary?;
         for _ in 0..5 {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .ok()?
-                .local_addr()
-                .ok()?
+                .and_then(|l| l.local_addr())
+                .expect("a free port on 127.0.0.1")
                 .port();
             let child = std::process::Command::new(binary)
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -385,7 +392,7 @@ pub(crate) mod tests {
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
-                .ok()?;
+                .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
             let redis = TestRedis {
                 child,
                 url: format!("redis://127.0.0.1:{port}"),
@@ -403,7 +410,7 @@ pub(crate) mod tests {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
         }
-        None
+        panic!("{binary} did not answer PING on any of five ports");
     }
 
     async fn store(redis: &TestRedis, prefix: &str, limits: StoreLimits) -> RedisApprovals {
@@ -415,7 +422,6 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn redis_store_contract() {
         let Some(redis) = start_redis().await else {
-            eprintln!("SKIPPED: redis-server is not installed");
             return;
         };
         contract::pending_cap_is_per_caller(&store(&redis, "t6:", contract::capped()).await).await;
@@ -431,7 +437,6 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn two_stores_on_one_redis_share_approvals_and_consume_once() {
         let Some(redis) = start_redis().await else {
-            eprintln!("SKIPPED: redis-server is not installed");
             return;
         };
         let limits = StoreLimits::with_ttl(contract::TTL);

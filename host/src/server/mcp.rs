@@ -20,13 +20,15 @@ use crate::server::client_log::ClientLog;
 use crate::tier::Tier;
 use crate::tools::{CallOutcome, ToolInfo};
 
-const INSTRUCTIONS: &str = "Read-only access to Proxmox VE. Start with pve_list_vms (guests, filterable by node, \
-vm_type, status, name or tag) or pve_get_cluster_status (quorum and nodes); then drill into one guest with \
-pve_get_vm_status, pve_get_vm_config, pve_list_snapshots, pve_get_vm_metrics or pve_get_vm_ips (node and \
-vm_type are looked up from the vmid when omitted). Tasks: pve_list_tasks, pve_get_task_status, \
-pve_get_task_log. Lists are bounded: follow next_offset to page. Every tool takes an optional cluster \
-(see pve_list_clusters). When a call fails with 403, pve_check_permissions explains which privilege is \
-missing. Tool errors say what went wrong and what to try next.";
+const INSTRUCTIONS: &str = "Access to Proxmox VE: tools that read, and write tools (power, snapshots, migrate, clone, create, resize, \
+config, backup, delete and more) that change the cluster where this server's policy allows, some only once a \
+person approves; a write tool's dry_run shows its plan without changing anything. Start with pve_list_vms \
+(guests, filterable by node, vm_type, status, name or tag) or pve_get_cluster_status (quorum and nodes); \
+then drill into one guest with pve_get_vm_status, pve_get_vm_config, pve_list_snapshots, pve_get_vm_metrics \
+or pve_get_vm_ips (node and vm_type are looked up from the vmid when omitted). Tasks: pve_list_tasks, \
+pve_get_task_status, pve_get_task_log. Lists are bounded: follow next_offset to page. Every tool takes an \
+optional cluster (see pve_list_clusters). When a call fails with 403, pve_check_permissions explains which \
+privilege is missing. Tool errors say what went wrong and what to try next.";
 
 /// The MCP server: a thin layer over [`App`].
 #[derive(Clone)]

@@ -1,7 +1,7 @@
 //! The approvals admin endpoint: a small HTTP API on a loopback address or
 //! a unix socket through which a person lists, approves and denies
 //! approvals (`pve-mcp approvals` is its client). It runs on the same
-//! connection code ([`super::listen`]) and layers ([`super::layers`]) as
+//! connection code ([`super::connections`]) and layers ([`super::layers`]) as
 //! MCP: the admin token is checked as MCP's bearer tokens are, the body is
 //! limited and each request logged. There is no `Host`/`Origin` guard: the
 //! token already keeps a web page out, and a unix socket has no host.
@@ -26,9 +26,9 @@ use tower::ServiceBuilder;
 
 use super::auth::Tokens;
 use super::connections::{Listener, Server};
-use super::layers::{self, HttpService};
+use super::layers;
 use super::limits::ConnectionLimits;
-use super::response::{Body, Reject, json};
+use super::response::{Body, HttpService, Reject, json};
 use crate::approval::client::PREFIX;
 use crate::approval::store::{Approval, ApprovalStore, DecideError, Verdict, now_ms};
 use crate::config::approvals::AdminAddress;

@@ -4,10 +4,10 @@
 //! with their own timeouts. These are properties
 //! of a connection, not of a request, so they live here rather than in the
 //! tower stack ([`super::layers`]) that each request then goes through.
+//! `Peer` and `HttpService` live in [`super::response`], which every part of
+//! the stack uses, so that the layers need not use this module.
 
-use std::fmt;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,8 +23,8 @@ use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use super::layers::HttpService;
 use super::limits::{ConnectionBudget, ConnectionLimits};
+use super::response::{HttpService, Peer};
 
 /// How long a kept-alive HTTP/1 connection may wait for its next request
 /// header (hyper counts the idle time in): long enough that clients'
@@ -35,34 +35,6 @@ const KEEP_ALIVE_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// take before the connection is closed.
 const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Who is at the other end of a connection, for the log.
-#[derive(Debug, Clone, Copy)]
-pub enum Peer {
-    /// A TCP client.
-    Tcp(SocketAddr),
-    /// A client on a unix socket (which has no address worth logging).
-    Unix,
-}
-
-impl fmt::Display for Peer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Peer::Tcp(addr) => addr.fmt(f),
-            Peer::Unix => f.write_str("unix"),
-        }
-    }
-}
-
-impl Peer {
-    /// The peer's IP address; `None` on a unix socket.
-    pub fn ip(&self) -> Option<std::net::IpAddr> {
-        match self {
-            Peer::Tcp(addr) => Some(addr.ip()),
-            Peer::Unix => None,
-        }
-    }
-}
 
 /// Where connections come from: a TCP listener or a unix socket.
 pub trait Listener: Send + Sync + 'static {

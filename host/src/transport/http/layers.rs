@@ -17,11 +17,10 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tower::{Layer, Service, ServiceExt};
 
 use super::auth::Tokens;
-use super::connections::Peer;
 use super::guard::Guard;
 use super::limits::ConnectionMark;
-use super::mcp_route::session_id;
-use super::response::{Body, Reject};
+use super::response::{Body, HttpService, Peer, Reject};
+use super::sessions::session_id;
 use crate::caller::TokenName;
 
 /// How a server words a refusal: MCP answers with a JSON-RPC error, the
@@ -30,24 +29,6 @@ pub type Render = fn(Reject) -> Response<Body>;
 
 /// The future every layer returns.
 pub type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
-
-/// A service that answers every request for a body of type `B`: what a
-/// connection serves, what a layer wraps and what a route is.
-pub trait HttpService<B>:
-    Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send + 'static>
-    + Clone
-    + Send
-    + 'static
-{
-}
-
-impl<T, B> HttpService<B> for T where
-    T: Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send + 'static>
-        + Clone
-        + Send
-        + 'static
-{
-}
 
 /// What one layer does with a request: answer it itself, or hand it (or
 /// what it made of it) to the service behind.

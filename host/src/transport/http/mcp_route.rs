@@ -11,24 +11,21 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use super::admin::AdminServer;
 use super::limits::{InFlight, hold_until_sent};
 use super::request_ids::RequestIds;
 use super::response::{Body, Reject, text};
-use super::sessions::Sessions;
+use super::sessions::{Sessions, session_id};
 use crate::caller::TokenName;
 use crate::config::http::HttpSettings;
 use crate::server::call_slots::StatelessSlots;
 use crate::server::mcp::McpServer;
 use crate::server::serving::Serving;
-
-const SESSION_HEADER: &str = "mcp-session-id";
 
 /// How long a client waits before it reconnects a broken SSE stream (the
 /// `retry:` field of each stream's priming event).
@@ -39,14 +36,6 @@ const SSE_RETRY: Duration = Duration::from_secs(1);
 /// rmcp keeps every finished request's stream for 60 s by default: at
 /// 2,000 calls a second, 120,000 answers held for a resume nobody makes.
 const RESUME_WINDOW: Duration = Duration::from_secs(5);
-
-/// The MCP session id in these headers, if any.
-pub fn session_id(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-}
 
 type Service = StreamableHttpService<McpServer, Sessions>;
 
@@ -59,9 +48,8 @@ pub struct Mcp {
     rmcp_config: StreamableHttpServerConfig,
     /// Set once the component is compiled: until then requests get 503.
     service: OnceLock<Service>,
-    /// What the service needs kept alive: the app, and the approvals admin
-    /// endpoint, which stops when dropped.
-    kept: OnceLock<(Serving, Option<AdminServer>)>,
+    /// What the service needs kept alive: the app.
+    kept: OnceLock<Serving>,
     /// Serialises session creation, so the session limit is exact.
     init_lock: tokio::sync::Mutex<()>,
     /// Which token opened each session: another token cannot use it.
@@ -108,8 +96,8 @@ impl Mcp {
         }
     }
 
-    /// Starts serving MCP with `serving`'s server; `admin` runs as long.
-    pub fn set_ready(&self, serving: Serving, admin: Option<AdminServer>) {
+    /// Starts serving MCP with `serving`'s server.
+    pub fn set_ready(&self, serving: Serving) {
         let prototype = serving.server().clone();
         let limit = self.max_calls_per_session;
         // rmcp asks for a server per session (and per stateless request);
@@ -122,7 +110,7 @@ impl Mcp {
             self.rmcp_config.clone(),
         );
         let _ = self.service.set(service);
-        let _ = self.kept.set((serving, admin));
+        let _ = self.kept.set(serving);
     }
 
     /// Whether MCP requests are served (the component is compiled).

@@ -9,7 +9,9 @@
 //! line per request ([`layers`]), the checks rmcp does not make ([`mcp_route`]),
 //! session ids a load balancer can route on ([`sessions`]),
 //! the drain at shutdown ([`limits`]) and health endpoints ([`serve`]).
-//! The approvals admin endpoint ([`admin`]) runs on the same code.
+//! The approvals admin endpoint ([`admin`]) runs on the same code. The
+//! types they all share are in [`response`]; the files use each other
+//! without a cycle, [`serve`] at the top (`host/tests/layers.rs` checks).
 
 pub mod admin;
 pub mod auth;

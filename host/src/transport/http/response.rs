@@ -1,17 +1,68 @@
-//! The answers pve-mcp gives itself (before rmcp sees a request, and from
-//! the approvals admin API): a status, the headers the status calls for,
-//! and a JSON body: for MCP a JSON-RPC error, the shape the official SDKs
-//! send and parse for transport-level errors; for the admin API
-//! `{"error": ...}`.
+//! What every part of the HTTP stack shares: the body type, who is at the
+//! other end ([`Peer`]), what a service is ([`HttpService`]), and the
+//! answers pve-mcp gives itself (before rmcp sees a request, and from the
+//! approvals admin API): a status, the headers the status calls for, and a
+//! JSON body: for MCP a JSON-RPC error, the shape the official SDKs send and
+//! parse for transport-level errors; for the admin API `{"error": ...}`.
+//! It uses no other file of the stack, so each of them can use it.
 
 use std::convert::Infallible;
+use std::fmt;
+use std::net::SocketAddr;
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use tower::Service;
 
 /// The body type of every response.
 pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A service that answers every request for a body of type `B`: what a
+/// connection serves, what a layer wraps and what a route is.
+pub trait HttpService<B>:
+    Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<T, B> HttpService<B> for T where
+    T: Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
+/// Who is at the other end of a connection, for the log.
+#[derive(Debug, Clone, Copy)]
+pub enum Peer {
+    /// A TCP client.
+    Tcp(SocketAddr),
+    /// A client on a unix socket (which has no address worth logging).
+    Unix,
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Tcp(addr) => addr.fmt(f),
+            Peer::Unix => f.write_str("unix"),
+        }
+    }
+}
+
+impl Peer {
+    /// The peer's IP address; `None` on a unix socket.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        match self {
+            Peer::Tcp(addr) => Some(addr.ip()),
+            Peer::Unix => None,
+        }
+    }
+}
 
 /// JSON-RPC "server error" range: the transport refused the message.
 const TRANSPORT_ERROR: i64 = -32000;

@@ -3,9 +3,9 @@
 //! header timeout apply to it ([`super::connections`]); each request then passes
 //! the tower stack ([`super::layers`]: a log line, and for the MCP path the
 //! `Host`/`Origin` guard, the bearer token and the body limit) to its route:
-//! `/healthz`, `/readyz` or MCP ([`super::mcp`]). SIGTERM or SIGINT drains it.
+//! `/healthz`, `/readyz` or MCP ([`super::mcp_route`]). SIGTERM or SIGINT drains it.
 //! Once the app is up, the approvals admin endpoint ([`super::admin`])
-//! starts beside it on its own listener.
+//! starts beside it on its own listener, and stops after the drain.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,10 +25,10 @@ use super::admin;
 use super::auth::Tokens;
 use super::connections::Server;
 use super::guard::{self, Guard};
-use super::layers::{self, HttpService};
+use super::layers;
 use super::limits::ConnectionLimits;
 use super::mcp_route::Mcp;
-use super::response::{Body, Reject, text};
+use super::response::{Body, HttpService, Reject, text};
 use crate::config::http::HttpSettings;
 use crate::server::serving::Serving;
 
@@ -77,17 +77,20 @@ pub async fn run(
         async move {
             let serving = app.await?;
             let admin = admin::start_for(&serving).await?;
-            mcp.set_ready(serving, admin);
-            anyhow::Ok(())
+            mcp.set_ready(serving);
+            anyhow::Ok(admin)
         }
     });
     let server = Server::new(connection_limits(settings), settings.header_timeout, tls);
     let stop = until_signal(started, &mut signals);
-    server
+    let admin = server
         .accept_until(&listener, |peer| layers::log(peer, routes.clone()), stop)
         .await?;
     drop(listener);
     shut_down(&mcp, server, settings.shutdown_grace).await;
+    // Only now: a call still draining may be waiting for a person to
+    // approve it through the admin endpoint.
+    drop(admin);
     Ok(())
 }
 
@@ -204,26 +207,29 @@ fn method_not_allowed() -> Response<Body> {
     r
 }
 
-/// Resolves when a signal asks the server to stop, or with the error when
-/// the start-up (compiling the component and the rest) fails.
-async fn until_signal(
-    mut started: JoinHandle<anyhow::Result<()>>,
+/// Resolves when a signal asks the server to stop, with what the start-up
+/// made if it finished by then, or with the error when the start-up
+/// (compiling the component and the rest) fails.
+async fn until_signal<T>(
+    mut started: JoinHandle<anyhow::Result<T>>,
     signals: &mut Signals,
-) -> anyhow::Result<()> {
-    let mut starting = true;
+) -> anyhow::Result<Option<T>> {
+    let mut made = None;
     loop {
         tokio::select! {
-            result = &mut started, if starting => {
-                starting = false;
+            result = &mut started, if made.is_none() => {
                 match result {
-                    Ok(Ok(())) => tracing::info!("ready"),
+                    Ok(Ok(value)) => {
+                        tracing::info!("ready");
+                        made = Some(value);
+                    }
                     Ok(Err(e)) => return Err(e),
                     Err(_) => anyhow::bail!("the start-up task ended without a result"),
                 }
             }
             signal = signals.recv() => {
                 tracing::info!(signal, "shutting down: no new connections");
-                return Ok(());
+                return Ok(made);
             }
         }
     }
@@ -265,7 +271,6 @@ async fn shut_down(mcp: &Mcp, server: Server, grace: Duration) {
     tracing::info!("stopped");
 }
 
-/// SIGTERM and SIGINT.
 /// SIGTERM and SIGINT (Ctrl-C elsewhere), the signals that stop a server.
 pub(crate) struct Signals {
     #[cfg(unix)]

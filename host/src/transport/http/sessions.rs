@@ -9,6 +9,7 @@
 //! and the streams behave exactly as without a prefix.
 
 use futures_core::Stream;
+use http::HeaderMap;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::SessionManager;
@@ -17,6 +18,17 @@ use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker, create_local_session,
 };
+
+/// The header that carries the session id, both ways.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The MCP session id in these headers, if any.
+pub fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
 
 /// The sessions of one process.
 #[derive(Debug, Default)]
