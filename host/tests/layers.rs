@@ -590,6 +590,14 @@ fn scan(text: &str, module: &[String]) -> Scan {
         over_at: None,
         test_children: Vec::new(),
     };
+    // The child modules this file declares (`mod x;`): a path that starts
+    // with one (`x::f()`, `use x::Y`) uses that child's file, as `self::x`
+    // would. Rust refuses such a path when a crate has the same name, so it
+    // cannot mean anything else.
+    let children: Vec<&str> = (1..tokens.len())
+        .filter(|&j| ident_at(j - 1) == Some("mod") && is(j + 1, &Token::Punct(';')))
+        .filter_map(ident_at)
+        .collect();
     let mut i = 0;
     while i < tokens.len() {
         let (token, line) = &tokens[i];
@@ -630,13 +638,19 @@ fn scan(text: &str, module: &[String]) -> Scan {
                 cfg_test = false;
             }
             Token::Ident(first)
-                if matches!(first.as_str(), "crate" | "super" | "self")
+                if (matches!(first.as_str(), "crate" | "super" | "self")
+                    || (frames.iter().all(|f| f.0.is_none())
+                        && children.contains(&first.as_str())))
                     && is(i + 1, &Token::PathSep)
                     && !(i > 0
                         && (is(i - 1, &Token::PathSep) || is(i - 1, &Token::Punct('$')))) =>
             {
                 let base = here();
-                for (segments, line) in path_tree(&tokens, &mut i) {
+                let child = !matches!(first.as_str(), "crate" | "super" | "self");
+                for (mut segments, line) in path_tree(&tokens, &mut i) {
+                    if child {
+                        segments.insert(0, "self".to_string());
+                    }
                     if let Some(target) = resolve(&base, &segments) {
                         out.paths.push(PathUse {
                             line,
@@ -974,6 +988,8 @@ mod inline {
     use super::*;
     use crate::m::N;
 }
+mod child;
+fn g() { child::run(); }
 "##;
     let module = ["x".to_string(), "y".to_string()];
     let scan = scan(text, &module);
@@ -991,6 +1007,8 @@ mod inline {
         (8, "x::y::i::J::new", false),
         (13, "x::y", true),
         (14, "m::N", true),
+        // A child the file declares, named without `self::`.
+        (17, "x::y::child::run", false),
     ];
     let want: Vec<(usize, String, bool)> = want
         .iter()
@@ -998,7 +1016,7 @@ mod inline {
         .collect();
     assert_eq!(found, want);
     assert_eq!(scan.test_children, [vec!["x", "y", "tests"]]);
-    // Lines 2 to 8 but the comment: not the blank first line, nor
-    // `#[cfg(test)]` and what it marks.
-    assert_eq!(scan.code_lines, 6);
+    // Lines 2 to 8 but the comment, and 16 and 17: not the blank first
+    // line, nor `#[cfg(test)]` and what it marks.
+    assert_eq!(scan.code_lines, 8);
 }
