@@ -266,19 +266,16 @@ impl App {
             .policy
             .decide(caller, tool, &gate.as_bound(&binding, &arguments))
             .await;
-        let admit = |grant: Grant, decision| {
-            Authorized::Run(Admitted {
-                tool,
-                arguments: arguments.clone(),
-                binding: binding.clone(),
-                grant,
-                decision,
-            })
-        };
         let (grant, Approver { approvals, context }) = match decided {
             Decision::Allow(grant) => {
                 let decision = AuditDecision::allowed(&grant.rule);
-                return admit(grant, decision);
+                return Authorized::Run(Admitted {
+                    tool,
+                    arguments,
+                    binding,
+                    grant,
+                    decision,
+                });
             }
             Decision::RequireApproval(grant) => match approver {
                 Some(approver) => (grant, approver),
@@ -299,10 +296,13 @@ impl App {
             .gate(context, caller, &tool.name, &arguments, grant, plan)
             .await
         {
-            Step::Approved(grant, by) => {
-                let decision = AuditDecision::approved(&grant.rule, by);
-                admit(grant, decision)
-            }
+            Step::Approved(grant, by) => Authorized::Run(Admitted {
+                decision: AuditDecision::approved(&grant.rule, by),
+                tool,
+                arguments,
+                binding,
+                grant,
+            }),
             Step::Refused(text) => {
                 let decision = AuditDecision::not_approved(&rule);
                 let report = CallReport::refused(text);
@@ -442,7 +442,8 @@ impl App {
                 refused
             }
             None => {
-                let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+                // A map of JSON values always serialises.
+                let arguments = serde_json::to_string(arguments).unwrap_or_default();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
                 let report = self
                     .sandbox
