@@ -132,6 +132,7 @@ impl wit::Guest for Component {
                         any_of: p.any_of.iter().map(|n| (*n).to_owned()).collect(),
                     })
                     .collect(),
+                reads: t.reads.iter().map(|r| (*r).to_owned()).collect(),
             })
             .collect()
     }

@@ -101,6 +101,11 @@ pub struct Tool {
     /// `{argument}` placeholders (see `route` in the WIT); none for a read
     /// tool, whose GETs the host lets out without routes.
     pub routes: &'static [(&'static str, &'static str)],
+    /// The GET endpoints a read tool asks, as path templates under
+    /// `/api2/json` with `{argument}` placeholders (WIT `reads`): for
+    /// people and docs only, as the host lets any GET out; empty for a
+    /// write tool, whose routes say what it sends.
+    pub reads: &'static [&'static str],
     /// The Proxmox privileges its requests need (WIT `privileges`), read
     /// from the API schema's `permissions` of each endpoint it calls.
     /// Hosts show them and `pve_check_permissions` checks them; Proxmox
@@ -150,6 +155,7 @@ macro_rules! read_tool {
         name: $name:literal,
         title: $title:expr,
         description: $description:expr,
+        reads: [$($read:literal),* $(,)?],
         privileges: [$($path:literal : $($privilege:literal)|+),* $(,)?],
         run: $run:path $(,)?
     ) => {
@@ -171,6 +177,7 @@ macro_rules! read_tool {
             )),
             annotations: $crate::tool::Annotations::READ_ONLY,
             routes: &[],
+            reads: &[$($read),*],
             privileges: &[$($crate::tool::Privilege {
                 path: $path,
                 any_of: &[$($privilege),+],
@@ -208,6 +215,10 @@ macro_rules! write_tool {
                 name: $name,
                 title: $title,
                 description: $description,
+                // A write tool's reads are those of its flow (the guest's
+                // status or config first), not its own: its routes say
+                // what it sends.
+                reads: [],
                 privileges: [$($path : $($privilege)|+),*],
                 run: $run,
             }

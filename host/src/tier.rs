@@ -129,6 +129,7 @@ mod tests {
                 .collect(),
             waits: false,
             privileges: Vec::new(),
+            reads: Vec::new(),
         }
     }
 

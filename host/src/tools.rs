@@ -47,6 +47,9 @@ pub struct ToolInfo {
     /// shown to operators and checked by `pve_check_permissions`, never a
     /// security decision (Proxmox's own ACLs are).
     pub privileges: Vec<Privilege>,
+    /// The GET requests it declares (WIT `reads`), for people and docs:
+    /// the gate lets a call's GETs out without them.
+    pub reads: Vec<String>,
 }
 
 /// One Proxmox privilege a tool needs.

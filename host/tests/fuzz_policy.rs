@@ -119,6 +119,7 @@ fn tool(name: &str, input_schema: JsonObject, read_only: bool) -> ToolInfo {
         routes: Vec::new(),
         waits: false,
         privileges: Vec::new(),
+        reads: Vec::new(),
     }
 }
 

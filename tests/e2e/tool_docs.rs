@@ -53,10 +53,10 @@ fn the_readme_and_the_actions_page_hold_the_generated_tool_tables() {
     );
 }
 
-/// The tables name every tool once, with the tier and the privileges its
-/// description carries.
+/// The tables name every tool once, with the tier, the reads and the
+/// privileges its description carries.
 #[test]
-fn the_tables_name_every_tool_with_its_tier_and_privileges() {
+fn the_tables_name_every_tool_with_its_tier_reads_and_privileges() {
     let tables = generated();
     for tool in described_tools() {
         let name = tool["name"].as_str().unwrap();
@@ -68,6 +68,14 @@ fn the_tables_name_every_tool_with_its_tier_and_privileges() {
         let tier = tool["tier"].as_str().unwrap();
         if tier != "read" {
             assert!(rows[0].ends_with(&format!("| {tier} |")), "{}", rows[0]);
+        }
+        for read in tool["reads"].as_array().unwrap() {
+            let read = read.as_str().unwrap();
+            assert!(
+                rows[0].contains(&format!("`GET {read}`")),
+                "{name}: {}",
+                rows[0]
+            );
         }
         for privilege in tool["privileges"].as_array().unwrap() {
             for any in privilege["any_of"].as_array().unwrap() {

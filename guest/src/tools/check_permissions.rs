@@ -113,6 +113,7 @@ pub static TOOL: Tool = read_tool! {
         or returned fewer items than expected, to tell the user exactly which privilege is \
         missing on which path and how to grant it. Paths are paged with limit (default 100, \
         max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
+    reads: ["/access/permissions"],
     privileges: [],
     run: run,
 };

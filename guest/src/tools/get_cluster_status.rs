@@ -21,6 +21,7 @@ pub static TOOL: Tool = read_tool! {
         node id and IP). Use it before maintenance, migrations or HA work, or when nodes seem \
         unreachable. A standalone (non-clustered) node is reported as standalone: true, \
         cluster_name null, quorate true. Needs Sys.Audit on /.",
+    reads: ["/cluster/status"],
     privileges: [
         "/": "Sys.Audit",
     ],

@@ -31,6 +31,7 @@ pub static TOOL: Tool = read_tool! {
         summarised per series (min, avg, max, last, number of points), e.g. to answer \"was \
         this node overloaded today?\"; raw: true adds the newest points (at most 100). Use \
         pve_list_nodes for an overview of all nodes. Needs Sys.Audit on /nodes/{node}.",
+    reads: ["/nodes/{node}/status", "/nodes/{node}/rrddata"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
     ],

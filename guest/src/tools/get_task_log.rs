@@ -37,6 +37,7 @@ pub static TOOL: Tool = read_tool! {
         from the beginning instead. Use it after pve_get_task_status or pve_list_tasks shows a \
         failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
         Sys.Audit on /nodes/{node} unless the token started the task itself.",
+    reads: ["/nodes/{node}/tasks/{upid}/log"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
     ],

@@ -21,6 +21,7 @@ pub static TOOL: Tool = read_tool! {
         one pve_list_tasks showed; node is taken from the UPID. If it failed, read the reason \
         with pve_get_task_log. Needs Sys.Audit on /nodes/{node} unless the token started the \
         task itself.",
+    reads: ["/nodes/{node}/tasks/{upid}/status"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
     ],

@@ -17,6 +17,7 @@ pub static TOOL: Tool = read_tool! {
         version, point release, git revision, default console). Use it to check that the \
         server is reachable and the token works, or before relying on a feature that depends \
         on the PVE version. Any valid API token may call it.",
+    reads: ["/version"],
     privileges: [],
     run: run,
 };

@@ -37,6 +37,7 @@ pub static TOOL: Tool = read_tool! {
         (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
         live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
         is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
+    reads: ["/nodes/{node}/{vm_type}/{vmid}/config", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
     ],

@@ -27,6 +27,7 @@ pub static TOOL: Tool = read_tool! {
         and link-local ones). The guest must be running. Only vmid is required. Needs \
         VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
         for containers.",
+    reads: ["/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", "/nodes/{node}/lxc/{vmid}/interfaces", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.GuestAgent.Audit" | "VM.Monitor",

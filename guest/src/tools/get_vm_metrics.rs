@@ -30,6 +30,7 @@ pub static TOOL: Tool = read_tool! {
         busy / out of memory / saturating its network lately\"; for the state right now use \
         pve_get_vm_status. raw: true also returns the data points (at most 100, evenly \
         downsampled). Only vmid is required. Needs VM.Audit on /vms/{vmid}.",
+    reads: ["/nodes/{node}/{vm_type}/{vmid}/rrddata", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
     ],

@@ -29,6 +29,7 @@ pub static TOOL: Tool = read_tool! {
         pve_list_storage with content backup lists the storages that hold backups. Paged with \
         limit (default 50, max 500) and offset. Needs Datastore.Audit or \
         Datastore.AllocateSpace on /storage/{storage}.",
+    reads: ["/nodes/{node}/storage/{storage}/content?content=backup"],
     privileges: [
         "/storage/{storage}": "Datastore.Audit" | "Datastore.AllocateSpace",
     ],

@@ -15,6 +15,7 @@ pub static TOOL: Tool = read_tool! {
         name and base URL, and which one is the default. Use it when you need to ask a cluster \
         other than the default: pass its name as the cluster argument of any other tool. \
         Makes no Proxmox request and never shows credentials.",
+    reads: [],
     privileges: [],
     run: run,
 };

@@ -30,6 +30,7 @@ pub static TOOL: Tool = read_tool! {
         shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
         health after a node failure. Resources are sorted by sid and paged with limit \
         (default 100, max 1000) and offset. Needs Sys.Audit on /.",
+    reads: ["/cluster/ha/status/current", "/cluster/ha/resources"],
     privileges: [
         "/": "Sys.Audit",
     ],

@@ -26,6 +26,7 @@ pub static TOOL: Tool = read_tool! {
         find node names for other tools or to spot overloaded or offline nodes; for one \
         node's details (load average, kernel, versions, history) use pve_get_node_metrics. \
         Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
+    reads: ["/nodes"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
     ],

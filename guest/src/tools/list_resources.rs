@@ -45,6 +45,7 @@ pub static TOOL: Tool = read_tool! {
         across nodes; resource_type (vm, storage, node, sdn) narrows it, node and status filter \
         further. For guests alone pve_list_vms has richer filters. Paged with limit (default \
         200, max 2000) and offset.",
+    reads: ["/cluster/resources"],
     privileges: [
         "/vms": "VM.Audit",
         "/nodes/{node}": "Sys.Audit",

@@ -32,6 +32,7 @@ pub static TOOL: Tool = read_tool! {
         how old a guest's snapshots are. Only vmid is required: node and vm_type are looked up \
         when omitted. Snapshots are ordered by creation time, paged with limit (default 100, \
         max 500) and offset. Needs VM.Audit on /vms/{vmid}.",
+    reads: ["/nodes/{node}/{vm_type}/{vmid}/snapshot", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
     ],

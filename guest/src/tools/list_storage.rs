@@ -48,6 +48,7 @@ pub static TOOL: Tool = read_tool! {
         (without node only the cluster-wide configuration is listed, usage fields are null). \
         content filters by what a storage holds, e.g. backup. Sorted by id; limit (default \
         100, max 1000) and offset page. Lists only storages the token may audit.",
+    reads: ["/storage", "/nodes/{node}/storage"],
     privileges: [
         "/storage": "Datastore.Audit" | "Datastore.AllocateSpace",
     ],

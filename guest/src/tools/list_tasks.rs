@@ -38,6 +38,7 @@ pub static TOOL: Tool = read_tool! {
         recent-task list; with node it reads that node's full task archive. Paged with limit \
         (default 50, max 500) and offset. Tasks of others are only listed with Sys.Audit on \
         the node. Follow up with pve_get_task_status or pve_get_task_log.",
+    reads: ["/nodes/{node}/tasks", "/cluster/tasks"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
     ],

@@ -37,6 +37,7 @@ pub static TOOL: Tool = read_tool! {
         and offset (follow next_offset); \
         total and count_by_status cover every match. Only guests the API token may audit \
         (VM.Audit) are listed. For one guest's full live status use pve_get_vm_status.",
+    reads: ["/cluster/resources?type=vm"],
     privileges: [
         "/vms": "VM.Audit",
     ],

@@ -26,8 +26,9 @@
 //!      that calls `Pve::get` with an [`crate::path::ApiPath`] and shapes
 //!      the `data` with the tolerant readers in [`crate::json`];
 //!    - `pub static TOOL: Tool = read_tool! { name, title, description,
-//!      privileges, run }`, with a description that says when to use it
-//!      and the privileges of every endpoint it calls, as the PVE API
+//!      reads, privileges, run }`, with a description that says when to use
+//!      it, the GETs it makes (`reads: ["/nodes/{node}/status"]`, for the
+//!      docs) and the privileges of every endpoint it calls, as the PVE API
 //!      schema's `permissions` give them (`"/vms/{vmid}": "VM.Audit"`;
 //!      `"A" | "B"` where either suffices; `[]` for none).
 //!
@@ -365,6 +366,51 @@ mod tests {
             let own_request = tool.routes == [("{method}", "/{path}")];
             if !tool.routes.is_empty() && !own_request {
                 assert!(!tool.privileges.is_empty(), "{} writes", tool.name);
+            }
+        }
+    }
+
+    /// Every read tool names the GETs it makes (all but
+    /// `pve_list_clusters`, which answers from the host's configuration),
+    /// as paths under `/api2/json` whose placeholders are its arguments or
+    /// what it resolves itself; a tool that writes names its routes instead.
+    #[test]
+    fn read_tools_declare_their_gets() {
+        for tool in TOOLS {
+            if !tool.routes.is_empty() {
+                assert!(tool.reads.is_empty(), "{}", tool.name);
+                continue;
+            }
+            if tool.name != "pve_list_clusters" {
+                assert!(!tool.reads.is_empty(), "{} declares no reads", tool.name);
+            }
+            let arguments = (tool.arguments)();
+            for read in tool.reads {
+                let path = read.split('?').next().unwrap_or_default();
+                assert!(
+                    path.starts_with('/') && !path.ends_with('/'),
+                    "{}: {read}",
+                    tool.name
+                );
+                for segment in path.split('/').skip(1) {
+                    if let Some(name) = segment.strip_prefix('{') {
+                        let name = name.strip_suffix('}').expect("a closed placeholder");
+                        assert!(
+                            ["node", "vm_type"].contains(&name) || arguments.contains(&name),
+                            "{}: {{{name}}} in {read} is not an argument",
+                            tool.name
+                        );
+                    } else {
+                        assert!(
+                            !segment.is_empty()
+                                && segment
+                                    .bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+                            "{}: {read}",
+                            tool.name
+                        );
+                    }
+                }
             }
         }
     }

@@ -16,6 +16,7 @@ pub static TOOL: Tool = read_tool! {
         restoring a guest; with vmid, check whether that one is free. The id is not reserved: \
         another client may take it before you use it, and the create then fails with \
         'already exists'; ask again.",
+    reads: ["/cluster/nextid"],
     privileges: [],
     run: run,
 };

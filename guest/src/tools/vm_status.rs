@@ -24,6 +24,7 @@ pub static TOOL: Tool = read_tool! {
         details of a single guest, e.g. before or after acting on it; for an overview of many \
         guests, pve_list_vms is one cheaper call. Only vmid is required: node and vm_type are \
         looked up from cluster resources when omitted.",
+    reads: ["/nodes/{node}/{vm_type}/{vmid}/status/current", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
     ],

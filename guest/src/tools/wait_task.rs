@@ -22,6 +22,7 @@ pub static TOOL: Tool = Tool {
         ends, or timeout seconds pass, reporting progress from its log while it runs. Returns \
         its exit status, and the end of its log when it failed. A task still running at the \
         timeout is an answer, not an error: call again to keep waiting.",
+    reads: ["/nodes/{node}/tasks/{upid}/status", "/nodes/{node}/tasks/{upid}/log"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
     ],

@@ -110,7 +110,8 @@ pub fn tool_table(app: &App) -> String {
 
 /// A tool's MCP definition, as `tools/list` gives it, plus what the host
 /// knows of it: the `tier` it gives the tool, whether it `waits` for
-/// Proxmox tasks, its `routes` and the `privileges` it declares.
+/// Proxmox tasks, its `routes`, and the `privileges` and `reads` it
+/// declares.
 pub fn described(tool: &ToolInfo) -> Value {
     let mut out = serde_json::to_value(crate::server::mcp::to_mcp_tool(tool)).unwrap_or_default();
     if let Value::Object(o) = &mut out {
@@ -120,6 +121,7 @@ pub fn described(tool: &ToolInfo) -> Value {
         o.insert("routes".into(), routes.into());
         let privileges = serde_json::to_value(&tool.privileges).unwrap_or_default();
         o.insert("privileges".into(), privileges);
+        o.insert("reads".into(), tool.reads.clone().into());
     }
     out
 }
@@ -127,21 +129,34 @@ pub fn described(tool: &ToolInfo) -> Value {
 /// The arguments every write tool takes, which the tables leave out.
 const SHARED_ARGUMENTS: &[&str] = &["cluster", "dry_run", "wait", "wait_timeout", "confirm"];
 
-/// The tool tables of the README and docs/actions.md: the read tools, then
-/// the tools that write, each with its own arguments, what it may send,
-/// the privileges it declares and its tier. Generated, so the docs cannot
+/// The tool tables of the README and docs/actions.md: the read tools, with
+/// the GETs they declare, then the tools that write, with what they may
+/// send and their tier; each with its own arguments and the privileges it
+/// declares. Generated, so the docs cannot
 /// drift from the component: a test fails when they differ.
 pub fn markdown(tools: &[ToolInfo]) -> String {
     let (reads, writes): (Vec<&ToolInfo>, Vec<&ToolInfo>) =
         tools.iter().partition(|t| Tier::of(t) == Tier::Read);
     let mut out = String::from("Read tools (the default policy runs these):\n\n");
-    out.push_str("| tool | answers | arguments | privileges |\n| --- | --- | --- | --- |\n");
+    out.push_str(
+        "| tool | answers | arguments | reads | privileges |\n| --- | --- | --- | --- | --- |\n",
+    );
     for tool in reads {
+        let asks: Vec<String> = tool
+            .reads
+            .iter()
+            .map(|r| format!("`GET {}`", cell(r)))
+            .collect();
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} |\n",
             tool.name,
             cell(&tool.title),
             arguments(tool),
+            if asks.is_empty() {
+                "nothing from Proxmox".to_string()
+            } else {
+                asks.join("<br>")
+            },
             privileges(tool),
         ));
     }

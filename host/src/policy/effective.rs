@@ -205,6 +205,7 @@ pub(crate) mod tests {
             routes: Vec::new(),
             waits: false,
             privileges: Vec::new(),
+            reads: Vec::new(),
         }
     }
 

@@ -50,6 +50,7 @@ fn tool_info(d: guest::ToolDescriptor) -> anyhow::Result<ToolInfo> {
                 )
             })?,
         waits: d.waits,
+        reads: d.reads,
         privileges: d
             .privileges
             .into_iter()

@@ -117,6 +117,7 @@ mod component {
                     // Declares none: privileges only inform a host, which
                     // must not rely on them.
                     privileges: Vec::new(),
+                    reads: Vec::new(),
                 })
                 .collect()
         }
