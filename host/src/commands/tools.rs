@@ -132,8 +132,8 @@ const SHARED_ARGUMENTS: &[&str] = &["cluster", "dry_run", "wait", "wait_timeout"
 /// The tool tables of the README and docs/actions.md: the read tools, with
 /// the GETs they declare, then the tools that write, with what they may
 /// send and their tier; each with its own arguments and the privileges it
-/// declares. Generated, so the docs cannot
-/// drift from the component: a test fails when they differ.
+/// declares. Generated, so the docs cannot drift from the component: a test
+/// fails when they differ.
 pub fn markdown(tools: &[ToolInfo]) -> String {
     let (reads, writes): (Vec<&ToolInfo>, Vec<&ToolInfo>) =
         tools.iter().partition(|t| Tier::of(t) == Tier::Read);
