@@ -62,12 +62,6 @@ pub struct Privilege {
     pub any_of: Vec<String>,
 }
 
-impl std::fmt::Display for Privilege {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} on {}", self.any_of.join(" or "), self.path)
-    }
-}
-
 /// What a tool call produced.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallOutcome {

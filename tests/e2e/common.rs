@@ -53,7 +53,7 @@ pub fn tools_output(format: &str) -> Vec<u8> {
     out.stdout
 }
 
-/// The names of the described tools of `tier` (or of every other tier).
+/// The names of the read tools, or (`false`) of the tools that write.
 fn names_where(tier_is_read: bool) -> Vec<&'static str> {
     described_tools()
         .iter()

@@ -7,25 +7,27 @@ use http::{Method, Uri};
 use http_body_util::{BodyExt, Limited};
 
 use super::access::Access;
-use super::binding::Binding;
 use super::gate::{ClusterIndex, Denial, Gate};
 use super::record::EgressRecord;
+use crate::route::BoundRoute;
 
 /// Request bodies above this are refused; Proxmox's own limit is 512 KiB.
 pub const MAX_REQUEST_BODY: usize = 512 << 10;
 
-/// Decides a request's head: its record (before any decision) and the
-/// cluster it may go to, or why not. Synchronous, so a refusal is on
-/// record before anything else of the request is read.
+/// Decides a request's head for a call with this `access`, bound to
+/// `cluster` and, for writes, to `writes`: its record (before any decision)
+/// and the cluster it may go to, or why not. Synchronous, so a refusal is
+/// on record before anything else of the request is read.
 pub fn admit_head(
     gate: &Gate,
     method: &Method,
     uri: &Uri,
     access: Access,
-    binding: &Binding,
+    cluster: Option<ClusterIndex>,
+    writes: &[BoundRoute],
 ) -> (EgressRecord, Result<ClusterIndex, Denial>) {
-    let record = EgressRecord::of(gate, method, uri, binding.cluster);
-    let verdict = gate.check(method, uri, access, binding.cluster, &binding.writes);
+    let record = EgressRecord::of(gate, method, uri, cluster);
+    let verdict = gate.check(method, uri, access, cluster, writes);
     (record, verdict)
 }
 

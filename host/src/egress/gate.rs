@@ -150,7 +150,11 @@ impl Gate {
     /// The name of the configured cluster whose endpoint `uri` is, for the
     /// record of a request (the bound one first, when two share an
     /// endpoint).
-    pub fn cluster_of(&self, uri: &http::Uri, bound: Option<ClusterIndex>) -> Option<String> {
+    pub(super) fn cluster_of(
+        &self,
+        uri: &http::Uri,
+        bound: Option<ClusterIndex>,
+    ) -> Option<String> {
         bound
             .filter(|b| self.endpoints[b.0].endpoint.matches(uri))
             .map(|b| b.0)

@@ -115,7 +115,8 @@ impl WasiHttpHooks for CallHooks {
             request.method(),
             request.uri(),
             self.access,
-            &self.binding,
+            self.binding.cluster,
+            &self.binding.writes,
         );
         let index = match verdict {
             Ok(index) => index,

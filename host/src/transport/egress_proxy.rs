@@ -41,8 +41,7 @@ use super::http::response::{Body, text};
 use super::http::serve::Signals;
 use crate::config::http::NamedToken;
 use crate::egress::{
-    Access, Binding, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER, admit_body,
-    admit_head,
+    Access, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER, admit_body, admit_head,
 };
 use crate::policy::Action;
 use crate::route::BoundRoute;
@@ -242,11 +241,14 @@ impl Proxy {
         // Without a call to bind to, a request's method is its access:
         // the writes it may send are the policy's (see `writes_allowed`).
         let access = Access::writing_if(method != Method::GET);
-        let binding = Binding {
-            cluster: Some(cluster),
-            writes: self.writes.clone(),
-        };
-        let (mut record, verdict) = admit_head(&self.gate, &method, &uri, access, &binding);
+        let (mut record, verdict) = admit_head(
+            &self.gate,
+            &method,
+            &uri,
+            access,
+            Some(cluster),
+            &self.writes,
+        );
         if let Err(denial) = verdict {
             return self.refuse(record, denial, started).await;
         }
