@@ -7,7 +7,7 @@ use http::{HeaderValue, Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use wasmtime_wasi_http::{Error as HttpError, WasiBody};
 
-use crate::upstream::{BodyTimeout, Upstream, UpstreamBody, UpstreamFailure};
+use crate::upstream::{BodyTimeout, Upstream, UpstreamFailure};
 
 /// The response header that carries Proxmox's HTTP reason phrase (its error
 /// message) to the guest, which wasi:http cannot otherwise see.
@@ -48,17 +48,30 @@ pub fn reason_header<B>(response: &Response<B>) -> Option<HeaderValue> {
         .and_then(|r| HeaderValue::from_bytes(r.as_bytes()).ok())
 }
 
-fn into_guest_response(
-    response: Response<UpstreamBody>,
-    max_response: usize,
-) -> Response<WasiBody> {
+fn into_guest_response<B>(response: Response<B>, max_response: usize) -> Response<WasiBody>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let reason = reason_header(&response);
     let (mut parts, body) = response.into_parts();
     parts.headers.remove(REASON_HEADER);
     if let Some(reason) = reason {
         parts.headers.insert(REASON_HEADER, reason);
     }
-    let body = Limited::new(body, max_response)
+    // A body that says up front it is over the cap fails on its first
+    // bytes, not after the cap's worth of them: the guest then never
+    // buffers a large part of an answer it cannot use.
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let limit = match declared {
+        Some(length) if length > max_response as u64 => 0,
+        _ => max_response,
+    };
+    let body = Limited::new(body, limit)
         .map_err(move |e| body_failure(e, max_response))
         .boxed_unsync();
     Response::from_parts(parts, body)
@@ -109,6 +122,46 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// What the guest reads of a body of `len` bytes, with or without its
+    /// `Content-Length`, under a cap of 16 bytes.
+    async fn read_capped(len: usize, declared: bool) -> Result<usize, HttpError> {
+        read_declared(len, declared.then_some(len)).await
+    }
+
+    /// The same with this `Content-Length`, true or not.
+    async fn read_declared(len: usize, declared: Option<usize>) -> Result<usize, HttpError> {
+        let mut response = Response::new(Full::new(bytes::Bytes::from(vec![b'x'; len])));
+        if let Some(declared) = declared {
+            response
+                .headers_mut()
+                .insert(http::header::CONTENT_LENGTH, declared.into());
+        }
+        let body = into_guest_response(response, 16).into_body();
+        body.collect().await.map(|b| b.to_bytes().len())
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_cap_fails_and_one_that_says_so_fails_at_once() {
+        assert_eq!(read_capped(16, true).await.unwrap(), 16);
+        assert_eq!(read_capped(10, false).await.unwrap(), 10);
+        // Streamed past the cap, or declared over it: the same error, which
+        // names the cap (not the 0 a declared body is read with).
+        for declared in [false, true] {
+            let e = read_capped(17, declared).await.unwrap_err();
+            assert!(
+                matches!(e, HttpError::HttpResponseBodySize(Some(16))),
+                "{declared}: {e:?}"
+            );
+        }
+        // Its first bytes are refused already: the cap's worth is never
+        // handed on.
+        let e = read_declared(8, Some(1 << 30)).await.unwrap_err();
+        assert!(
+            matches!(e, HttpError::HttpResponseBodySize(Some(16))),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn a_body_cut_short_by_the_deadline_or_the_cap_says_which() {
