@@ -92,15 +92,62 @@ const SECRET_NAME_PARTS: &[&str] = &[
     "csrf",
 ];
 
-/// Whether an argument of this name holds a secret.
+/// Whether an argument of this name holds a secret. Public keys are not
+/// secret, and which key an agent installed is what a reader of the log
+/// needs: `sshkeys`, `ssh-public-keys` and other names of public keys are
+/// spared (their values are still masked when they hold a private key, see
+/// [`holds_private_key`]).
 pub fn is_secret_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+    SECRET_NAME_PARTS.iter().any(|part| name.contains(part)) && !is_public_key_name(&name)
+}
+
+/// Names of arguments that carry public keys: Proxmox's `sshkeys` (QEMU
+/// cloud-init) and `ssh-public-keys` (LXC), and any name that says public.
+fn is_public_key_name(lowercase: &str) -> bool {
+    let bare: String = lowercase
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    matches!(bare.as_str(), "sshkeys" | "sshkey" | "authorizedkeys")
+        || (bare.contains("public") && bare.contains("key") && !bare.contains("private"))
+}
+
+/// Whether a value looks like a private key (PEM or OpenSSH armour), which
+/// is masked whatever its argument is called.
+pub fn holds_private_key(value: &str) -> bool {
+    value.contains("PRIVATE KEY-----")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn public_keys_are_not_secret_names_and_private_keys_are_found_anywhere() {
+        for public in [
+            "sshkeys",
+            "ssh-public-keys",
+            "ssh_public_keys",
+            "SSHKeys",
+            "public_key",
+        ] {
+            assert!(!is_secret_name(public), "{public}");
+        }
+        for secret in [
+            "private_key",
+            "api_key",
+            "keyfile",
+            "password",
+            "private-public-key",
+        ] {
+            assert!(is_secret_name(secret), "{secret}");
+        }
+        assert!(holds_private_key(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----"
+        ));
+        assert!(!holds_private_key("ssh-ed25519 AAAAC3Nza agent@host"));
+    }
 
     #[test]
     fn secret_never_formats() {

@@ -139,6 +139,11 @@ async fn paths_that_could_mean_another_are_refused_before_anything_is_sent() {
             ),
             (json!({"path": "/cluster/resources?type=vm"}), "params"),
             (json!({"path": "/api2/extjs/version"}), "/api2/json/"),
+            // Issue 21: said as what it is, not refused later as a route.
+            (
+                json!({"method": "DELETE", "path": "/api2/json/api2/json/nodes/pve1/qemu/100"}),
+                "the API prefix /api2/json twice",
+            ),
             (json!({"method": "PATCH", "path": "/version"}), "method: "),
             (json!({"method": "GET"}), "path: missing"),
         ] {

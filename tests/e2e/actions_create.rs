@@ -108,6 +108,21 @@ async fn vms_and_containers_are_created_and_config_changes_carry_the_digest() {
                 "not a node of this cluster",
             ),
             (
+                // Issue 21: a backup archive as the template would restore
+                // it over the new vmid; refused before any request.
+                "pve_create_lxc",
+                json!({"node": "pve1", "vmid": 160,
+                       "ostemplate": "local:backup/vzdump-lxc-102-2026_01_01-00_00_00.tar.zst"}),
+                "ostemplate: \"local:backup/vzdump-lxc-102-2026_01_01-00_00_00.tar.zst\" is not a container template volume",
+            ),
+            (
+                // Issue 21: 102.0 is refused at the argument check, not at
+                // the gate.
+                "pve_set_vm_config",
+                json!({"vmid": 104.0, "config": {"onboot": true}}),
+                "vmid: must be an integer written without a decimal point: send 104 instead of 104.0",
+            ),
+            (
                 "pve_set_vm_config",
                 json!({"vmid": 104, "config": {"hookscript": "local:snippets/x.sh"}}),
                 "only root@pam",

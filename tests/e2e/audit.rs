@@ -753,3 +753,54 @@ async fn two_servers_sharing_one_file_extend_one_chain() {
     })
     .await;
 }
+
+/// Issue 21 (F6): with `include_arguments`, three refused calls with a
+/// 1 MiB `node` once added 3 MB to the log, and public SSH keys showed as
+/// `[REDACTED]`. Each value is now cut at 4 KiB with the SHA-256 of the
+/// whole, and which public key an agent sent is on record.
+#[tokio::test]
+async fn recorded_argument_values_are_bounded_and_public_keys_shown() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let config = audit_config(
+            dir.path(),
+            &format!("path = \"{}\"\ninclude_arguments = true", log.display()),
+        );
+        let server = Server::start(&sim, with_config(Opts::default(), &config)).await;
+        let huge = "a".repeat(1 << 20);
+        for _ in 0..3 {
+            let args = json!({"vmid": 100, "node": huge, "vm_type": "qemu"});
+            server.err("pve_get_vm_status", args).await;
+        }
+        let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0wmN/Cr3JXqmLW7u+g9pTh+wyqDHpSQEIQczXkVx9q agent@ops";
+        server
+            .err(
+                "pve_create_lxc",
+                json!({"node": "pve1", "vmid": 170, "ostemplate": "local:vztmpl/x.tar.zst",
+                       "ssh_public_keys": key}),
+            )
+            .await;
+        server.stop().await;
+
+        let size = std::fs::metadata(&log).unwrap().len();
+        assert!(size < 64 << 10, "the log grew to {size} bytes");
+        let r = records(&log);
+        let calls = all_of(&r, "call", "pve_get_vm_status");
+        assert_eq!(calls.len(), 3);
+        for call in calls {
+            let node = call["args"]["node"].as_str().unwrap();
+            assert!(node.starts_with(&"a".repeat(4096)), "{call}");
+            assert!(
+                node.ends_with(&format!("[cut: {} bytes, sha256 {}]", huge.len(), sha256_hex(huge.as_bytes()))),
+                "{}",
+                &node[4096..]
+            );
+        }
+        let create = one(&r, "call", "pve_create_lxc");
+        assert_eq!(create["args"]["ssh_public_keys"], key, "{create}");
+        assert_eq!(sim.writes().len(), 0);
+    })
+    .await;
+}

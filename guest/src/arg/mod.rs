@@ -80,13 +80,17 @@ pub fn integer(v: &Value, min: u64, max: u64, example: u64) -> Result<u64, Strin
             ));
         }
     };
-    // JSON Schema counts 101.0 as an integer, so accept it too.
-    let int = n.as_u64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= max as f64)
-            .map(|f| f as u64)
-    });
-    match int {
+    // JSON Schema counts 102.0 as an integer, but the host binds routes
+    // and judges policy conditions on the number as written, where 102.0
+    // is not 102: refuse it here, before anything is sent, with the fix.
+    let whole = |f: &f64| n.is_f64() && f.fract() == 0.0 && (min as f64..=max as f64).contains(f);
+    if let Some(f) = n.as_f64().filter(whole) {
+        return Err(format!(
+            "must be an integer written without a decimal point: send {} instead of {n}",
+            f as u64
+        ));
+    }
+    match n.as_u64() {
         Some(i) if (min..=max).contains(&i) => Ok(i),
         _ => Err(format!(
             "must be an integer between {min} and {max} (got {n})"
@@ -504,7 +508,8 @@ mod tests {
     fn vmid_boundaries() {
         assert_eq!(vmid(json!(100)), Ok(Vmid(100)));
         assert_eq!(vmid(json!(999_999_999)), Ok(Vmid(999_999_999)));
-        assert_eq!(vmid(json!(101.0)), Ok(Vmid(101)));
+        // The finding of issue 21: 102.0 reached the gate before.
+        assert!(err(vmid(json!(102.0))).contains("send 102 instead of 102.0"));
         assert_eq!(
             err(vmid(json!(99))),
             "must be an integer between 100 and 999999999 (got 99)"
@@ -596,6 +601,11 @@ mod tests {
             "must be an integer between 1 and 1000 (got 0)"
         );
         assert_eq!(integer(&json!(1000), 1, 1000, 100), Ok(1000));
+        assert_eq!(
+            err(integer(&json!(102.0), 1, 1000, 100)),
+            "must be an integer written without a decimal point: send 102 instead of 102.0"
+        );
+        assert!(err(integer(&json!(102.5), 1, 1000, 100)).contains("between 1 and 1000"));
         assert_eq!(string(&json!("web"), 8), Ok("web"));
         assert!(err(string(&json!(""), 8)).contains("must not be empty"));
         assert!(err(string(&json!("123456789"), 8)).contains("at most 8"));

@@ -225,7 +225,32 @@ fn create_qemu(pve: &mut dyn Pve, input: QemuInput) -> Result<Answer<ActionOutpu
     )
 }
 
+/// Whether `volume` names a container template (`<storage>:vztmpl/<file>`):
+/// Proxmox also takes a backup archive as `ostemplate`, which this tool
+/// must not send, as that restores a backup (pve_restore_vm's job, with its
+/// own checks) instead of creating a container.
+fn is_template_volume(volume: &str) -> bool {
+    volume.split_once(':').is_some_and(|(storage, rest)| {
+        arg::is_storage_id(storage)
+            && rest
+                .strip_prefix("vztmpl/")
+                .is_some_and(|file| !file.is_empty() && !file.contains('/'))
+    })
+}
+
 fn create_lxc(pve: &mut dyn Pve, input: LxcInput) -> Result<Answer<ActionOutput>, ToolError> {
+    if !is_template_volume(input.ostemplate.as_str()) {
+        return Err(ToolError::field(
+            "ostemplate",
+            format!(
+                "{:?} is not a container template volume; pass one of the form \
+                 \"<storage>:vztmpl/<file>\", e.g. \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\" \
+                 (pve_list_storage shows which storages hold vztmpl); to restore a backup use \
+                 pve_restore_vm",
+                input.ostemplate.as_str()
+            ),
+        ));
+    }
     let (target, found) = prepare(pve, &input.node, input.vmid, VmType::Lxc)?;
     let request = WriteRequest::new(
         Method::Post,
@@ -307,6 +332,24 @@ mod tests {
             )
             .unwrap_err();
         assert!(e.message().contains("vmid 100 is taken"), "{e}");
+        // A backup archive (or anything else) as the template is refused
+        // before any request: sent, it would restore the backup.
+        for volume in [
+            "local:backup/vzdump-lxc-102-2026_01_01-00_00_00.tar.zst",
+            "pbs:backup/ct/102/2026-01-01T00:00:00Z",
+            "/var/lib/vz/template/cache/x.tar.zst",
+            "local:vztmpl/",
+            "local:vztmpl/../x",
+        ] {
+            let mut pve = fake();
+            let args = json!({"node": "pve1", "vmid": 150, "ostemplate": volume}).to_string();
+            let e = LXC.call(&mut pve, &args).unwrap_err();
+            assert!(
+                e.message().starts_with("ostemplate: ") && e.message().contains("vztmpl"),
+                "{volume}: {e}"
+            );
+            assert!(pve.requests.is_empty() && pve.writes.is_empty(), "{volume}");
+        }
         let e = LXC
             .call(
                 &mut pve,

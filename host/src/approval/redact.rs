@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::canonical::canonical_json;
-use crate::secret::{MASK, Redactor, is_secret_name};
+use crate::secret::{MASK, Redactor, holds_private_key, is_secret_name};
 use crate::tools::JsonObject;
 
 /// Longest string value shown in full.
@@ -31,6 +31,7 @@ fn redact_value(value: &Value, name: Option<&str>) -> Value {
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(|v| redact_value(v, name)).collect()),
+        Value::String(s) if holds_private_key(s) => Value::String(MASK.into()),
         Value::String(s) => Value::String(shorten(s, MAX_STRING)),
         other => other.clone(),
     }

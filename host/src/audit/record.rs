@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::egress::{Denial, EgressRecord};
-use crate::secret::{MASK, Redactor, is_secret_name};
+use crate::secret::{MASK, Redactor, holds_private_key, is_secret_name};
 
 /// The body of one record; the chain puts `seq` and `prev` in front of it.
 #[derive(Debug, Clone, Serialize)]
@@ -232,8 +232,14 @@ pub fn upstream(record: &EgressRecord, redactor: &Redactor) -> UpstreamRequest {
     }
 }
 
-/// The argument values fit to record: secret-looking keys masked at every
-/// level, and every known secret scrubbed from keys and strings.
+/// The longest string value recorded whole: the audit log of a call with a
+/// 1 MiB argument stays small, and the cut value keeps its SHA-256.
+pub const MAX_RECORDED_VALUE: usize = 4 << 10;
+
+/// The argument values fit to record: secret-looking keys and private keys
+/// masked at every level, every known secret scrubbed from keys and
+/// strings, and a string over [`MAX_RECORDED_VALUE`] bytes cut, with the
+/// length and SHA-256 of the whole (as redacted) after it.
 pub fn redact_arguments(value: &Value, redactor: &Redactor) -> Value {
     match value {
         Value::Object(map) => Value::Object(
@@ -255,9 +261,26 @@ pub fn redact_arguments(value: &Value, redactor: &Redactor) -> Value {
                 .map(|v| redact_arguments(v, redactor))
                 .collect(),
         ),
-        Value::String(s) => Value::String(redactor.redact(s).into_owned()),
+        Value::String(s) if holds_private_key(s) => Value::String(MASK.into()),
+        Value::String(s) => Value::String(bounded(&redactor.redact(s))),
         other => other.clone(),
     }
+}
+
+/// `text` whole when short, else its first [`MAX_RECORDED_VALUE`] bytes (on
+/// a character boundary) and what was cut: `…[cut: 1048576 bytes, sha256 …]`.
+fn bounded(text: &str) -> String {
+    if text.len() <= MAX_RECORDED_VALUE {
+        return text.to_owned();
+    }
+    let mut cut = MAX_RECORDED_VALUE;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}…[cut: {} bytes, sha256 {hex}]", &text[..cut], text.len())
 }
 
 #[cfg(test)]
@@ -265,6 +288,7 @@ mod tests {
     use super::*;
     use crate::secret::Secret;
     use serde_json::json;
+    use sha2::Digest;
 
     #[test]
     fn secret_keys_are_masked_at_every_level_and_known_secrets_scrubbed() {
@@ -274,6 +298,8 @@ mod tests {
             "Password": "hunter22",
             "nested": [{"api_token": "x", "note": "uses 0b5a5c2e-6f7d here"}],
             "ssh-keys": "ssh-ed25519 AAAA",
+            "sshkeys": "ssh-ed25519 AAAA agent@host",
+            "description": "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
         });
         let out = redact_arguments(&args, &redactor);
         assert_eq!(
@@ -282,10 +308,33 @@ mod tests {
                 "vmid": 100,
                 "Password": MASK,
                 "nested": [{"api_token": MASK, "note": "uses [REDACTED] here"}],
-                "ssh-keys": MASK,
+                // Issue 21 (F6): which public key was installed is shown;
+                // a private key is masked wherever it is.
+                "ssh-keys": "ssh-ed25519 AAAA",
+                "sshkeys": "ssh-ed25519 AAAA agent@host",
+                "description": MASK,
             })
         );
         assert!(!is_secret_name("vmid") && !is_secret_name("node"));
+    }
+
+    #[test]
+    fn long_values_are_cut_with_the_hash_of_the_whole() {
+        let redactor = Redactor::new([]);
+        let huge = "é".repeat(1 << 19);
+        let out = redact_arguments(&json!({"node": huge, "vmid": 100}), &redactor);
+        let node = out["node"].as_str().unwrap();
+        assert!(node.len() < MAX_RECORDED_VALUE + 120, "{}", node.len());
+        let digest = sha2::Sha256::digest(huge.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(
+            node.ends_with(&format!("…[cut: {} bytes, sha256 {hex}]", huge.len())),
+            "{}",
+            &node[node.len() - 120..]
+        );
+        assert_eq!(out["vmid"], 100);
+        let short = "x".repeat(MAX_RECORDED_VALUE);
+        assert_eq!(redact_arguments(&json!(short), &redactor), json!(short));
     }
 
     #[test]

@@ -206,6 +206,7 @@ fn normalise_path(raw: &str) -> Result<Vec<String>, String> {
         format!("/{raw}")
     };
     let rest = match with_slash.strip_prefix("/api2/") {
+        Some("json") => "",
         Some(after) => after.strip_prefix("json/").ok_or_else(|| {
             format!(
                 "{} is under /api2/ but not /api2/json/; pve-mcp speaks only the JSON API, \
@@ -215,6 +216,15 @@ fn normalise_path(raw: &str) -> Result<Vec<String>, String> {
         })?,
         None => &with_slash[1..],
     };
+    // A base URL ending in /api2/json joined with a full path: said as
+    // such, not left for the gate to refuse as an unknown route.
+    if rest == "api2" || rest.starts_with("api2/") {
+        return Err(format!(
+            "{} has the API prefix /api2/json twice; give it once, or only the path below it, \
+             {example}",
+            shown(raw)
+        ));
+    }
     // One trailing slash is how people type a directory; Proxmox routes
     // it as the path without it.
     let rest = rest.strip_suffix('/').unwrap_or(rest);
@@ -357,6 +367,10 @@ mod tests {
             ("/api2/extjs/nodes", "not /api2/json/"),
             ("/", "names no API path"),
             ("/api2/json/", "names no API path"),
+            ("/api2/json", "names no API path"),
+            ("/api2/json/api2/json/nodes", "prefix /api2/json twice"),
+            ("api2/json/api2/json/nodes/pve1", "prefix /api2/json twice"),
+            ("/api2/json/api2/extjs/nodes", "prefix /api2/json twice"),
             ("/nodes/../access/users", "\"..\" segment"),
             ("/nodes/./pve1", "\"..\" segment"),
             ("/nodes/%2e%2e/access", "\"..\" segment"),
