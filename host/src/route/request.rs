@@ -218,7 +218,8 @@ fn normalise_path(raw: &str) -> Result<Vec<String>, String> {
     };
     // A base URL ending in /api2/json joined with a full path: said as
     // such, not left for the gate to refuse as an unknown route.
-    if rest == "api2" || rest.starts_with("api2/") {
+    let prefixed = with_slash.starts_with("/api2/");
+    if prefixed && (rest == "api2" || rest.starts_with("api2/")) {
         return Err(format!(
             "{} has the API prefix /api2/json twice; give it once, or only the path below it, \
              {example}",
