@@ -52,6 +52,19 @@ pub struct ToolInfo {
     pub reads: Vec<String>,
 }
 
+impl ToolInfo {
+    /// Whether this call of the tool waits, and so takes a wait slot and
+    /// gets the longer deadline: a tool that declares it waits, called
+    /// without routes (`pve_wait_task` always waits), or a write tool
+    /// called with `wait: true` and without `dry_run: true`. A write tool's
+    /// call that does not ask to wait never queues behind calls that do,
+    /// and a component that waits anyway is held to the plain deadline.
+    pub fn call_waits(&self, arguments: &JsonObject) -> bool {
+        let flag = |name: &str| arguments.get(name) == Some(&serde_json::Value::Bool(true));
+        self.waits && (self.routes.is_empty() || (flag("wait") && !flag("dry_run")))
+    }
+}
+
 /// One Proxmox privilege a tool needs.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Privilege {
@@ -156,6 +169,49 @@ pub fn parse_schema(tool: &str, which: &str, text: &str) -> anyhow::Result<JsonO
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 21 (F3): only calls that wait take a wait slot.
+    #[test]
+    fn a_call_waits_only_when_its_tool_does_and_it_asks_to() {
+        let tool = |waits: bool, routes: &[(&str, &str)]| ToolInfo {
+            name: "t".into(),
+            title: "t".into(),
+            description: String::new(),
+            input_schema: Default::default(),
+            output_schema: None,
+            annotations: Annotations {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+            },
+            routes: routes
+                .iter()
+                .map(|(m, p)| Route::parse(m, p).unwrap())
+                .collect(),
+            waits,
+            privileges: Vec::new(),
+            reads: Vec::new(),
+        };
+        let args = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        let stop = tool(true, &[("POST", "/nodes/{node}/qemu/{vmid}/status/stop")]);
+        assert!(stop.call_waits(&args(serde_json::json!({"vmid": 100, "wait": true}))));
+        for not_waiting in [
+            serde_json::json!({"vmid": 100}),
+            serde_json::json!({"vmid": 100, "wait": false}),
+            serde_json::json!({"vmid": 100, "wait": "true"}),
+            serde_json::json!({"vmid": 100, "wait": true, "dry_run": true}),
+        ] {
+            assert!(
+                !stop.call_waits(&args(not_waiting.clone())),
+                "{not_waiting}"
+            );
+        }
+        // A read tool that waits (pve_wait_task) always does; a tool that
+        // does not declare waiting never does.
+        assert!(tool(true, &[]).call_waits(&args(serde_json::json!({}))));
+        assert!(!tool(false, &[]).call_waits(&args(serde_json::json!({"wait": true}))));
+    }
 
     #[test]
     fn tool_names_follow_mcp_rules() {

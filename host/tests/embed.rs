@@ -66,6 +66,7 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
             // The default cluster: what the call's arguments name.
             binding: sandbox.gate().bind(&[], &JsonObject::new()),
             progress: None,
+            waits: false,
         })
         .await;
     let CallOutcome::Output {
@@ -104,6 +105,7 @@ async fn bad_arguments_are_answered_by_the_component_without_a_request() {
             access: Access::Read,
             binding: sandbox.gate().bind(&[], &JsonObject::new()),
             progress: None,
+            waits: false,
         })
         .await;
     let CallOutcome::Failed { message, .. } = &report.outcome else {

@@ -79,6 +79,9 @@ pub struct CallRequest<'a> {
     /// Where the guest's progress reports go, when someone asked for
     /// them; without it they are dropped.
     pub progress: Option<ReportSender>,
+    /// This call waits ([`ToolInfo::call_waits`]): it takes a wait slot
+    /// and gets the wait limit on top of the plain deadline.
+    pub waits: bool,
 }
 
 /// What a store is made for: a call, or the tool listing (which has no
@@ -283,7 +286,7 @@ impl Sandbox {
     pub async fn call_recording(&self, request: CallRequest<'_>, egress: EgressLog) -> CallReport {
         // A waiting call takes a wait slot first, so calls that wait can
         // hold at most that many of the slots and reads always find one.
-        let wait_permit = if request.tool.waits {
+        let wait_permit = if request.waits {
             self.wait_slots.acquire().await.map(Some)
         } else {
             Ok(None)
@@ -319,7 +322,7 @@ impl Sandbox {
         let code = self.code.load_full();
         let scope = Scope {
             tool: &request.tool.name,
-            waits: request.tool.waits,
+            waits: request.waits,
             access: request.access,
             binding: &request.binding,
             progress: request.progress.clone(),

@@ -396,6 +396,8 @@ impl App {
                 access: Access::Read,
                 binding: binding.clone(),
                 progress: None,
+                // A dry run never waits: it takes no wait slot.
+                waits: false,
             })
             .await;
         Some(crate::approval::plan::describe(&report.outcome))
@@ -442,6 +444,7 @@ impl App {
                 refused
             }
             None => {
+                let waits = info.call_waits(arguments);
                 // A map of JSON values always serialises.
                 let arguments = serde_json::to_string(arguments).unwrap_or_default();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
@@ -455,6 +458,7 @@ impl App {
                             access: grant.access,
                             binding,
                             progress,
+                            waits,
                         },
                         egress,
                     )
