@@ -47,6 +47,7 @@ pub mod paging;
 pub mod path;
 pub mod resolve;
 pub mod resources;
+pub mod route;
 #[cfg(test)]
 pub mod schemas;
 pub mod task;
@@ -115,14 +116,7 @@ impl wit::Guest for Component {
                     idempotent: t.annotations.idempotent,
                     open_world: t.annotations.open_world,
                 },
-                routes: t
-                    .routes
-                    .iter()
-                    .map(|(method, path)| wit::Route {
-                        method: (*method).to_owned(),
-                        path: (*path).to_owned(),
-                    })
-                    .collect(),
+                routes: t.routes.iter().map(wit_route).collect(),
                 waits: t.waits,
                 privileges: t
                     .privileges
@@ -193,5 +187,33 @@ fn into_wit(e: error::ToolError) -> wit::ToolError {
         error::ToolError::Upstream(m) => wit::ToolError::Upstream(m),
         error::ToolError::Precondition(m) => wit::ToolError::Precondition(m),
         error::ToolError::Internal(m) => wit::ToolError::Internal(m),
+    }
+}
+
+/// A declared route as the WIT `route` record carries it.
+fn wit_route(r: &route::Route) -> wit::Route {
+    wit::Route {
+        method: r.method.to_owned(),
+        path: r.path.to_owned(),
+        params: r
+            .params
+            .iter()
+            .map(|p| wit::Param {
+                name: p.name.to_owned(),
+                argument: p.argument.map(str::to_owned),
+                otherwise: match p.otherwise {
+                    route::Otherwise::Absent => wit::ParamValue::Absent,
+                    route::Otherwise::OneOf(values) => {
+                        wit::ParamValue::OneOf(values.iter().map(|v| (*v).to_owned()).collect())
+                    }
+                    route::Otherwise::Free(kind) => wit::ParamValue::Free(match kind {
+                        route::Kind::Boolean => wit::ValueKind::Boolean,
+                        route::Kind::Integer => wit::ValueKind::Integer,
+                        route::Kind::Text(max) => wit::ValueKind::Text(max),
+                    }),
+                },
+            })
+            .collect(),
+        entries: r.entries.map(str::to_owned),
     }
 }

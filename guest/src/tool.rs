@@ -97,10 +97,11 @@ pub struct Tool {
     pub output_schema: &'static str,
     /// Behaviour hints.
     pub annotations: Annotations,
-    /// The writes it may send, as `(method, path under /api2/json)` with
-    /// `{argument}` placeholders (see `route` in the WIT); none for a read
-    /// tool, whose GETs the host lets out without routes.
-    pub routes: &'static [(&'static str, &'static str)],
+    /// The writes it may send, whole: method, path under `/api2/json` with
+    /// `{argument}` placeholders, and every parameter (see `route` in the
+    /// WIT); none for a read tool, whose GETs the host lets out without
+    /// routes.
+    pub routes: &'static [crate::route::Route],
     /// The GET endpoints a read tool asks, as path templates under
     /// `/api2/json` with `{argument}` placeholders (WIT `reads`): for
     /// people and docs only, as the host lets any GET out; empty for a

@@ -1,16 +1,23 @@
 //! A tool's risk tier, decided by the host from what the tool may send:
 //! the component's annotations can raise it (`destructiveHint`), never
 //! lower it. The policy uses the tier to decide which rules may enable a
-//! tool: `default = "read-only"` runs only [`Tier::Read`] tools, and a
-//! [`Tier::Destructive`] tool runs only under its own
+//! call: `default = "read-only"` runs only [`Tier::Read`] tools, and a
+//! [`Tier::Destructive`] call runs only under its tool's own
 //! `[policy.tools.NAME]` table with an `action`.
+//!
+//! A call's tier follows from what its arguments let it send
+//! ([`Tier::of_call`]): `pve_backup_vm` is a write, and destructive with
+//! `prune: true`, because its route's `remove` then carries `1`
+//! ([`crate::route::destructive`]). A tool's own tier ([`Tier::of`]) is
+//! that of its mildest call, and [`Tier::worst`] that of its worst.
 
 use std::fmt;
 
 use http::Method;
 
 use crate::route::Route;
-use crate::tools::ToolInfo;
+use crate::route::destructive::DESTRUCTIVE_PARAMS;
+use crate::tools::{JsonObject, ToolInfo};
 
 /// How much harm a tool can do, as far as the host can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -25,14 +32,39 @@ pub enum Tier {
 }
 
 impl Tier {
-    /// The tier of a tool: the worst of its routes and its own claim.
+    /// The tier of a tool's mildest call: the worst of its routes' paths
+    /// and its own claim. Which tools a policy lists and which rules enable
+    /// them follow from it; each call is then judged at [`Tier::of_call`].
     pub fn of(tool: &ToolInfo) -> Tier {
         if tool.annotations.destructive || tool.routes.iter().any(is_destructive) {
             Tier::Destructive
         } else if tool.routes.is_empty() {
             Tier::Read
+        } else if sends_harm(tool, &JsonObject::new()) {
+            // Harmful even when the call gives no optional argument.
+            Tier::Destructive
         } else {
             Tier::Write
+        }
+    }
+
+    /// The tier of one call of `tool` with these `arguments` (as the
+    /// policy sees them): its tool's, or destructive when a route bound to
+    /// them may send a [destructive parameter](DESTRUCTIVE_PARAMS) with a
+    /// harmful value.
+    pub fn of_call(tool: &ToolInfo, arguments: &JsonObject) -> Tier {
+        match Tier::of(tool) {
+            Tier::Write if sends_harm(tool, arguments) => Tier::Destructive,
+            tier => tier,
+        }
+    }
+
+    /// The worst tier any call of `tool` can have: what its MCP
+    /// `destructiveHint` says.
+    pub fn worst(tool: &ToolInfo) -> Tier {
+        match Tier::of(tool) {
+            Tier::Write if !raised_by(tool).is_empty() => Tier::Destructive,
+            tier => tier,
         }
     }
 
@@ -97,6 +129,40 @@ pub const DESTRUCTIVE: &[DestructiveWrite] = &[
     },
 ];
 
+/// Whether a call of `tool` with `arguments` may send a destructive
+/// parameter with a harmful value.
+fn sends_harm(tool: &ToolInfo, arguments: &JsonObject) -> bool {
+    tool.routes.iter().any(|route| {
+        let bound = route.bind(arguments);
+        DESTRUCTIVE_PARAMS.iter().any(|d| {
+            route.could_send(&d.method, d.tail) && bound.may_send(d.name).beyond(d.harmless)
+        })
+    })
+}
+
+/// The arguments (or `ARG.KEY` entries) whose values can make a call of
+/// `tool` destructive, e.g. `prune` for `pve_backup_vm`; empty when none
+/// can.
+pub fn raised_by(tool: &ToolInfo) -> Vec<String> {
+    let mut names = Vec::new();
+    for route in &tool.routes {
+        for d in DESTRUCTIVE_PARAMS
+            .iter()
+            .filter(|d| route.could_destroy_with(d))
+        {
+            let params = route.params();
+            let name = match params.rules().iter().find(|r| r.name == d.name) {
+                Some(rule) => rule.argument.clone().unwrap_or_else(|| d.name.to_string()),
+                None => format!("{}.{}", params.entries().unwrap_or_default(), d.name),
+            };
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 /// Whether some call of `route` could send a write in [`DESTRUCTIVE`].
 pub fn is_destructive(route: &Route) -> bool {
     DESTRUCTIVE
@@ -107,6 +173,7 @@ pub fn is_destructive(route: &Route) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::params::{Otherwise, ParamRule, Params, ValueKind};
     use crate::tools::Annotations;
 
     fn tool(destructive_hint: bool, routes: &[(&str, &str)]) -> ToolInfo {
@@ -233,6 +300,108 @@ mod tests {
     #[test]
     fn the_calls_own_request_is_destructive() {
         assert_eq!(tier(&[("{method}", "/{path}")]), Tier::Destructive);
+    }
+
+    fn with_params(
+        method: &str,
+        path: &str,
+        rules: &[(&str, Option<&str>, Otherwise)],
+        entries: Option<&str>,
+    ) -> ToolInfo {
+        let rules = rules
+            .iter()
+            .map(|(name, argument, otherwise)| ParamRule {
+                name: name.to_string(),
+                argument: argument.map(Into::into),
+                otherwise: otherwise.clone(),
+            })
+            .collect();
+        let params = Params::parse(rules, entries.map(Into::into)).unwrap();
+        let mut t = tool(false, &[]);
+        t.routes = vec![Route::parse(method, path).unwrap().with_params(params)];
+        t
+    }
+
+    fn args(v: serde_json::Value) -> JsonObject {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// F2 of issue 21: `pve_backup_vm` is a write, and destructive when
+    /// asked to prune, for the policy and everything that follows it.
+    #[test]
+    fn a_calls_arguments_can_make_its_write_destructive() {
+        let backup = with_params(
+            "POST",
+            "/nodes/{node}/vzdump",
+            &[
+                ("vmid", Some("vmid"), Otherwise::Absent),
+                ("remove", Some("prune"), Otherwise::OneOf(vec!["0".into()])),
+            ],
+            None,
+        );
+        assert_eq!(Tier::of(&backup), Tier::Write);
+        assert_eq!(Tier::worst(&backup), Tier::Destructive);
+        assert_eq!(raised_by(&backup), ["prune"]);
+        let call = |v| Tier::of_call(&backup, &args(v));
+        assert_eq!(call(serde_json::json!({"vmid": 100})), Tier::Write);
+        assert_eq!(
+            call(serde_json::json!({"vmid": 100, "prune": false})),
+            Tier::Write
+        );
+        assert_eq!(
+            call(serde_json::json!({"vmid": 100, "prune": true})),
+            Tier::Destructive
+        );
+
+        // A configuration's entries: a delete or lifting protection destroys.
+        let config = with_params(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/config",
+            &[],
+            Some("config"),
+        );
+        assert_eq!(raised_by(&config), ["config.delete", "config.protection"]);
+        let call = |v| Tier::of_call(&config, &args(v));
+        assert_eq!(
+            call(serde_json::json!({"config": {"description": "x"}})),
+            Tier::Write
+        );
+        assert_eq!(
+            call(serde_json::json!({"config": {"protection": 1}})),
+            Tier::Write
+        );
+        assert_eq!(
+            call(serde_json::json!({"config": {"protection": false}})),
+            Tier::Destructive
+        );
+        assert_eq!(
+            call(serde_json::json!({"config": {"delete": "unused0"}})),
+            Tier::Destructive
+        );
+    }
+
+    /// A component that declares a destructive parameter as its own to
+    /// choose is destructive whatever the call: the host's table decides.
+    #[test]
+    fn a_destructive_parameter_the_tool_chooses_makes_it_destructive() {
+        let create = with_params(
+            "POST",
+            "/nodes/{node}/qemu",
+            &[
+                ("vmid", Some("vmid"), Otherwise::Absent),
+                ("force", None, Otherwise::Free(ValueKind::Boolean)),
+            ],
+            None,
+        );
+        assert_eq!(Tier::of(&create), Tier::Destructive);
+        let harmless = with_params(
+            "POST",
+            "/nodes/{node}/qemu",
+            &[("force", None, Otherwise::OneOf(vec!["0".into()]))],
+            None,
+        );
+        assert_eq!(Tier::of(&harmless), Tier::Write);
+        assert_eq!(Tier::worst(&harmless), Tier::Write);
     }
 
     #[test]

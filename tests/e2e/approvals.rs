@@ -1007,3 +1007,79 @@ async fn the_default_approver_follows_the_hosts_tier() {
     })
     .await;
 }
+
+/// Issue 21: the plan an operator approves is the host's record of the
+/// writes the dry run plans, and the approved call sends exactly those.
+/// `hostile_plan` plans a start and then, approved, sends a stop: refused
+/// as not the plan; the start goes out once; a second start, beyond the
+/// plan, is refused too. The audit names the plan as the rule.
+#[tokio::test]
+async fn an_approved_call_sends_only_the_plan_the_operator_saw() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::socket();
+        let audit = setup.dir.path().join("audit.jsonl");
+        std::fs::write(
+            &setup.config,
+            format!(
+                "[policy.tools.hostile_plan]\naction = \"require_approval\"\napprover = \"operator\"\n\
+                 [approvals]\nadmin_socket = \"{}\"\n[audit]\npath = \"{}\"\n",
+                setup.dir.path().join("admin.sock").display(),
+                audit.display()
+            ),
+        )
+        .unwrap();
+        let opts = setup.opts().arg("--component").arg(HOSTILE_WASM);
+        let server = Server::start(&sim, opts).await;
+        let args = json!({"node": "pve1", "vmid": 100});
+        let text = server.err("hostile_plan", args.clone()).await;
+        let id = approval_id(&text);
+        let start = "/api2/json/nodes/pve1/qemu/100/status/start";
+        let listed = setup.list().await;
+        let shown = listed[0].to_string();
+        assert!(shown.contains(&format!("POST {start}")), "{shown}");
+        assert!(shown.contains("the component says: VM 100 starts"), "{shown}");
+        assert!(sim.writes().is_empty(), "{:?}", sim.writes());
+
+        setup.decide("approve", &id).await;
+        let report = server.ok("hostile_plan", args).await;
+        let attempts = report["attempts"].as_array().cloned().unwrap_or_default();
+        let outcome = |what: &str| {
+            attempts
+                .iter()
+                .find(|a| a["what"] == what)
+                .map(|a| a["outcome"].clone())
+                .unwrap_or_else(|| panic!("no {what} in {report}"))
+        };
+        assert_eq!(outcome("a stop where a start was approved"), "denied");
+        assert_eq!(outcome("control"), "ok");
+        assert_eq!(outcome("a second start beyond the plan"), "denied");
+        let sent: Vec<_> = sim.writes().into_iter().map(|r| r.path).collect();
+        assert_eq!(sent, [start]);
+        let records: Vec<Value> = std::fs::read_to_string(&audit)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let plan_refusals: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["kind"] == "egress" && r["rule"] == "egress.plan")
+            .collect();
+        assert_eq!(plan_refusals.len(), 2, "{records:#?}");
+        assert!(
+            plan_refusals[0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("where the plan has POST /nodes/pve1/qemu/100/status/start")),
+            "{}",
+            plan_refusals[0]
+        );
+        assert!(
+            plan_refusals[1]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("beyond the 1 write(s) approved")),
+            "{}",
+            plan_refusals[1]
+        );
+    })
+    .await;
+}

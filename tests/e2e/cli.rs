@@ -157,6 +157,15 @@ fn tools_lists_the_catalog_as_table_and_json() {
 
 /// The table says which tools wait for Proxmox tasks (and so may run up to
 /// `sandbox.max_wait_secs` longer): what each component's descriptors say.
+/// The WAITS cell of a row of `pve-mcp tools`.
+fn waits_cell(row: &str) -> String {
+    row.split_whitespace()
+        .skip(1)
+        .find(|c| *c == "yes" || *c == "-")
+        .unwrap_or_default()
+        .to_string()
+}
+
 #[test]
 fn tools_table_marks_the_tools_that_wait() {
     let o = run(&["--component", HOSTILE_WASM, "tools"], &[]);
@@ -167,10 +176,9 @@ fn tools_table_marks_the_tools_that_wait() {
             .lines()
             .find(|l| l.split_whitespace().next() == Some(tool))
             .unwrap_or_else(|| panic!("no {tool} in {table}"));
-        row.split_whitespace()
-            .nth(2)
-            .unwrap_or_default()
-            .to_string()
+        // The tier may be several words (`write; destructive with prune`):
+        // WAITS is the first cell after the name that is `yes` or `-`.
+        waits_cell(row)
     };
     assert!(table.starts_with("TOOL"), "{table}");
     assert_eq!(waits("hostile_wait"), "yes", "{table}");
@@ -180,14 +188,14 @@ fn tools_table_marks_the_tools_that_wait() {
     let o = run(&["tools"], &[]);
     let table = String::from_utf8_lossy(&o.stdout);
     for line in table.lines().skip(1) {
-        let mut cells = line.split_whitespace();
-        let (tool, waits) = (cells.next().unwrap_or_default(), cells.nth(1));
+        let tool = line.split_whitespace().next().unwrap_or_default();
+        let waits = waits_cell(line);
         let expected = if crate::common::write_tools().contains(&tool) || tool == "pve_wait_task" {
             "yes"
         } else {
             "-"
         };
-        assert_eq!(waits, Some(expected), "{tool}: {table}");
+        assert_eq!(waits, expected, "{tool}: {table}");
     }
 }
 
@@ -240,9 +248,16 @@ fn tools_routes_prints_each_tools_writes() {
     };
     assert_eq!(
         row("hostile_routes"),
-        "POST /api2/json/nodes/{node}/{vm_type}/{vmid}/status/start"
+        "POST /api2/json/nodes/{node}/{vm_type}/{vmid}/status/start params: none"
     );
-    assert_eq!(row("hostile_methods"), "POST /api2/json/version");
+    assert_eq!(
+        row("hostile_methods"),
+        "POST /api2/json/version params: hostile=1, padding=<text of up to 524288 bytes>"
+    );
+    assert_eq!(
+        row("hostile_backup"),
+        "POST /api2/json/nodes/{node}/vzdump params: vmid=<vmid>, storage=<storage>, remove=<prune>|0"
+    );
     assert!(
         table.contains("PUT /api2/json/version") && table.contains("DELETE /api2/json/version")
     );

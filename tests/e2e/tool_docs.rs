@@ -66,8 +66,20 @@ fn the_tables_name_every_tool_with_its_tier_reads_and_privileges() {
             .collect();
         assert_eq!(rows.len(), 1, "{name}: {tables}");
         let tier = tool["tier"].as_str().unwrap();
+        // A write some of whose calls are destructive says which arguments
+        // make them so.
+        let raised: Vec<&str> = tool["destructive_with"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        let shown = match raised.is_empty() {
+            true => tier.to_string(),
+            false => format!("{tier}; destructive with {}", raised.join(", ")),
+        };
         if tier != "read" {
-            assert!(rows[0].ends_with(&format!("| {tier} |")), "{}", rows[0]);
+            assert!(rows[0].ends_with(&format!("| {shown} |")), "{}", rows[0]);
         }
         for read in tool["reads"].as_array().unwrap() {
             let read = read.as_str().unwrap();

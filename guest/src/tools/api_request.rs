@@ -22,6 +22,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::task;
+use crate::route::Route;
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, TaskReport, action_input};
 use crate::api::Pve;
@@ -259,7 +260,7 @@ pub static TOOL: Tool = write_tool! {
     annotations: Annotations::write(true, false),
     // The call's own method and path, which the host normalises and binds
     // the gate to: this tool can send that one request and nothing else.
-    routes: &[("{method}", "/{path}")],
+    routes: &[Route::CALL_REQUEST],
     privileges: [],
     run: run,
 };

@@ -11,6 +11,7 @@
 //! the existing guest (its disks are destroyed first): then the guest must
 //! be stopped. The guest type comes from the archive's name.
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
@@ -99,7 +100,20 @@ pub static BACKUP: Tool = write_tool! {
         never pruned unless prune: true. Refused without writing when the guest is locked or \
         the storage does not take backups on its node. Use wait: true to follow its progress.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/vzdump")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/vzdump",
+        &[
+            Param::arg("vmid"),
+            Param::arg("storage"),
+            Param::arg("mode").or_one_of(&["snapshot"]),
+            Param::arg("compress").or_one_of(&["zstd"]),
+            Param::from("notes-template", "notes"),
+            Param::arg("protected"),
+            // Proxmox prunes unless told not to: `remove=0` unless asked.
+            Param::from("remove", "prune").or_one_of(&["0"]),
+        ],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Backup",
@@ -118,7 +132,31 @@ pub static RESTORE: Tool = write_tool! {
         guest type is read from the archive name. Refused without writing when the archive is \
         not found or the vmid is taken without force.",
     annotations: Annotations::write(true, false),
-    routes: &[("POST", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/lxc")],
+    routes: &[
+        Route::new(
+            "POST",
+            "/nodes/{node}/qemu",
+            &[
+                Param::arg("vmid"),
+                Param::arg("archive"),
+                Param::arg("storage"),
+                Param::arg("force"),
+                Param::arg("unique"),
+            ],
+        ),
+        Route::new(
+            "POST",
+            "/nodes/{node}/lxc",
+            &[
+                Param::arg("vmid"),
+                Param::from("ostemplate", "archive"),
+                Param::fixed("restore", &["1"]),
+                Param::arg("storage"),
+                Param::arg("force"),
+                Param::arg("unique"),
+            ],
+        ),
+    ],
     privileges: [
         "/vms/{vmid}": "VM.Allocate" | "VM.Backup",
         "/storage/{storage}": "Datastore.AllocateSpace",

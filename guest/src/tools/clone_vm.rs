@@ -7,6 +7,7 @@
 //! a linked clone, and a full clone of a running container without a
 //! snapshot (each is an error PVE would give).
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -55,7 +56,20 @@ pub static TOOL: Tool = write_tool! {
         options cannot work together. The new guest is created stopped. dry_run: true shows \
         the request.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{source_vmid}/clone")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/{vm_type}/{source_vmid}/clone",
+        &[
+            Param::arg("newid"),
+            // A VM's name, a container's hostname: the one argument.
+            Param::arg("name"),
+            Param::from("hostname", "name"),
+            Param::arg("full"),
+            Param::arg("target"),
+            Param::arg("storage"),
+            Param::arg("snapname"),
+        ],
+    )],
     privileges: [
         "/vms/{source_vmid}": "VM.Audit",
         "/vms/{source_vmid}": "VM.Clone",

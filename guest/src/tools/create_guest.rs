@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -141,7 +142,21 @@ pub static QEMU: Tool = write_tool! {
         installer CD (ide2). It is created stopped. Refused without writing when the vmid is \
         taken or the node is not online. dry_run: true shows the request.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/qemu")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/qemu",
+        &[
+            Param::arg("vmid"),
+            Param::arg("name"),
+            Param::arg("memory"),
+            Param::arg("cores"),
+            Param::arg("sockets"),
+            Param::arg("net0"),
+            Param::arg("scsi0"),
+            Param::arg("ide2"),
+            Param::arg("ostype"),
+        ],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Allocate",
     ],
@@ -158,7 +173,21 @@ pub static LXC: Tool = write_tool! {
         is set through this tool (it would end up in logs): pass ssh_public_keys. Refused \
         without writing when the vmid is taken or the node is not online.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/lxc")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/lxc",
+        &[
+            Param::arg("vmid"),
+            Param::arg("ostemplate"),
+            Param::arg("storage"),
+            Param::arg("hostname"),
+            Param::arg("memory"),
+            Param::arg("cores"),
+            Param::arg("net0"),
+            Param::arg("rootfs"),
+            Param::from("ssh-public-keys", "ssh_public_keys"),
+        ],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Allocate",
         "/storage/{storage}": "Datastore.AllocateSpace",

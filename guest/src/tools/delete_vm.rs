@@ -6,6 +6,7 @@
 //! or is HA-managed without `purge` (PVE's own pre-checks, answered before
 //! a request instead of after).
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -35,7 +36,14 @@ pub static TOOL: Tool = write_tool! {
         runs, is locked or has protection on, or is HA-managed without purge: true. dry_run: \
         true shows the request.",
     annotations: Annotations::write(true, false),
-    routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}")],
+    routes: &[Route::new(
+        "DELETE",
+        "/nodes/{node}/{vm_type}/{vmid}",
+        &[
+            Param::arg("purge"),
+            Param::from("destroy-unreferenced-disks", "destroy_unreferenced_disks"),
+        ],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Allocate",

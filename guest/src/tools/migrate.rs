@@ -9,6 +9,7 @@
 //! is not in the cluster or is offline, a running guest without `online`
 //! (qemu) or `restart` (lxc), a held lock.
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -48,7 +49,21 @@ pub static TOOL: Tool = write_tool! {
         the current node, is not a cluster node or is offline, or the guest is locked. The task \
         runs on the source node. dry_run: true shows the request.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/migrate")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/{vm_type}/{vmid}/migrate",
+        &[
+            Param::arg("target"),
+            // A VM's options.
+            Param::arg("online"),
+            Param::from("with-local-disks", "with_local_disks"),
+            Param::arg("targetstorage"),
+            // A container's.
+            Param::arg("restart"),
+            Param::from("timeout", "restart_timeout"),
+            Param::from("target-storage", "targetstorage"),
+        ],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Migrate",

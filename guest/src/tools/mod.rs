@@ -271,15 +271,35 @@ mod tests {
                 assert_eq!(tool.annotations, Annotations::READ_ONLY, "{}", tool.name);
             } else {
                 assert!(!tool.annotations.read_only, "{}", tool.name);
-                for (method, path) in tool.routes {
+                let arguments = (tool.arguments)();
+                for route in tool.routes {
                     // The one route that is the call's own request
                     // (`pve_api_request`), which the host binds exactly.
-                    if (*method, *path) == ("{method}", "/{path}") {
+                    if *route == crate::route::Route::CALL_REQUEST {
                         assert!(tool.annotations.destructive, "{}", tool.name);
                         continue;
                     }
-                    assert!(["POST", "PUT", "DELETE"].contains(method), "{}", tool.name);
+                    let path = route.path;
+                    assert!(
+                        ["POST", "PUT", "DELETE"].contains(&route.method),
+                        "{}",
+                        tool.name
+                    );
                     assert!(path.starts_with("/nodes/{node}/"), "{}: {path}", tool.name);
+                    // Each parameter carries one of the tool's own
+                    // arguments, or is declared as what the tool works out.
+                    let bound = route.params.iter().filter_map(|p| p.argument);
+                    for argument in bound.chain(route.entries) {
+                        assert!(
+                            arguments.contains(&argument),
+                            "{}: {path} binds {argument}, not an argument of the tool",
+                            tool.name
+                        );
+                    }
+                    let mut names: Vec<&str> = route.params.iter().map(|p| p.name).collect();
+                    names.sort_unstable();
+                    names.dedup();
+                    assert_eq!(names.len(), route.params.len(), "{}: {path}", tool.name);
                 }
             }
         }
@@ -363,7 +383,7 @@ mod tests {
             }
             // `pve_api_request` sends whatever request it is given, so what
             // it needs is whatever that endpoint needs: nothing fixed.
-            let own_request = tool.routes == [("{method}", "/{path}")];
+            let own_request = tool.routes == [crate::route::Route::CALL_REQUEST];
             if !tool.routes.is_empty() && !own_request {
                 assert!(!tool.privileges.is_empty(), "{} writes", tool.name);
             }

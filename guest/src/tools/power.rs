@@ -9,6 +9,7 @@
 //! with Proxmox's spelling (`forceStop`); root-only ones (`skiplock`,
 //! `keepActive`) are not offered, since a token can never use them.
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
@@ -76,7 +77,7 @@ pub static START: Tool = write_tool! {
         Returns the task's UPID; pass wait: true to wait for it with progress, or dry_run: \
         true to see the exact request without sending it.",
     annotations: Annotations::write(false, true),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start")],
+    routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start", &[])],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.PowerMgmt",
@@ -93,7 +94,11 @@ pub static SHUTDOWN: Tool = write_tool! {
         force_stop: true it is stopped hard if it does not go down in time. Answers without \
         writing when the guest is already stopped or locked. dry_run: true shows the request.",
     annotations: Annotations::write(false, true),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/shutdown")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/{vm_type}/{vmid}/status/shutdown",
+        &[Param::arg("timeout"), Param::from("forceStop", "force_stop")],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.PowerMgmt",
@@ -109,7 +114,7 @@ pub static STOP: Tool = write_tool! {
         the guest's unsaved data may be lost. Prefer pve_shutdown_vm; use this when the guest \
         does not respond. Answers without writing when it is already stopped or locked.",
     annotations: Annotations::write(false, true),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/stop")],
+    routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/stop", &[])],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.PowerMgmt",
@@ -125,7 +130,7 @@ pub static REBOOT: Tool = write_tool! {
         a VM applies pending config changes). Refused without writing when the guest is not \
         running, is paused or is locked.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/reboot")],
+    routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/reboot", &[])],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.PowerMgmt",
@@ -142,7 +147,7 @@ pub static SUSPEND: Tool = write_tool! {
         checkpoint and stops it. Answers without writing when the VM is already paused, and \
         refuses when the guest is not running or is locked.",
     annotations: Annotations::write(false, true),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/suspend")],
+    routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/suspend", &[])],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.PowerMgmt",
@@ -159,7 +164,7 @@ pub static RESUME: Tool = write_tool! {
         without writing when the guest is already running, and refuses when it is locked or \
         (a VM) stopped.",
     annotations: Annotations::write(false, true),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/status/resume")],
+    routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/resume", &[])],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.PowerMgmt",

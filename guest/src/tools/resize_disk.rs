@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use crate::route::{DIGEST, Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -163,7 +164,11 @@ pub static TOOL: Tool = write_tool! {
         that inside the guest); a container's ext4 volume is. This cannot be undone. dry_run: \
         true shows the request.",
     annotations: Annotations::write(true, false),
-    routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/resize")],
+    routes: &[Route::new(
+        "PUT",
+        "/nodes/{node}/{vm_type}/{vmid}/resize",
+        &[Param::arg("disk"), Param::arg("size"), DIGEST],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Config.Disk",

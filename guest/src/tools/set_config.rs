@@ -12,6 +12,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::route::{DIGEST, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -136,7 +137,7 @@ pub static TOOL: Tool = write_tool! {
     // destroyed at once) or lift `protection`, and the host's tier is per
     // tool, so the tool needs its own policy rule and an operator approves.
     annotations: Annotations::write(true, true),
-    routes: &[("PUT", "/nodes/{node}/{vm_type}/{vmid}/config")],
+    routes: &[Route::new("PUT", "/nodes/{node}/{vm_type}/{vmid}/config", &[DIGEST]).with_entries("config")],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         // Proxmox checks each key against its own privilege; any one lets

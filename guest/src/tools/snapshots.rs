@@ -7,6 +7,7 @@
 //! answers 400), so it is refused for a container before any request.
 
 
+use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
@@ -59,7 +60,15 @@ pub static CREATE: Tool = write_tool! {
         without writing when the name exists or the guest is locked. dry_run: true shows the \
         request.",
     annotations: Annotations::write(false, false),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/{vm_type}/{vmid}/snapshot",
+        &[
+            Param::arg("snapname"),
+            Param::arg("description"),
+            Param::arg("vmstate"),
+        ],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Snapshot",
@@ -75,7 +84,11 @@ pub static DELETE: Tool = write_tool! {
         gone for good. Refused without writing when there is no such snapshot or the guest is \
         locked. dry_run: true shows the request.",
     annotations: Annotations::write(true, true),
-    routes: &[("DELETE", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}")],
+    routes: &[Route::new(
+        "DELETE",
+        "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}",
+        &[],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Snapshot",
@@ -92,7 +105,11 @@ pub static ROLLBACK: Tool = write_tool! {
         without writing when there is no such snapshot or the guest is locked. dry_run: true \
         shows the request.",
     annotations: Annotations::write(true, false),
-    routes: &[("POST", "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}/rollback")],
+    routes: &[Route::new(
+        "POST",
+        "/nodes/{node}/{vm_type}/{vmid}/snapshot/{snapname}/rollback",
+        &[Param::arg("start")],
+    )],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
         "/vms/{vmid}": "VM.Snapshot" | "VM.Snapshot.Rollback",

@@ -225,7 +225,7 @@ impl Approvals {
         let request = Request {
             caller: who,
             tool: tool.to_string(),
-            arguments_hash: arguments_hash(arguments),
+            arguments_hash: approval_hash(arguments, plan),
             arguments: shown,
         };
         self.pending_then_retry(&request, client.is_some()).await
@@ -322,6 +322,27 @@ impl Approvals {
                     "Not approved: {tool} needs a person's approval, and {open} approvals requested by you ({caller}) are already waiting for a person, the most one caller may have open ([approvals] max_pending_per_caller). Nothing new was opened and {tool} was not run. Wait for a person to approve or deny the open ones and retry them, or ask them to deny the stale ones (`pve-mcp approvals list`, then `pve-mcp approvals deny ID`); they also expire on their own."
                 ))
             }
+        }
+    }
+}
+
+/// What an approval is bound to beside its tool and caller: the canonical
+/// arguments and, for a call that writes, the plan the person is shown. A
+/// retry whose dry run plans anything else is a new call that needs its
+/// own approval, so an approval never runs a plan nobody saw.
+fn approval_hash(arguments: &JsonObject, plan: Option<&str>) -> String {
+    let arguments = arguments_hash(arguments);
+    match plan {
+        None => arguments,
+        Some(plan) => {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::new()
+                .chain_update(arguments.as_bytes())
+                .chain_update(b"\nplan: ")
+                .chain_update(plan.as_bytes())
+                .finalize();
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            format!("sha256:{hex}")
         }
     }
 }

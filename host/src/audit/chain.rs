@@ -510,6 +510,7 @@ pub(crate) mod tests {
             method: "GET".into(),
             authority: "a".into(),
             path: "/p".into(),
+            params: None,
             decision: "allow",
             rule: "egress.gate",
             reason: None,

@@ -78,6 +78,16 @@ impl AuditDecision {
         }
     }
 
+    /// A call that needed a person's approval and was refused before
+    /// anyone was asked: its dry run planned a request the gate refuses.
+    pub fn plan_refused(rule: &str) -> AuditDecision {
+        AuditDecision {
+            decision: "plan-refused".into(),
+            rule: rule.into(),
+            approver: None,
+        }
+    }
+
     /// A call that needed a person's approval and did not run: still
     /// pending, declined, denied or expired.
     pub fn not_approved(rule: &str) -> AuditDecision {
@@ -418,6 +428,10 @@ fn egress_records(head: &CallHead, egress: &[EgressRecord], redactor: &Redactor)
                 method: redactor.redact(&e.method).into_owned(),
                 authority: redactor.redact(&e.authority).into_owned(),
                 path: redactor.redact(&e.path).into_owned(),
+                params: e
+                    .params
+                    .as_ref()
+                    .map(|p| record::redact_arguments(p, redactor)),
                 decision: if e.denied.is_some() { "deny" } else { "allow" },
                 rule: record::egress_rule(e.denied.as_ref()),
                 reason: e
@@ -617,6 +631,7 @@ mod tests {
             method: "GET".into(),
             authority: "h:8006".into(),
             path: "/api2/json/cluster/resources".into(),
+            params: None,
             denied: None,
             status: None,
             failure: None,

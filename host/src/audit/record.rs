@@ -179,6 +179,10 @@ pub struct EgressEntry {
     pub authority: String,
     /// Path without the query.
     pub path: String,
+    /// A write's parameters as the gate read them: `values` (bounded,
+    /// secrets masked), their `count` and the `sha256` of the whole list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Value>,
     /// `allow` or `deny`.
     pub decision: &'static str,
     /// The gate's rule: `egress.gate` when allowed, else which check refused.
@@ -209,6 +213,8 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
         Some(Denial::Path(_)) => "egress.path",
         Some(Denial::Method) => "egress.method",
         Some(Denial::Route) => "egress.route",
+        Some(Denial::Params(_)) => "egress.params",
+        Some(Denial::Plan(_)) => "egress.plan",
         Some(Denial::BodyOnGet) => "egress.body-on-get",
         Some(Denial::BodyTooLarge) => "egress.body-too-large",
         Some(Denial::TooManyRequests(_)) => "egress.too-many-requests",
@@ -350,6 +356,7 @@ mod tests {
             method: "GET".into(),
             authority: "h:1".into(),
             path: "/p".into(),
+            params: None,
             decision: "deny",
             rule: egress_rule(Some(&Denial::Method)),
             reason: Some("method not allowed".into()),

@@ -11,6 +11,7 @@ use super::exit::config_failure;
 use super::global::Global;
 use crate::egress::Access;
 use crate::policy::{Action, Policy, PolicySource, StateSpec};
+use crate::tier::Tier;
 use crate::tools::ToolInfo;
 
 /// Runs the command: exit 0 when the policy is valid, 2 when it is not
@@ -62,6 +63,20 @@ fn methods(access: Access, action: Action, tool: &ToolInfo) -> Vec<String> {
         .collect()
 }
 
+/// For a write tool some of whose calls are destructive (`pve_backup_vm`
+/// with `prune: true`): the arguments that make them so, and the verdict
+/// such a call gets.
+fn when_destructive<'p>(
+    policy: &'p Policy,
+    tool: &ToolInfo,
+) -> Option<(Vec<String>, crate::policy::Effective<'p>)> {
+    if Tier::of(tool) != Tier::Write {
+        return None;
+    }
+    let raised = crate::tier::raised_by(tool);
+    (!raised.is_empty()).then(|| (raised, policy.effective_at(tool, Tier::Destructive)))
+}
+
 fn state(policy: &Policy) -> String {
     match &policy.state {
         StateSpec::Memory => "memory".into(),
@@ -92,6 +107,18 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             if e.action != Action::Deny {
                 details.extend(e.limits.iter().map(|l| format!("limit {}", l.describe())));
                 details.extend(e.conditions.iter().map(|c| format!("if {c}")));
+            }
+            if let Some((raised, d)) = when_destructive(policy, tool) {
+                let approver = match d.action {
+                    Action::RequireApproval => format!(", approver {}", d.approver.as_str()),
+                    _ => String::new(),
+                };
+                details.push(format!(
+                    "destructive with {}: {} by {}{approver}",
+                    raised.join(", "),
+                    verdict(false, d.action),
+                    d.rule
+                ));
             }
             [
                 tool.name.clone(),
@@ -161,6 +188,15 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
                     "rule": c.name,
                     "condition": c.to_string(),
                 })).collect::<Vec<_>>(),
+                // A write tool whose arguments can make a call destructive:
+                // which, and the verdict such a call gets.
+                "when_destructive": when_destructive(policy, tool).map(|(raised, d)| json!({
+                    "arguments": raised,
+                    "decision": verdict(false, d.action),
+                    "rule": d.rule,
+                    "reason": d.reason,
+                    "approver": (d.action == Action::RequireApproval).then(|| d.approver.as_str()),
+                })),
             })
         })
         .collect();

@@ -47,7 +47,9 @@ pub async fn run(global: &Global, format: Format) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Each tool with the writes it may send, one route per line; a tool with
+/// Each tool with the writes it may send, one route per line with every
+/// parameter it may carry (`name=<argument>`: the call's argument;
+/// `a|b`: one of these; `<kind>`: a value the tool works out); a tool with
 /// none sends only GETs.
 pub fn route_table(tools: &[ToolInfo]) -> String {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
@@ -55,9 +57,19 @@ pub fn route_table(tools: &[ToolInfo]) -> String {
     for tool in tools.iter() {
         let mut routes = tool.routes.iter().map(|r| {
             if r.is_call_request() {
-                format!("{r} (the call's own request, normalised by the host; nothing else)")
+                format!(
+                    "{r} (the call's own request, normalised by the host; nothing else)  \
+                     params: {}",
+                    r.params()
+                )
             } else {
-                r.to_string()
+                let params = r.params().to_string();
+                let params = if params.is_empty() {
+                    "none".into()
+                } else {
+                    params
+                };
+                format!("{r}  params: {params}")
             }
         });
         let first = routes
@@ -91,17 +103,22 @@ pub async fn start_without_clusters(global: &Global) -> Result<App, ExitCode> {
 pub fn tool_table(app: &App) -> String {
     let tools = app.tools();
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let tiers = tools
+        .iter()
+        .map(|t| tier_text(t).len())
+        .max()
+        .unwrap_or(4)
+        .max(11);
     let mut out = format!(
-        "{:width$}  {:11}  {:5}  {}\n",
+        "{:width$}  {:tiers$}  {:5}  {}\n",
         "TOOL", "TIER", "WAITS", "WHAT IT DOES"
     );
     for tool in tools.iter() {
-        let tier = Tier::of(tool);
         let waits = if tool.waits { "yes" } else { "-" };
         out.push_str(&format!(
-            "{:width$}  {:11}  {waits:5}  {}\n",
+            "{:width$}  {:tiers$}  {waits:5}  {}\n",
             tool.name,
-            tier.as_str(),
+            tier_text(tool),
             tool.title
         ));
     }
@@ -116,9 +133,13 @@ pub fn described(tool: &ToolInfo) -> Value {
     let mut out = serde_json::to_value(crate::server::mcp::to_mcp_tool(tool)).unwrap_or_default();
     if let Value::Object(o) = &mut out {
         o.insert("tier".into(), Tier::of(tool).as_str().into());
+        // What can make a call of it destructive, when its own tier is not.
+        o.insert("destructive_with".into(), raised(tool).into());
         o.insert("waits".into(), tool.waits.into());
         let routes: Vec<String> = tool.routes.iter().map(|r| r.to_string()).collect();
         o.insert("routes".into(), routes.into());
+        let params: Vec<String> = tool.routes.iter().map(|r| r.params().to_string()).collect();
+        o.insert("route_params".into(), params.into());
         let privileges = serde_json::to_value(&tool.privileges).unwrap_or_default();
         o.insert("privileges".into(), privileges);
         o.insert("reads".into(), tool.reads.clone().into());
@@ -183,10 +204,29 @@ pub fn markdown(tools: &[ToolInfo]) -> String {
             arguments(tool),
             sends.join("<br>"),
             privileges(tool),
-            Tier::of(tool).as_str(),
+            tier_text(tool),
         ));
     }
     out
+}
+
+/// The arguments whose values can make a call of a write tool
+/// destructive (empty when its own tier already is).
+fn raised(tool: &ToolInfo) -> Vec<String> {
+    match Tier::of(tool) {
+        Tier::Write => crate::tier::raised_by(tool),
+        _ => Vec::new(),
+    }
+}
+
+/// The tool's tier, and what raises a call of it: `write; destructive
+/// with prune`.
+fn tier_text(tool: &ToolInfo) -> String {
+    let raised = raised(tool);
+    match raised.is_empty() {
+        true => Tier::of(tool).as_str().to_string(),
+        false => format!("write; destructive with {}", raised.join(", ")),
+    }
 }
 
 /// The tool's own arguments, required ones first and in bold.

@@ -8,7 +8,10 @@ use http_body_util::{BodyExt, Limited};
 
 use super::access::Access;
 use super::gate::{ClusterIndex, Denial, Gate};
+use super::plan::ApprovedPlan;
 use super::record::EgressRecord;
+use super::sent;
+use crate::endpoint::API_PREFIX;
 use crate::route::BoundRoute;
 
 /// Request bodies above this are refused; Proxmox's own limit is 512 KiB.
@@ -48,4 +51,38 @@ where
         return Err(Denial::BodyOnGet);
     }
     Ok(body)
+}
+
+/// Reads a write's parameters (its query, and its form or JSON `body` of
+/// type `content_type`), records them in `record`, and decides them: each
+/// one declared by a route that admits the write, with a value bound to
+/// the call's arguments, and, for a call a person approved, the request
+/// the `plan` names next. Reads pass with what they carry.
+pub fn admit_params(
+    gate: &Gate,
+    record: &mut EgressRecord,
+    head: &http::request::Parts,
+    body: &[u8],
+    writes: &[BoundRoute],
+    plan: Option<&ApprovedPlan>,
+) -> Result<(), Denial> {
+    let method = &head.method;
+    if *method == Method::GET {
+        return Ok(());
+    }
+    let content_type = head.headers.get(http::header::CONTENT_TYPE);
+    let params =
+        sent::read(method, head.uri.query(), content_type, body).map_err(Denial::Params)?;
+    record.params = Some(sent::recorded(&params));
+    gate.check_params(method, &head.uri, &params, writes)?;
+    if let Some(plan) = plan {
+        let api_path = head
+            .uri
+            .path()
+            .get(API_PREFIX.len() - 1..)
+            .unwrap_or_default();
+        plan.admit(method, api_path, &params)
+            .map_err(Denial::Plan)?;
+    }
+    Ok(())
 }

@@ -4,10 +4,12 @@
 //! binding made when the call was authorized.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::gate::{ClusterIndex, Gate};
+use super::plan::ApprovedPlan;
 use crate::route::{BoundRoute, Route};
 use crate::tools::JsonObject;
 
@@ -25,6 +27,9 @@ pub struct Binding {
     /// its tool's routes bound to its arguments. A call's own request
     /// (`pve_api_request`) binds its reads too.
     pub writes: Vec<BoundRoute>,
+    /// For a call a person approved: the writes of the plan they saw,
+    /// which it must send exactly, in order.
+    pub plan: Option<Arc<ApprovedPlan>>,
 }
 
 impl Gate {
@@ -36,6 +41,7 @@ impl Gate {
         Binding {
             cluster: self.resolve(arguments.get(CLUSTER_ARG)),
             writes: routes.iter().map(|r| r.bind(arguments)).collect(),
+            plan: None,
         }
     }
 

@@ -50,6 +50,15 @@ pub enum Denial {
     /// its tool, bound to its arguments, admits it.
     #[error("not a request this call's tool declares for these arguments")]
     Route,
+    /// A write the call's routes admit by method and path, with a
+    /// parameter they do not: not declared, not the call's argument, sent
+    /// twice, or in a body the gate cannot read.
+    #[error("its parameters are not what this call may send: {0}")]
+    Params(String),
+    /// An approved call's write that is not the next one of the plan the
+    /// person approved.
+    #[error("not the request the approved plan names: {0}")]
+    Plan(String),
     /// A body on a GET, which Proxmox never accepts.
     #[error("a GET request may not carry a body")]
     BodyOnGet,
@@ -145,6 +154,34 @@ impl Gate {
             }
         }
         Ok(index)
+    }
+
+    /// Decides the parameters `sent` of a request [`Gate::check`] let
+    /// through: a write must carry only what one of the routes that admit
+    /// its method and path lets it carry. Reads carry what they like.
+    pub fn check_params(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        sent: &super::sent::Sent,
+        writes: &[BoundRoute],
+    ) -> Result<(), Denial> {
+        if *method == Method::GET {
+            return Ok(());
+        }
+        let api_path = uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default();
+        let mut refused = None;
+        for route in writes.iter().filter(|w| w.admits(method, api_path)) {
+            match route.admits_params(sent) {
+                Ok(()) => return Ok(()),
+                Err(why) => {
+                    refused.get_or_insert(why);
+                }
+            }
+        }
+        Err(Denial::Params(
+            refused.unwrap_or_else(|| "no route of the call admits it".into()),
+        ))
     }
 
     /// The name of the configured cluster whose endpoint `uri` is, for the

@@ -14,7 +14,7 @@ use wasmtime_wasi_http::{
 };
 
 use super::access::Access;
-use super::admission::{admit_body, admit_head};
+use super::admission::{admit_body, admit_head, admit_params};
 use super::binding::Binding;
 use super::forward::forward;
 use super::gate::Gate;
@@ -41,7 +41,7 @@ pub struct CallHooks {
     gate: Arc<Gate>,
     tool: Arc<str>,
     access: Access,
-    binding: Binding,
+    binding: Arc<Binding>,
     max_response_bytes: usize,
     log: EgressLog,
     budget: Arc<CallBudget>,
@@ -62,7 +62,7 @@ impl CallHooks {
             gate,
             tool: tool.into(),
             access,
-            binding,
+            binding: Arc::new(binding),
             max_response_bytes: caps.max_response_bytes,
             log,
             budget: Arc::new(CallBudget::new(caps.max_requests)),
@@ -131,6 +131,7 @@ impl WasiHttpHooks for CallHooks {
             }
         };
         let gate = self.gate.clone();
+        let binding = self.binding.clone();
         let max_response = self.max_response_bytes;
         Box::new(async move {
             let endpoint = gate.endpoint(index);
@@ -142,6 +143,13 @@ impl WasiHttpHooks for CallHooks {
                     return Err(HttpError::HttpRequestDenied);
                 }
             };
+            let plan = binding.plan.as_deref();
+            if let Err(denial) =
+                admit_params(&gate, &mut record, &parts, &body, &binding.writes, plan)
+            {
+                deny(&log, &tool, &budget, record, denial);
+                return Err(HttpError::HttpRequestDenied);
+            }
             // Refused too often while the body was read: stopping.
             if budget.exhausted() {
                 deny_more(&log, &tool, &budget);

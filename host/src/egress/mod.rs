@@ -7,6 +7,8 @@
 //! - [`binding`]: a call bound once to its cluster and write routes;
 //! - [`admission`]: the one admission of a request, which the in-process
 //!   hook and `pve-mcp egress-proxy` both call;
+//! - [`sent`]: a write's parameters, read strictly from query and body;
+//! - [`plan`]: the writes an approved call may send, held in order;
 //! - [`record`]: each request's record and the call's budget;
 //! - [`hook`]: the wasi:http hook in the sandbox;
 //! - [`forward`]: the request sent upstream and the answer mapped back.
@@ -17,10 +19,12 @@ pub mod binding;
 pub mod forward;
 pub mod gate;
 pub mod hook;
+pub mod plan;
 pub mod record;
+pub mod sent;
 
 pub use access::Access;
-pub use admission::{MAX_REQUEST_BODY, admit_body, admit_head};
+pub use admission::{MAX_REQUEST_BODY, admit_body, admit_head, admit_params};
 pub use binding::{Binding, CLUSTER_ARG};
 pub use forward::{REASON_HEADER, reason_header};
 pub use gate::{ClusterIndex, Denial, Gate, GateEndpoint};

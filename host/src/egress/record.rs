@@ -50,6 +50,11 @@ pub struct EgressRecord {
     pub authority: String,
     /// Path without the query.
     pub path: String,
+    /// A write's parameters as read by the gate (query and body), bounded
+    /// and masked, with their count and SHA-256 (see
+    /// [`super::sent::recorded`]); `None` for a read, or a write refused
+    /// before they were read.
+    pub params: Option<serde_json::Value>,
     /// The denial, if the gate refused it.
     pub denied: Option<Denial>,
     /// Upstream status, when a response arrived.
@@ -70,6 +75,7 @@ impl EgressRecord {
             method: bounded(method.as_str()),
             authority: bounded(uri.authority().map(|a| a.as_str()).unwrap_or_default()),
             path: bounded(uri.path()),
+            params: None,
             denied: None,
             status: None,
             failure: None,
@@ -277,6 +283,7 @@ fn summarise(records: &mut Vec<EgressRecord>, tool: &str, n: usize) {
                 method: String::new(),
                 authority: String::new(),
                 path: String::new(),
+                params: None,
                 denied: Some(Denial::RefusedMore(more)),
                 status: None,
                 failure: None,
@@ -333,6 +340,7 @@ mod tests {
             method: "GET".into(),
             authority: "pve1:8006".into(),
             path: "/api2/json/version".into(),
+            params: None,
             denied: None,
             status: None,
             failure: None,

@@ -34,9 +34,16 @@ pub struct Effective<'a> {
 }
 
 impl Policy {
-    /// The tool's verdict before arguments and counters are looked at.
+    /// The tool's verdict before arguments and counters are looked at, at
+    /// its own tier (its mildest call's).
     pub fn effective(&self, tool: &ToolInfo) -> Effective<'_> {
-        let tier = Tier::of(tool);
+        self.effective_at(tool, Tier::of(tool))
+    }
+
+    /// The tool's verdict for a call of `tier`: a call whose arguments make
+    /// it destructive (`pve_backup_vm` with `prune: true`) is judged as a
+    /// destructive tool's call, approver included.
+    pub fn effective_at(&self, tool: &ToolInfo, tier: Tier) -> Effective<'_> {
         let own = self.tools.get(&tool.name);
         let any = self.tools.get("*");
         let rules = || own.into_iter().chain(any);
@@ -86,7 +93,8 @@ impl Policy {
                     Action::Deny,
                     rule.name.clone(),
                     Some(destructive_needs_own_rule(
-                        &tool.name,
+                        tool,
+                        tier,
                         "the \"*\" table never enables a destructive tool",
                     )),
                 )
@@ -130,7 +138,8 @@ impl Policy {
             DefaultMode::Allow if destructive => deny(
                 DEFAULT_RULE.into(),
                 destructive_needs_own_rule(
-                    &tool.name,
+                    tool,
+                    tier,
                     "default = \"allow\" never enables a destructive tool",
                 ),
             ),
@@ -138,7 +147,8 @@ impl Policy {
             DefaultMode::Deny if listed && destructive => deny(
                 rules::rule_name(&tool.name),
                 destructive_needs_own_rule(
-                    &tool.name,
+                    tool,
+                    tier,
                     "being listed without an action does not enable a destructive tool",
                 ),
             ),
@@ -172,10 +182,20 @@ impl Policy {
 
 /// Why a destructive tool is refused although a rule would run the
 /// others: `why` names the rule that cannot enable it.
-fn destructive_needs_own_rule(tool: &str, why: &str) -> String {
+fn destructive_needs_own_rule(tool: &ToolInfo, tier: Tier, why: &str) -> String {
+    let name = &tool.name;
+    // A call its arguments made destructive says which arguments did.
+    let what = if tier > Tier::of(tool) {
+        format!(
+            "this call of {name} is destructive (by its {})",
+            crate::tier::raised_by(tool).join(", ")
+        )
+    } else {
+        format!("{name} is destructive")
+    };
     format!(
-        "{tool} is destructive, and {why}: it needs its own rule; {}",
-        rules::enabling_line(tool)
+        "{what}, and {why}: it needs its own rule; {}",
+        rules::enabling_line(name)
     )
 }
 

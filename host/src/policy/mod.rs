@@ -40,6 +40,7 @@ pub use rules::{
 
 use crate::caller::Caller;
 use crate::state::{CounterStore, MemoryStore, RedisStore, Reserve, Window};
+use crate::tier::Tier;
 use crate::tools::{JsonObject, ToolInfo};
 
 /// The policy in force (swapped whole on reload) and the counters.
@@ -120,7 +121,7 @@ impl Engine {
         arguments: &JsonObject,
     ) -> Decision {
         let policy = self.policy.load_full();
-        let effective = policy.effective(tool);
+        let effective = policy.effective_at(tool, Tier::of_call(tool, arguments));
         if effective.action == Action::Deny {
             return Decision::Deny {
                 rule: effective.rule,

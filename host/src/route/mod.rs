@@ -10,10 +10,13 @@
 //! [`sensitive`] paths no rule names, and the bound route admits that one
 //! request, reads included, and the reads that follow a task it starts.
 
+pub mod destructive;
+pub mod params;
 mod placeholder;
 pub mod request;
 pub mod sensitive;
 
+pub use params::{BoundParams, MaySend, Params};
 pub use request::ApiRequest;
 
 use std::fmt;
@@ -46,9 +49,13 @@ enum Segment {
 /// declares it: `{method}` and `/{path}`, the call's arguments.
 pub const CALL_REQUEST: (&str, &str) = ("{method}", "/{path}");
 
-/// A write a tool may send, parsed once at load.
+/// A write a tool may send, parsed once at load: where it goes, and
+/// every parameter it may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route(Kind);
+pub struct Route {
+    kind: Kind,
+    params: Params,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
@@ -69,7 +76,10 @@ impl Route {
     /// wrong, for the message that rejects the component.
     pub fn parse(method: &str, path: &str) -> Result<Route, String> {
         if (method, path) == CALL_REQUEST {
-            return Ok(Route(Kind::CallRequest));
+            return Ok(Route {
+                kind: Kind::CallRequest,
+                params: Params::call_request(),
+            });
         }
         if method == CALL_REQUEST.0 || path == CALL_REQUEST.1 {
             return Err(format!(
@@ -111,12 +121,40 @@ impl Route {
                 segments.push(Segment::Literal(segment.to_string()));
             }
         }
-        Ok(Route(Kind::Template { method, segments }))
+        Ok(Route {
+            kind: Kind::Template { method, segments },
+            params: Params::default(),
+        })
+    }
+
+    /// The route carrying `params`. The call's own request keeps its own
+    /// (the entries of its `params` argument), whatever is declared. A
+    /// parameter whose Proxmox default destroys data is required of every
+    /// request that could be that write ([`destructive`]).
+    pub fn with_params(mut self, params: Params) -> Route {
+        if self.is_call_request() {
+            return self;
+        }
+        self.params = params;
+        for d in destructive::DESTRUCTIVE_PARAMS
+            .iter()
+            .filter(|d| d.required)
+        {
+            if self.could_send(&d.method, d.tail) {
+                self.params = self.params.requiring(d.name);
+            }
+        }
+        self
+    }
+
+    /// The parameters its requests may carry.
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// The methods calls of this route may send beside their reads.
     pub fn methods(&self) -> &[Method] {
-        match &self.0 {
+        match &self.kind {
             Kind::Template { method, .. } => std::slice::from_ref(method),
             Kind::CallRequest => &[Method::POST, Method::PUT, Method::DELETE],
         }
@@ -126,7 +164,7 @@ impl Route {
     /// `method` and `path` arguments the host normalises and checks before
     /// the call runs.
     pub fn is_call_request(&self) -> bool {
-        self.0 == Kind::CallRequest
+        self.kind == Kind::CallRequest
     }
 
     /// Whether some call could send `method` with this route to a path
@@ -138,7 +176,7 @@ impl Route {
         let Kind::Template {
             method: own,
             segments,
-        } = &self.0
+        } = &self.kind
         else {
             return true;
         };
@@ -165,11 +203,12 @@ impl Route {
     /// arguments; when they are not (the host normalises them before the
     /// call runs), it admits nothing.
     pub fn bind(&self, arguments: &JsonObject) -> BoundRoute {
-        let (method, segments) = match &self.0 {
+        let params = self.params.bind(arguments);
+        let (method, segments) = match &self.kind {
             Kind::Template { method, segments } => (method, segments),
             Kind::CallRequest => {
                 return match ApiRequest::from_normalised(arguments) {
-                    Some(request) => BoundRoute::Request(request),
+                    Some(request) => BoundRoute::Request(request, params),
                     None => BoundRoute::Nothing,
                 };
             }
@@ -190,13 +229,42 @@ impl Route {
         BoundRoute::Template {
             method: method.clone(),
             segments,
+            params,
         }
+    }
+}
+
+impl Route {
+    /// The route bound to no call, for `pve-mcp egress-proxy`, which sees
+    /// requests without their calls: every placeholder admits what PVE's
+    /// pattern for it admits, every parameter that carries an argument any
+    /// value, and, unless `destructive`, each [destructive
+    /// parameter](destructive) only its harmless values.
+    pub fn bind_open(&self, destructive: bool) -> BoundRoute {
+        let mut bound = self.bind(&JsonObject::new());
+        if let BoundRoute::Template { params, .. } = &mut bound {
+            *params = self.params.bind_open();
+            if !destructive {
+                for d in destructive::DESTRUCTIVE_PARAMS {
+                    if self.could_send(&d.method, d.tail) {
+                        params.restrict(d.name, d.harmless);
+                    }
+                }
+            }
+        }
+        bound
+    }
+
+    /// Whether some call of this route could send the destructive
+    /// parameter `d` with a harmful value, whatever its arguments.
+    pub fn could_destroy_with(&self, d: &destructive::DestructiveParam) -> bool {
+        self.could_send(&d.method, d.tail) && self.params.could_send(d.name).beyond(d.harmless)
     }
 }
 
 impl fmt::Display for Route {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (method, segments) = match &self.0 {
+        let (method, segments) = match &self.kind {
             Kind::Template { method, segments } => (method, segments),
             Kind::CallRequest => {
                 return write!(f, "{} /api2/json{}", CALL_REQUEST.0, CALL_REQUEST.1);
@@ -236,9 +304,12 @@ pub enum BoundRoute {
         method: Method,
         /// The path, bound.
         segments: Vec<Bound>,
+        /// The parameters, bound.
+        params: BoundParams,
     },
-    /// The call's own request, and the reads that follow a task it starts.
-    Request(ApiRequest),
+    /// The call's own request, and the reads that follow a task it starts;
+    /// its parameters are the entries of its `params` argument.
+    Request(ApiRequest, BoundParams),
     /// Nothing at all.
     Nothing,
 }
@@ -247,7 +318,7 @@ impl BoundRoute {
     /// Whether the gate must hold the call's reads to this route too: the
     /// call's own request admits only itself.
     pub fn binds_reads(&self) -> bool {
-        matches!(self, BoundRoute::Request(_) | BoundRoute::Nothing)
+        matches!(self, BoundRoute::Request(..) | BoundRoute::Nothing)
     }
 
     /// Whether `method` on `api_path` (the path after `/api2/json`, as
@@ -256,8 +327,10 @@ impl BoundRoute {
     /// matches.
     pub fn admits(&self, method: &Method, api_path: &str) -> bool {
         let (own, segments) = match self {
-            BoundRoute::Template { method, segments } => (method, segments),
-            BoundRoute::Request(request) => return request.admits(method, api_path),
+            BoundRoute::Template {
+                method, segments, ..
+            } => (method, segments),
+            BoundRoute::Request(request, _) => return request.admits(method, api_path),
             BoundRoute::Nothing => return false,
         };
         if method != own {
@@ -285,6 +358,29 @@ impl BoundRoute {
             }
         }
         sent.next().is_none()
+    }
+
+    /// Whether a write it [admits](BoundRoute::admits) may carry the
+    /// parameters `sent`; the error says which parameter may not, and why.
+    /// The reads a call's own request admits (its task's status and log)
+    /// are not held to its parameters.
+    pub fn admits_params(&self, sent: &[(String, String)]) -> Result<(), String> {
+        match self {
+            BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
+                params.admits(sent)
+            }
+            BoundRoute::Nothing => Err("no request is admitted".into()),
+        }
+    }
+
+    /// What a call bound to this route may send as the parameter `name`.
+    pub fn may_send(&self, name: &str) -> MaySend {
+        match self {
+            BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
+                params.may_send(name)
+            }
+            BoundRoute::Nothing => MaySend::Nothing,
+        }
     }
 }
 

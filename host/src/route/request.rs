@@ -23,6 +23,8 @@ use crate::endpoint::percent_decode;
 pub const METHOD_ARG: &str = "method";
 /// The argument that names the path.
 pub const PATH_ARG: &str = "path";
+/// The argument whose entries are the request's parameters.
+pub const PARAMS_ARG: &str = "params";
 
 /// Longest path accepted, in bytes (as given, before decoding).
 const PATH_MAX: usize = 1024;

@@ -4,6 +4,7 @@
 
 use super::bindings::exports::pve_mcp::guest::tools as guest;
 use crate::route::Route;
+use crate::route::params::{Otherwise, ParamRule, Params, ValueKind};
 use crate::tools::{Annotations, Privilege, ToolInfo, parse_schema, valid_tool_name};
 
 /// The component's tools, validated, in the order it lists them.
@@ -40,8 +41,8 @@ fn tool_info(d: guest::ToolDescriptor) -> anyhow::Result<ToolInfo> {
         },
         routes: d
             .routes
-            .iter()
-            .map(|r| Route::parse(&r.method, &r.path))
+            .into_iter()
+            .map(route)
             .collect::<Result<_, _>>()
             .map_err(|problem| {
                 anyhow::anyhow!(
@@ -63,4 +64,29 @@ fn tool_info(d: guest::ToolDescriptor) -> anyhow::Result<ToolInfo> {
         title: d.title,
         description: d.description,
     })
+}
+
+/// A declared route, its parameters included.
+fn route(r: guest::Route) -> Result<Route, String> {
+    let route = Route::parse(&r.method, &r.path)?;
+    let rules = r
+        .params
+        .into_iter()
+        .map(|p| ParamRule {
+            name: p.name,
+            argument: p.argument,
+            otherwise: match p.otherwise {
+                guest::ParamValue::Absent => Otherwise::Absent,
+                guest::ParamValue::OneOf(values) => Otherwise::OneOf(values),
+                guest::ParamValue::Free(kind) => Otherwise::Free(match kind {
+                    guest::ValueKind::Boolean => ValueKind::Boolean,
+                    guest::ValueKind::Integer => ValueKind::Integer,
+                    guest::ValueKind::Text(max) => ValueKind::Text(max),
+                }),
+            },
+        })
+        .collect();
+    let params = Params::parse(rules, r.entries)
+        .map_err(|problem| format!("{} {}: {problem}", r.method, r.path))?;
+    Ok(route.with_params(params))
 }

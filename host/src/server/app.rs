@@ -9,11 +9,13 @@ use anyhow::Context;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
+use crate::approval::plan::HostPlan;
 use crate::approval::{Approvals, Step};
 use crate::audit::{AuditDecision, AuditLog};
 use crate::caller::Caller;
 use crate::config::audit::AuditSettings;
 use crate::config::{Cluster, SandboxLimits};
+use crate::egress::plan::ApprovedPlan;
 use crate::egress::{Access, Binding, Gate, GateEndpoint};
 use crate::error::ConfigError;
 use crate::policy::{self, Decision, Grant};
@@ -291,16 +293,32 @@ impl App {
             }
         };
         let rule = grant.rule.clone();
-        let plan = self.plan(tool, &arguments, &binding).await;
+        let plan = match self.plan(tool, &arguments, &binding).await {
+            Ok(plan) => plan,
+            Err(refusal) => {
+                grant.permit.rollback().await;
+                let decision = AuditDecision::plan_refused(&rule);
+                let report = CallReport::refused(refusal);
+                return Authorized::Refused(
+                    self.record(caller, &tool.name, &arguments, &decision, report)
+                        .await,
+                );
+            }
+        };
+        let text = plan.as_ref().map(|p| p.text.clone());
         match approvals
-            .gate(context, caller, &tool.name, &arguments, grant, plan)
+            .gate(context, caller, &tool.name, &arguments, grant, text)
             .await
         {
             Step::Approved(grant, by) => Authorized::Run(Admitted {
                 decision: AuditDecision::approved(&grant.rule, by),
                 tool,
                 arguments,
-                binding,
+                // The approved call is held to the plan the person saw.
+                binding: Binding {
+                    plan: plan.map(|p| Arc::new(ApprovedPlan::new(p.writes))),
+                    ..binding
+                },
                 grant,
             }),
             Step::Refused(text) => {
@@ -368,18 +386,20 @@ impl App {
         format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// What a call of a tool that writes would send, from a dry run of it
+    /// What a call of a tool that writes would send, for the person asked
+    /// to approve it: the host's record of the writes its dry run plans
     /// (`dry_run: true`, with the gate holding it to `GET`, so nothing can
-    /// be written), for the person asked to approve it; `None` for a tool
-    /// that declares no writes.
+    /// be written), each checked by the gate as it would check the real
+    /// request; `None` for a tool that declares no writes. A plan with a
+    /// write the gate would refuse is refused here, before anyone is asked.
     async fn plan(
         &self,
         tool: &ToolInfo,
         arguments: &JsonObject,
         binding: &Binding,
-    ) -> Option<String> {
+    ) -> Result<Option<HostPlan>, String> {
         if tool.routes.is_empty() {
-            return None;
+            return Ok(None);
         }
         let mut dry = arguments.clone();
         dry.insert("dry_run".into(), serde_json::Value::Bool(true));
@@ -400,7 +420,16 @@ impl App {
                 waits: false,
             })
             .await;
-        Some(crate::approval::plan::describe(&report.outcome))
+        let gate = self.sandbox.gate();
+        let plan =
+            crate::approval::plan::host_plan(&report.outcome, gate, binding).map_err(|why| {
+                format!(
+                    "{} was not run and no approval was asked: its dry run plans a request the \
+                     egress gate would refuse ({why}). Nothing was sent.",
+                    tool.name
+                )
+            })?;
+        Ok(Some(plan))
     }
 
     /// Runs one authorized call and logs it, recording `decision` in the
@@ -539,6 +568,7 @@ mod tests {
                 method: "GET".into(),
                 authority: "pve.example:8006".into(),
                 path: "/api2/json/version".into(),
+                params: None,
                 denied,
                 status,
                 failure: None,

@@ -83,7 +83,8 @@ impl McpServer {
 /// a client is never told a tool that may write is read-only, nor that a
 /// destructive one is not.
 pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
-    let tier = Tier::of(tool);
+    // The worst call's: a client may call it that way.
+    let tier = Tier::worst(tool);
     let mut out = Tool::new(
         tool.name.clone(),
         tool.description.clone(),

@@ -42,11 +42,13 @@ use super::http::serve::Signals;
 use crate::config::http::NamedToken;
 use crate::egress::{
     Access, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER, admit_body, admit_head,
+    admit_params,
 };
 use crate::policy::Action;
 use crate::route::BoundRoute;
 use crate::secret::Secret;
 use crate::server::app::App;
+use crate::tier::Tier;
 
 /// How long a client may take to send its request head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -145,19 +147,23 @@ pub async fn run(
 
 /// The route templates of every tool the policy lets write without asking
 /// anyone, bound to no arguments: each placeholder admits what PVE's
-/// pattern for it admits.
+/// pattern for it admits, and each parameter that carries an argument any
+/// value, but a destructive parameter only its harmless values unless the
+/// policy lets the tool's destructive calls run too.
 fn writes_allowed(app: &App) -> Vec<BoundRoute> {
     let policy = app.policy().policy();
-    let empty = serde_json::Map::new();
+    let runs =
+        |e: &crate::policy::Effective<'_>| e.action == Action::Allow && e.access == Access::Write;
     app.tools()
         .iter()
-        .filter(|tool| {
-            let effective = policy.effective(tool);
-            effective.action == Action::Allow && effective.access == Access::Write
+        .filter(|tool| runs(&policy.effective(tool)))
+        .flat_map(|tool| {
+            let destructive = runs(&policy.effective_at(tool, Tier::Destructive));
+            tool.routes
+                .iter()
+                .filter(|route| !route.is_call_request())
+                .map(move |route| route.bind_open(destructive))
         })
-        .flat_map(|tool| tool.routes.iter())
-        .filter(|route| !route.is_call_request())
-        .map(|route| route.bind(&empty))
         .collect()
 }
 
@@ -252,10 +258,20 @@ impl Proxy {
         if let Err(denial) = verdict {
             return self.refuse(record, denial, started).await;
         }
-        let body = match admit_body(&method, request.into_body()).await {
+        let (mut head, body) = request.into_parts();
+        let body = match admit_body(&method, body).await {
             Ok(body) => body,
             Err(denial) => return self.refuse(record, denial, started).await,
         };
+        // Judged as Proxmox will read it: on the upstream URI, with the
+        // content type the proxy sends.
+        head.uri = uri.clone();
+        head.headers
+            .insert(http::header::CONTENT_TYPE, content_type.clone());
+        if let Err(denial) = admit_params(&self.gate, &mut record, &head, &body, &self.writes, None)
+        {
+            return self.refuse(record, denial, started).await;
+        }
         let mut upstream = Request::builder().method(method).uri(uri);
         if let Some(headers) = upstream.headers_mut() {
             headers.insert(

@@ -34,6 +34,8 @@ mod routes;
 #[cfg(target_arch = "wasm32")]
 mod slow;
 #[cfg(target_arch = "wasm32")]
+mod smuggle;
+#[cfg(target_arch = "wasm32")]
 mod wait;
 #[cfg(target_arch = "wasm32")]
 mod writes;
@@ -74,7 +76,8 @@ mod component {
     });
 
     use exports::pve_mcp::guest::tools::{
-        Annotations, CallContext, Guest, Route, ToolDescriptor, ToolError, ToolOutput,
+        Annotations, CallContext, Guest, Param, ParamValue, Route, ToolDescriptor, ToolError,
+        ToolOutput, ValueKind,
     };
     use serde_json::Value;
 
@@ -111,6 +114,8 @@ mod component {
                         .map(|(method, path)| Route {
                             method: (*method).into(),
                             path: (*path).into(),
+                            params: t.params.iter().map(param).collect(),
+                            entries: t.entries.map(Into::into),
                         })
                         .collect(),
                     waits: t.waits,
@@ -242,7 +247,22 @@ mod component {
                     let vmid = args.u64_or("vmid", 100).map_err(bad)?;
                     let node = args.str_or("node", "pve1").map_err(bad)?;
                     let snapname = args.str_or("snapname", "before").map_err(bad)?;
-                    crate::writes::run(&base()?, &limits()?, method, route, vmid, &node, &snapname)
+                    let dry_run = args.bool_or("dry_run", false).map_err(bad)?;
+                    let write = crate::writes::Write {
+                        method,
+                        route,
+                        vmid,
+                        node: &node,
+                        snapname: &snapname,
+                    };
+                    match dry_run {
+                        true => write.planned(),
+                        false => write.send(&base()?, &limits()?),
+                    }
+                }
+                "hostile_create" | "hostile_backup" | "hostile_config" | "hostile_migrate"
+                | "hostile_force" | "hostile_plan" => {
+                    crate::smuggle::run(&name, &base()?, &limits()?, &args).map_err(bad)?
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 "hostile_wait" if args.bool_or("spin", false).map_err(bad)? => crate::abuse::spin(),
@@ -269,6 +289,20 @@ mod component {
     }
 
     /// One line for text-only clients: the outcome counts.
+    /// A declared parameter as the WIT `param` record carries it.
+    fn param(p: &crate::catalog::ParamSpec) -> Param {
+        Param {
+            name: p.name.into(),
+            argument: p.argument.map(Into::into),
+            otherwise: match p.otherwise {
+                None => ParamValue::Absent,
+                Some([]) => ParamValue::Free(ValueKind::Boolean),
+                Some(["*"]) => ParamValue::Free(ValueKind::Text(512 << 10)),
+                Some(values) => ParamValue::OneOf(values.iter().map(|v| (*v).into()).collect()),
+            },
+        }
+    }
+
     fn summary(name: &str, v: &Value) -> String {
         match v["attempts"].as_array() {
             Some(a) => format!("{name}: {}", report::tally(a)),

@@ -1,0 +1,212 @@
+//! The writes an approved call may send: what the gate admitted of its dry
+//! run's plan, held request by request. A person approves the host's
+//! record of those requests (method, path, every parameter), not the
+//! component's words about them, and the approved call sends exactly
+//! those, in that order, or is refused.
+
+use std::fmt;
+use std::sync::Mutex;
+
+use http::Method;
+use serde_json::Value;
+
+use super::sent::Sent;
+use crate::endpoint::API_PREFIX;
+use crate::route::params::wire;
+
+/// One write of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedWrite {
+    /// POST, PUT or DELETE.
+    pub method: Method,
+    /// The path after `/api2/json`, as sent.
+    pub path: String,
+    /// The parameters, in the order planned.
+    pub params: Sent,
+}
+
+impl PlannedWrite {
+    /// A request of a dry run's answer (`{"method", "path", "params"}`,
+    /// the path with or without `/api2/json`); `None` when it is not one.
+    pub fn from_answer(request: &Value) -> Option<PlannedWrite> {
+        let method = match request.get("method")?.as_str()? {
+            "POST" => Method::POST,
+            "PUT" => Method::PUT,
+            "DELETE" => Method::DELETE,
+            _ => return None,
+        };
+        let path = request.get("path")?.as_str()?;
+        let path = path
+            .strip_prefix(&API_PREFIX[..API_PREFIX.len() - 1])
+            .unwrap_or(path);
+        let params = match request.get("params") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(map)) => map
+                .iter()
+                .filter_map(|(k, v)| wire(v).map(|v| (k.clone(), v)))
+                .collect(),
+            Some(_) => return None,
+        };
+        Some(PlannedWrite {
+            method,
+            path: path.to_string(),
+            params,
+        })
+    }
+
+    /// The URI the gate judges it by, on `base` (`https://host:port`).
+    pub fn uri(&self, base: &str) -> Option<http::Uri> {
+        format!("{base}/api2/json{}", self.path).parse().ok()
+    }
+
+    fn same_as(&self, method: &Method, api_path: &str, sent: &Sent) -> Result<(), String> {
+        if *method != self.method || api_path != self.path {
+            return Err(format!(
+                "{method} {} was sent where the plan has {} {}",
+                bounded(api_path),
+                self.method,
+                self.path
+            ));
+        }
+        let mut planned = self.params.clone();
+        let mut sent = sent.clone();
+        planned.sort();
+        sent.sort();
+        if planned != sent {
+            let names = |p: &Sent| {
+                p.iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(format!(
+                "{method} {} carries other parameters than the plan ({}; planned: {})",
+                self.path,
+                names(&sent),
+                names(&planned)
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for PlannedWrite {
+    /// `POST /api2/json/nodes/pve1/qemu {"vmid":"560","name":"scratch"}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} /api2/json{}", self.method, self.path)?;
+        if !self.params.is_empty() {
+            let map: serde_json::Map<String, Value> = self
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            write!(f, " {}", Value::Object(map))?;
+        }
+        Ok(())
+    }
+}
+
+/// The plan an approved call is held to, and how far it has got.
+#[derive(Debug)]
+pub struct ApprovedPlan {
+    writes: Vec<PlannedWrite>,
+    sent: Mutex<usize>,
+}
+
+impl ApprovedPlan {
+    /// A plan of these writes, none sent yet.
+    pub fn new(writes: Vec<PlannedWrite>) -> ApprovedPlan {
+        ApprovedPlan {
+            writes,
+            sent: Mutex::new(0),
+        }
+    }
+
+    /// The planned writes.
+    pub fn writes(&self) -> &[PlannedWrite] {
+        &self.writes
+    }
+
+    /// Admits a write when it is the plan's next one, and counts it.
+    pub fn admit(&self, method: &Method, api_path: &str, sent: &Sent) -> Result<(), String> {
+        let Ok(mut next) = self.sent.lock() else {
+            return Err("the plan's record is unusable".into());
+        };
+        let Some(planned) = self.writes.get(*next) else {
+            return Err(format!(
+                "{method} {} goes beyond the {} write(s) approved",
+                bounded(api_path),
+                self.writes.len()
+            ));
+        };
+        planned.same_as(method, api_path, sent)?;
+        *next += 1;
+        Ok(())
+    }
+}
+
+fn bounded(text: &str) -> String {
+    let short: String = text.chars().take(200).collect();
+    if short.len() < text.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_approved_call_sends_its_plan_and_nothing_else() {
+        let planned = PlannedWrite::from_answer(&json!({
+            "method": "POST", "path": "/api2/json/nodes/bravo/qemu",
+            "params": {"vmid": 560, "name": "scratch"}
+        }))
+        .unwrap();
+        assert_eq!(
+            planned.to_string(),
+            r#"POST /api2/json/nodes/bravo/qemu {"name":"scratch","vmid":"560"}"#
+        );
+        let plan = ApprovedPlan::new(vec![planned]);
+        let params = |p: &[(&str, &str)]| -> Sent {
+            p.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        // The F1 approval: a restore over VM 102 where a create was approved.
+        let e = plan
+            .admit(
+                &Method::POST,
+                "/nodes/bravo/qemu",
+                &params(&[
+                    ("vmid", "102"),
+                    ("archive", "local:backup/x"),
+                    ("force", "1"),
+                ]),
+            )
+            .unwrap_err();
+        assert!(e.contains("other parameters than the plan"), "{e}");
+        let e = plan
+            .admit(&Method::PUT, "/nodes/bravo/qemu", &Vec::new())
+            .unwrap_err();
+        assert!(e.contains("where the plan has POST"), "{e}");
+        // In another order, the same parameters are the same request.
+        plan.admit(
+            &Method::POST,
+            "/nodes/bravo/qemu",
+            &params(&[("vmid", "560"), ("name", "scratch")]),
+        )
+        .unwrap();
+        let e = plan
+            .admit(
+                &Method::POST,
+                "/nodes/bravo/qemu",
+                &params(&[("vmid", "560"), ("name", "scratch")]),
+            )
+            .unwrap_err();
+        assert!(e.contains("beyond the 1 write(s) approved"), "{e}");
+    }
+}
