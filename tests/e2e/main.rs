@@ -52,3 +52,4 @@ mod tls;
 mod tool_docs;
 mod tools_list;
 mod vm_status;
+mod wait_slots;
