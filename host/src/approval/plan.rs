@@ -2,16 +2,15 @@
 //! held to `GET` by the egress gate) says it would send, in one line.
 //!
 //! The text comes from the component, so it is treated as untrusted: it is
-//! flattened to one line and cut to [`MAX_PLAN`] characters before anyone
-//! sees it. The call that runs after approval is still held to its tool's
-//! routes by the gate, whatever the plan said.
+//! flattened to one line before anyone sees it. It is not cut: a person
+//! must see all of what they approve (issue 21 F4), and the approval record
+//! bounds it, saying what it folded ([`super::redact::record_plan`]). The
+//! call that runs after approval is still held to its tool's routes by the
+//! gate, whatever the plan said.
 
 use serde_json::Value;
 
 use crate::tools::CallOutcome;
-
-/// The longest plan shown, in characters.
-pub const MAX_PLAN: usize = 1000;
 
 /// The plan as a person reads it: each request (method, path, parameters),
 /// the expected effect and what the reads before it found; or why the dry
@@ -69,17 +68,11 @@ fn request(r: &Value) -> String {
     }
 }
 
-/// Control characters become spaces, and the text is cut to [`MAX_PLAN`].
+/// Control characters become spaces; nothing is cut.
 fn one_line(text: &str) -> String {
-    let mut out: String = text
-        .chars()
+    text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_PLAN)
-        .collect();
-    if text.chars().count() > MAX_PLAN {
-        out.push('…');
-    }
-    out
+        .collect()
 }
 
 #[cfg(test)]
@@ -124,13 +117,13 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_dry_run_says_so_and_long_text_is_cut() {
+    fn a_failed_dry_run_says_so_and_long_text_is_kept_whole() {
         let outcome = CallOutcome::Failed {
             kind: FailureKind::Precondition,
             message: "x".repeat(5000),
         };
         let plan = describe(&outcome);
         assert!(plan.starts_with("the dry run failed: xxx"));
-        assert_eq!(plan.chars().count(), MAX_PLAN + 1);
+        assert_eq!(plan.chars().count(), "the dry run failed: ".len() + 5000);
     }
 }
