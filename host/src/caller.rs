@@ -45,6 +45,18 @@ impl Caller {
         }
     }
 
+    /// Whom this caller's waits count against (`[sandbox]
+    /// max_waiting_per_caller`): its bearer token across all its sessions
+    /// (`token:NAME`), else its session (`session:ID`). `None` for stdio,
+    /// which is one client and has no other tenant to starve.
+    pub fn wait_key(&self) -> Option<Arc<str>> {
+        match &self.token {
+            Some(token) => Some(Arc::from(format!("token:{token}"))),
+            None if self.session.as_ref() == STDIO_SESSION => None,
+            None => Some(Arc::from(format!("session:{}", self.session))),
+        }
+    }
+
     /// Whether this is an HTTP request without a session (MCP
     /// 2026-07-28). The HTTP layer lets through only session ids it issued,
     /// which never take this form.
@@ -94,5 +106,27 @@ impl Caller {
             token,
             client,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_count_per_token_across_sessions_and_stdio_is_exempt() {
+        let over_http = |session: &str, token: Option<&str>| Caller {
+            session: Arc::from(session),
+            token: token.map(Arc::from),
+            client: None,
+        };
+        assert_eq!(Caller::stdio().wait_key(), None);
+        let a = over_http("s1", Some("alice")).wait_key();
+        assert_eq!(a.as_deref(), Some("token:alice"));
+        assert_eq!(over_http("s2", Some("alice")).wait_key(), a);
+        assert_eq!(
+            over_http("s1", None).wait_key().as_deref(),
+            Some("session:s1")
+        );
     }
 }

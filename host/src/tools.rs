@@ -115,6 +115,10 @@ pub enum FailureKind {
     Sandbox,
     /// The policy refused the call before the guest ran.
     Policy,
+    /// Refused at once, before the guest ran, because the caller already
+    /// holds its share of a limited resource (`[sandbox]
+    /// max_waiting_per_caller`); its rate-limit units are given back.
+    Busy,
 }
 
 impl FailureKind {
@@ -127,6 +131,7 @@ impl FailureKind {
             FailureKind::Internal => "internal",
             FailureKind::Sandbox => "sandbox",
             FailureKind::Policy => "policy",
+            FailureKind::Busy => "busy",
         }
     }
 }

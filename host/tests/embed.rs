@@ -67,6 +67,7 @@ async fn a_rust_program_runs_the_component_without_the_mcp_server() {
             binding: sandbox.gate().bind(&[], &JsonObject::new()),
             progress: None,
             waits: false,
+            waiter: None,
         })
         .await;
     let CallOutcome::Output {
@@ -106,6 +107,7 @@ async fn bad_arguments_are_answered_by_the_component_without_a_request() {
             binding: sandbox.gate().bind(&[], &JsonObject::new()),
             progress: None,
             waits: false,
+            waiter: None,
         })
         .await;
     let CallOutcome::Failed { message, .. } = &report.outcome else {

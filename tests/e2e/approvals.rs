@@ -1083,3 +1083,78 @@ async fn an_approved_call_sends_only_the_plan_the_operator_saw() {
     })
     .await;
 }
+
+/// Issue 21 F4: a `net0` change behind a long description is not approved
+/// unseen. `approvals list` folds the description and says so (and shows
+/// `net0` beside it); `approvals show ID` and `list --json` carry every
+/// argument and the whole plan.
+#[tokio::test]
+async fn the_operator_sees_everything_an_approval_would_run() {
+    within(async {
+        let sim = simulator().await;
+        let setup = Setup::new(
+            "",
+            "[policy.tools.pve_set_vm_config]\naction = \"require_approval\"\napprover = \"operator\"\n",
+        );
+        let server = Server::start(&sim, setup.opts()).await;
+        let description = format!("routine note {}", "n".repeat(1024));
+        let net0 = "virtio=BC:24:11:00:00:01,bridge=vmbr666,firewall=0";
+        let args = json!({"vmid": 104, "config": {"description": description, "net0": net0}});
+        let text = server.err("pve_set_vm_config", args).await;
+        let id = approval_id(&text);
+        assert!(sim.writes().is_empty(), "nothing is sent before approval");
+
+        let table = setup.cli(Some(ADMIN_TOKEN), &["list"]).await;
+        assert_eq!(table.code, Some(0), "{table:?}");
+        let row = table
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&id))
+            .unwrap_or_else(|| panic!("no row for {id}: {}", table.stdout));
+        assert!(
+            row.contains(&format!(
+                "[folded: {} chars; `pve-mcp approvals show {id}` shows all]",
+                description.chars().count() - 120
+            )),
+            "{row}"
+        );
+        assert!(row.contains(net0), "net0 shows beside the fold: {row}");
+        assert!(!row.contains(&description), "{row}");
+
+        let shown = setup.cli(Some(ADMIN_TOKEN), &["show", &id]).await;
+        assert_eq!(shown.code, Some(0), "{shown:?}");
+        assert!(shown.stdout.contains(&description), "{}", shown.stdout);
+        assert!(shown.stdout.contains(net0), "{}", shown.stdout);
+        assert!(!shown.stdout.contains("folded"), "{}", shown.stdout);
+        // The plan is the dry run's, whole: the PUT with both values.
+        let plan_line = shown
+            .stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("plan "))
+            .nth(1)
+            .unwrap_or_default();
+        assert!(plan_line.contains("PUT "), "{}", shown.stdout);
+        assert!(plan_line.contains(net0), "{}", shown.stdout);
+        assert!(plan_line.contains(&description), "{}", shown.stdout);
+
+        let listed = setup.list().await;
+        let record = listed
+            .iter()
+            .find(|a| a["id"] == id.as_str())
+            .expect("the approval in --json");
+        let arguments: Value =
+            serde_json::from_str(record["arguments"].as_str().unwrap()).expect("complete JSON");
+        assert_eq!(arguments["config"]["description"], description.as_str());
+        assert_eq!(arguments["config"]["net0"], net0);
+        let plan = record["plan"].as_str().expect("the plan");
+        assert!(plan.contains(net0) && plan.contains(&description), "{plan}");
+
+        let unknown = setup
+            .cli(Some(ADMIN_TOKEN), &["show", "ap-ffffffffffffffff"])
+            .await;
+        assert_eq!(unknown.code, Some(1), "{unknown:?}");
+        assert!(unknown.stderr.contains("no approval has the id"), "{unknown:?}");
+        server.stop().await;
+    })
+    .await;
+}

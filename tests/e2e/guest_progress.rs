@@ -488,7 +488,10 @@ async fn reads_answer_while_twenty_calls_wait() {
     within(async {
         let sim = simulator().await;
         let dir = tempfile::tempdir().unwrap();
-        let config = hostile_config(dir.path(), "timeout_secs = 5\nmax_wait_secs = 120");
+        let config = hostile_config(
+            dir.path(),
+            "timeout_secs = 5\nmax_wait_secs = 120\nmax_waiting_per_caller = 20",
+        );
         let server = HttpServer::start(&sim, hostile_opts(&config)).await;
         let (clients, tokens, waits) = start_waits(&server, 20, 10).await;
         // All 20 are inside the sandbox at once, each reporting.
@@ -520,7 +523,7 @@ async fn waiting_calls_never_take_the_slots_reads_need() {
         let dir = tempfile::tempdir().unwrap();
         let config = hostile_config(
             dir.path(),
-            "timeout_secs = 5\nmax_wait_secs = 120\nmax_concurrent_calls = 20",
+            "timeout_secs = 5\nmax_wait_secs = 120\nmax_concurrent_calls = 20\nmax_waiting_per_caller = 20",
         );
         let server = HttpServer::start(&sim, hostile_opts(&config)).await;
         let (clients, tokens, waits) = start_waits(&server, 20, 10).await;

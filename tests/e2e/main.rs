@@ -52,4 +52,5 @@ mod tls;
 mod tool_docs;
 mod tools_list;
 mod vm_status;
+mod wait_slots;
 mod whole_request;

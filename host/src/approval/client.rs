@@ -9,7 +9,8 @@ use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::store::{Approval, Millis, Verdict};
+use super::redact::MAX_SHOWN;
+use super::store::{Approval, MAX_RECORDS, Millis, Verdict};
 use crate::config::approvals::AdminAddress;
 use crate::secret::Secret;
 
@@ -18,8 +19,11 @@ use crate::secret::Secret;
 pub const PREFIX: &str = "/v1/approvals";
 /// How long one admin request may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest answer read (10,000 approvals fit comfortably).
-const MAX_BODY: usize = 64 << 20;
+/// The largest answer read: every approval the store keeps
+/// ([`MAX_RECORDS`]), each with its complete arguments and plan (at most
+/// [`MAX_SHOWN`] bytes each, up to twice that once escaped as JSON), and
+/// room for the rest of the record.
+const MAX_BODY: usize = MAX_RECORDS * (2 * 2 * MAX_SHOWN + (4 << 10));
 
 /// Why an admin request failed, worded for the person at the terminal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,22 +84,21 @@ impl AdminClient {
         Ok((reply.now_ms, reply.approvals))
     }
 
+    /// One approval, complete.
+    pub async fn get(&self, id: &str) -> Result<(Millis, Approval), ClientError> {
+        check_id(id)?;
+        let body = self.request(Method::GET, format!("{PREFIX}/{id}")).await?;
+        let reply: DecideReply = serde_json::from_slice(&body).map_err(|e| self.garbled(e))?;
+        Ok((reply.now_ms, reply.approval))
+    }
+
     /// Approves or denies one approval.
     pub async fn decide(
         &self,
         id: &str,
         verdict: Verdict,
     ) -> Result<(Millis, Approval), ClientError> {
-        if id.is_empty()
-            || id.len() > 64
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(ClientError::BadId(format!(
-                "{id:?} is not an approval id; they look like ap-0123456789abcdef (see `pve-mcp approvals list`)"
-            )));
-        }
+        check_id(id)?;
         let action = match verdict {
             Verdict::Approve => "approve",
             Verdict::Deny => "deny",
@@ -206,4 +209,19 @@ impl AdminClient {
             _ => ClientError::Api(message),
         })
     }
+}
+
+/// Refuses what cannot be an approval id before it goes into a path.
+fn check_id(id: &str) -> Result<(), ClientError> {
+    if id.is_empty()
+        || id.len() > 64
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(ClientError::BadId(format!(
+            "{id:?} is not an approval id; they look like ap-0123456789abcdef (see `pve-mcp approvals list`)"
+        )));
+    }
+    Ok(())
 }

@@ -40,6 +40,9 @@ use crate::secret::Redactor;
 use crate::tools::JsonObject;
 use store::{ApprovalStore, Check, Millis, Request, now_ms};
 
+/// Longest plan an approval form shows before folding it, in characters.
+const FORM_PLAN: usize = 1000;
+
 /// Whether a call that needs approval may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Authorization {
@@ -188,23 +191,9 @@ impl Approvals {
         arguments: &JsonObject,
         plan: Option<&str>,
     ) -> Authorization {
-        let preview = redact::preview(arguments, &self.redactor);
-        let shown = match plan {
-            Some(plan) => format!("{preview} -> plan: {}", self.redactor.redact(plan)),
-            None => preview.clone(),
-        };
         let who = binding(caller);
         if let Some(peer) = client.filter(|p| self.elicitation && elicit::supported(p)) {
-            let will_send = match plan {
-                Some(plan) => format!(
-                    "\nWill send (from a dry run; nothing is sent until you approve): {}",
-                    self.redactor.redact(plan)
-                ),
-                None => String::new(),
-            };
-            let question = format!(
-                "Approve a call to {tool}?\nArguments: {preview}{will_send}\nRequested by: {who}\nApproving runs this call once."
-            );
+            let question = self.question(tool, arguments, plan, &who);
             match elicit::ask(peer, question, self.ttl).await {
                 elicit::Answer::Approved => {
                     tracing::info!(tool, caller = %who, outcome = "approved", approver = "client", "approval");
@@ -222,13 +211,44 @@ impl Approvals {
                 }
             }
         }
+        // The operator's record carries the complete arguments and plan
+        // (secrets redacted): `pve-mcp approvals show` prints them whole.
         let request = Request {
             caller: who,
             tool: tool.to_string(),
             arguments_hash: approval_hash(arguments, plan),
-            arguments: shown,
+            arguments: redact::record_arguments(arguments, &self.redactor),
+            plan: plan.map(|p| redact::record_plan(p, &self.redactor)),
         };
         self.pending_then_retry(&request, client.is_some()).await
+    }
+
+    /// The question of an approval form: the tool, its redacted arguments
+    /// and plan, folded to fit a form, each fold saying how much it left
+    /// out and that the whole call is what runs.
+    fn question(
+        &self,
+        tool: &str,
+        arguments: &JsonObject,
+        plan: Option<&str>,
+        who: &str,
+    ) -> String {
+        let preview = redact::preview(arguments, &self.redactor);
+        let will_send = match plan {
+            Some(plan) => format!(
+                "\nWill send (from a dry run; nothing is sent until you approve): {}",
+                redact::fold(&self.redactor.redact(plan), FORM_PLAN, "")
+            ),
+            None => String::new(),
+        };
+        let folded = if preview.contains("…[folded: ") || will_send.contains("…[folded: ") {
+            "\nSome long values are folded to fit this form (each fold says how much it left out); approving runs the call with its complete arguments."
+        } else {
+            ""
+        };
+        format!(
+            "Approve a call to {tool}?\nArguments: {preview}{will_send}{folded}\nRequested by: {who}\nApproving runs this call once."
+        )
     }
 
     /// The operator's step: consume a granted approval or report what to
@@ -502,6 +522,56 @@ mod tests {
         );
         assert!(text.contains("PVE_MCP_ADMIN_TOKEN"), "{text}");
         assert!(store.list(now_ms()).await.unwrap().is_empty());
+    }
+
+    /// Issue 21 F4: the operator's record has every argument and the whole
+    /// plan; a client's form folds them, saying what it folded.
+    #[tokio::test]
+    async fn the_operator_sees_the_whole_call_and_a_form_says_what_it_folded() {
+        let (approvals, store) = approvals();
+        let description = "d".repeat(1024);
+        let args = json!({"vmid": 102, "config": {
+            "description": description, "net0": "virtio,bridge=vmbr666,firewall=0"}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let plan = format!(
+            "PUT /api2/json/nodes/pve1/qemu/102/config {}",
+            "p".repeat(3000)
+        );
+        refused(
+            approvals
+                .authorize(
+                    None,
+                    &Caller::stdio(),
+                    "pve_set_vm_config",
+                    &args,
+                    Some(&plan),
+                )
+                .await,
+        );
+        let listed = store.list(now_ms()).await.unwrap();
+        assert!(listed[0].arguments.contains(&description), "{listed:?}");
+        assert!(
+            listed[0].arguments.contains("bridge=vmbr666,firewall=0"),
+            "{listed:?}"
+        );
+        assert_eq!(listed[0].plan.as_deref(), Some(plan.as_str()));
+
+        let question = approvals.question("pve_set_vm_config", &args, Some(&plan), "token:a");
+        assert!(question.contains("…[folded: 904 chars]"), "{question}");
+        let plan_fold = format!("…[folded: {} chars]", plan.chars().count() - FORM_PLAN);
+        assert!(question.contains(&plan_fold), "{question}");
+        assert!(
+            question.contains("approving runs the call with its complete arguments"),
+            "{question}"
+        );
+        let short = json!({"vmid": 100}).as_object().unwrap().clone();
+        assert!(
+            !approvals
+                .question("t", &short, None, "x")
+                .contains("folded")
+        );
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! The requests are the host's: method, path and every parameter, whole.
 //! The approved call is held to exactly those ([`ApprovedPlan`]), so what
 //! a person reads is what can be sent. The component's words (its expected
-//! effect, what its reads found) are untrusted: flattened to one line, cut
-//! to [`MAX_PLAN`] characters and labelled as the component's.
+//! effect, what its reads found) are untrusted: flattened to one line and
+//! labelled as the component's. Nothing is cut here: a person sees all of
+//! what they approve, and the approval record bounds it, saying what it
+//! folded ([`super::redact::record_plan`]).
 //!
 //! [`ApprovedPlan`]: crate::egress::plan::ApprovedPlan
 
@@ -16,10 +18,6 @@ use serde_json::Value;
 use crate::egress::plan::PlannedWrite;
 use crate::egress::{Access, Binding, Gate};
 use crate::tools::CallOutcome;
-
-/// The longest the component's words about a plan are shown, in
-/// characters.
-pub const MAX_PLAN: usize = 1000;
 
 /// The plan a person approves and the approved call is held to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,17 +121,13 @@ fn describe(outcome: &CallOutcome) -> String {
     one_line(&text)
 }
 
-/// Control characters become spaces, and the text is cut to [`MAX_PLAN`].
+/// Control characters become spaces. Not cut: a person sees all they
+/// approve, and the approval record bounds it, saying what it folded
+/// ([`super::redact::record_plan`]).
 fn one_line(text: &str) -> String {
-    let mut out: String = text
-        .chars()
+    text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_PLAN)
-        .collect();
-    if text.chars().count() > MAX_PLAN {
-        out.push('…');
-    }
-    out
+        .collect()
 }
 
 #[cfg(test)]
@@ -245,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_dry_run_plans_nothing_and_long_text_is_cut() {
+    fn a_failed_dry_run_plans_nothing_and_its_text_is_one_whole_line() {
         let gate = gate();
         let outcome = CallOutcome::Failed {
             kind: FailureKind::Precondition,
@@ -253,7 +247,10 @@ mod tests {
         };
         let plan = host_plan(&outcome, &gate, &create_binding(&gate)).unwrap();
         assert!(plan.text.starts_with("the dry run failed: xxx"));
-        assert_eq!(plan.text.chars().count(), MAX_PLAN + 1);
+        assert_eq!(
+            plan.text.chars().count(),
+            "the dry run failed: ".len() + 5000
+        );
         assert!(plan.writes.is_empty());
     }
 }

@@ -26,7 +26,8 @@ pub const DEFAULT_PREFIX: &str = "pve-mcp:approvals:";
 const CHECK_OR_REQUEST: &str = r#"
 -- KEYS: binding, index, the caller's open set
 -- ARGV: prefix, now, new_id, tool, arguments_hash, arguments, caller,
---       expires, purge, max_records, max_pending_per_caller
+--       expires, purge, max_records, max_pending_per_caller,
+--       has_plan ('1' or '0'), plan
 local now = tonumber(ARGV[2])
 local expired = ''
 local id = redis.call('GET', KEYS[1])
@@ -69,6 +70,9 @@ local rec = ARGV[1] .. 'rec:' .. ARGV[3]
 redis.call('HSET', rec, 'id', ARGV[3], 'tool', ARGV[4], 'arguments_hash', ARGV[5],
   'arguments', ARGV[6], 'caller', ARGV[7], 'created_ms', ARGV[2], 'expires_ms', ARGV[8],
   'state', 'pending', 'bind', KEYS[1])
+if ARGV[12] == '1' then
+  redis.call('HSET', rec, 'plan', ARGV[13])
+end
 redis.call('PEXPIREAT', rec, ARGV[9])
 redis.call('SET', KEYS[1], ARGV[3], 'PXAT', ARGV[9])
 redis.call('ZADD', KEYS[2], ARGV[9], ARGV[3])
@@ -149,6 +153,8 @@ impl RedisApprovals {
             .arg(purge)
             .arg(self.limits.max_records)
             .arg(self.limits.max_pending_per_caller)
+            .arg(if request.plan.is_some() { "1" } else { "0" })
+            .arg(request.plan.as_deref().unwrap_or(""))
             .invoke_async(&mut self.connection.clone())
             .await
             .map_err(redis_error)?;
@@ -319,6 +325,9 @@ fn parse_approval(fields: &[String]) -> Result<Approval, StoreError> {
         tool: text("tool")?,
         arguments_hash: text("arguments_hash")?,
         arguments: text("arguments")?,
+        // Absent for a tool without writes, and in records written before
+        // plans were kept apart from the arguments.
+        plan: map.get("plan").map(|v| v.to_string()),
         caller: text("caller")?,
         created_ms: number("created_ms")?,
         decided_ms: map.get("decided_ms").and_then(|v| v.parse().ok()),
@@ -432,6 +441,7 @@ pub(crate) mod tests {
         contract::deny_stands_until_expiry(&store(&redis, "t3:", limits).await).await;
         contract::expiry_and_unknown(&store(&redis, "t4:", limits).await).await;
         contract::approved_can_be_withdrawn(&store(&redis, "t5:", limits).await).await;
+        contract::records_carry_arguments_and_plan_whole(&store(&redis, "t7:", limits).await).await;
     }
 
     #[tokio::test]

@@ -79,8 +79,16 @@ pub struct Approval {
     pub tool: String,
     /// [`crate::canonical::arguments_hash`] of the call's arguments.
     pub arguments_hash: String,
-    /// The arguments as a person may see them (redacted, shortened).
+    /// The complete canonical arguments as a person may see them: secrets
+    /// redacted, nothing else left out unless the whole passes
+    /// [`super::redact::MAX_SHOWN`] bytes, and then folded saying its size
+    /// and SHA-256.
     pub arguments: String,
+    /// The complete plan (what a dry run said the call sends), redacted and
+    /// bounded like [`Approval::arguments`]; `None` for a tool that
+    /// declares no writes (and in records stored before plans were kept).
+    #[serde(default)]
+    pub plan: Option<String>,
     /// Who may use it: `token:NAME` or `session:ID` (see [`super::binding`]).
     pub caller: String,
     /// When the call first asked.
@@ -116,8 +124,10 @@ pub struct Request {
     pub tool: String,
     /// The canonical hash of the arguments.
     pub arguments_hash: String,
-    /// The redacted arguments, for people.
+    /// The redacted arguments, for people ([`Approval::arguments`]).
     pub arguments: String,
+    /// The redacted plan, for people ([`Approval::plan`]).
+    pub plan: Option<String>,
 }
 
 impl Request {
@@ -375,6 +385,7 @@ impl MemoryApprovals {
             tool: request.tool.clone(),
             arguments_hash: request.arguments_hash.clone(),
             arguments: request.arguments.clone(),
+            plan: request.plan.clone(),
             caller: request.caller.clone(),
             created_ms: now,
             decided_ms: None,
@@ -458,7 +469,38 @@ pub(crate) mod tests {
             tool: tool.into(),
             arguments_hash: hash.into(),
             arguments: r#"{"vmid":100}"#.into(),
+            plan: None,
         }
+    }
+
+    /// A long argument and a long plan come back from the store whole, and
+    /// a record without a plan has none.
+    pub(crate) async fn records_carry_arguments_and_plan_whole(store: &dyn ApprovalStore) {
+        let t = now_ms();
+        let arguments = format!(
+            r#"{{"config":{{"description":"{}","net0":"virtio,bridge=vmbr666"}},"vmid":102}}"#,
+            "d".repeat(4096)
+        );
+        let plan = format!(
+            "PUT /api2/json/nodes/pve1/qemu/102/config {}",
+            "p".repeat(8192)
+        );
+        let req = Request {
+            arguments: arguments.clone(),
+            plan: Some(plan.clone()),
+            ..request("token:alice", "pve_set_vm_config", "sha256:long")
+        };
+        store.check_or_request(&req, "ap-long", t).await.unwrap();
+        store
+            .check_or_request(&request("token:alice", "t", "sha256:none"), "ap-none", t)
+            .await
+            .unwrap();
+        let listed = store.list(t + 1).await.unwrap();
+        let long = listed.iter().find(|a| a.id == "ap-long").unwrap();
+        assert_eq!(long.arguments, arguments);
+        assert_eq!(long.plan.as_deref(), Some(plan.as_str()));
+        let none = listed.iter().find(|a| a.id == "ap-none").unwrap();
+        assert_eq!(none.plan, None);
     }
 
     fn pending_id(check: &Check) -> (String, bool, Option<String>) {
@@ -662,6 +704,7 @@ pub(crate) mod tests {
         deny_stands_until_expiry(&MemoryApprovals::new(limits)).await;
         expiry_and_unknown(&MemoryApprovals::new(limits)).await;
         approved_can_be_withdrawn(&MemoryApprovals::new(limits)).await;
+        records_carry_arguments_and_plan_whole(&MemoryApprovals::new(limits)).await;
     }
 
     #[tokio::test]

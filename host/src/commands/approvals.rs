@@ -1,5 +1,9 @@
-//! `pve-mcp approvals list|approve ID|deny ID`: a person's side of
+//! `pve-mcp approvals list|show ID|approve ID|deny ID`: a person's side of
 //! pending-then-retry, talking to the server's admin endpoint.
+//!
+//! `list` folds long values to fit a terminal and says at each fold how
+//! much it left out and that `show ID` prints it all; `show` and `--json`
+//! print the complete arguments and plan as the approval records them.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,6 +13,7 @@ use clap::Subcommand;
 use super::exit::config_failure;
 use super::global::Global;
 use crate::approval::client::{AdminClient, ClientError};
+use crate::approval::redact::fold;
 use crate::approval::store::{Approval, Millis, State, Verdict};
 use crate::approval::{human_duration, remaining};
 use crate::config::approvals::ApprovalSettings;
@@ -16,11 +21,17 @@ use crate::config::approvals::ApprovalSettings;
 /// What to do with approvals.
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
-    /// List approvals: id, tool, state, age, expiry, caller, arguments.
+    /// List approvals: id, tool, state, age, expiry, caller, arguments
+    /// and plan (long values folded, saying so; `show` prints them whole).
     List {
-        /// Print them as JSON.
+        /// Print them as JSON, complete.
         #[arg(long)]
         json: bool,
+    },
+    /// Show one approval complete: every argument and the whole plan.
+    Show {
+        /// The approval id the agent quoted, e.g. ap-0123456789abcdef.
+        id: String,
     },
     /// Approve one: the agent's next identical call runs, once.
     Approve {
@@ -56,6 +67,7 @@ pub async fn run(global: &Global, command: &ApprovalsCommand) -> ExitCode {
                 table(&all, now)
             }
         }),
+        ApprovalsCommand::Show { id } => client.get(id).await.map(|(now, a)| show(&a, now)),
         ApprovalsCommand::Approve { id } => client
             .decide(id, Verdict::Approve)
             .await
@@ -75,9 +87,68 @@ pub async fn run(global: &Global, command: &ApprovalsCommand) -> ExitCode {
     }
 }
 
+/// Longest string value `list` shows before folding it, in characters.
+const TABLE_STRING: usize = 120;
+/// Longest argument text (when it is not JSON) or plan `list` shows.
+const TABLE_TEXT: usize = 300;
+
+/// An approval's arguments and plan for one line of a terminal: each long
+/// string value folded, saying how much it left out and where to see it.
+/// Every other value stays, so a short change beside a long one shows.
+fn folded(a: &Approval) -> String {
+    let then = format!("; `pve-mcp approvals show {}` shows all", a.id);
+    let arguments = match serde_json::from_str::<serde_json::Value>(&a.arguments) {
+        Ok(value) => crate::canonical::canonical_json(&fold_strings(&value, &then)),
+        // A record folded for its size is no longer JSON.
+        Err(_) => fold(&a.arguments, TABLE_TEXT, &then),
+    };
+    match &a.plan {
+        Some(plan) => format!("{arguments} -> plan: {}", fold(plan, TABLE_TEXT, &then)),
+        None => arguments,
+    }
+}
+
+fn fold_strings(value: &serde_json::Value, then: &str) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(fold(s, TABLE_STRING, then)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fold_strings(v, then)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), fold_strings(v, then)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// What `show` prints: one approval, its arguments and plan complete.
+fn show(a: &Approval, now: Millis) -> String {
+    let state = a.state_at(now);
+    let age = human_duration(Duration::from_millis(now.saturating_sub(a.created_ms)));
+    let expiry = match state {
+        State::Used => "-".to_string(),
+        State::Expired => format!(
+            "{} ago",
+            human_duration(Duration::from_millis(now.saturating_sub(a.expires_ms)))
+        ),
+        _ => format!("in {}", remaining(a.expires_ms, now)),
+    };
+    let plan = a
+        .plan
+        .as_deref()
+        .unwrap_or("none (the tool declares no writes)");
+    format!(
+        "approval:  {}\ntool:      {}\nstate:     {state}\ncaller:    {}\nasked:     {age} ago\nexpires:   {expiry}\n\
+         arguments ({}; complete, secrets redacted):\n{}\n\
+         plan (what a dry run said the call sends; complete):\n{plan}\n",
+        a.id, a.tool, a.caller, a.arguments_hash, a.arguments
+    )
+}
+
 /// What `approve` and `deny` print.
 fn decided(a: &Approval, now: Millis) -> String {
-    let call = format!("{} {} for {}", a.tool, a.arguments, a.caller);
+    let call = format!("{} {} for {}", a.tool, folded(a), a.caller);
     match a.state {
         State::Approved => format!(
             "approved {}: {call}\nThe agent's next identical call runs once (within {}).",
@@ -116,7 +187,7 @@ pub fn table(all: &[Approval], now: Millis) -> String {
                 human_duration(Duration::from_millis(now.saturating_sub(a.created_ms))),
                 expiry,
                 a.caller.clone(),
-                a.arguments.clone(),
+                folded(a),
             ]
         })
         .collect();
@@ -164,6 +235,7 @@ mod tests {
             tool: "pve_get_vm_status".into(),
             arguments_hash: "sha256:00".into(),
             arguments: r#"{"vmid":100}"#.into(),
+            plan: None,
             caller: "session:stdio".into(),
             created_ms: created,
             decided_ms: None,
@@ -202,6 +274,49 @@ mod tests {
         );
         assert!(lines[3].contains("used"), "{text}");
         assert_eq!(table(&[], now), "no approvals\n");
+    }
+
+    /// Issue 21 F4: the table folds a long value, saying so, and keeps the
+    /// short change beside it; `show` prints everything.
+    #[test]
+    fn list_folds_saying_so_and_show_prints_all() {
+        let now = 10_000_000;
+        let description = "d".repeat(1024);
+        let a = Approval {
+            tool: "pve_set_vm_config".into(),
+            arguments: format!(
+                r#"{{"config":{{"description":"{description}","net0":"virtio,bridge=vmbr666,firewall=0"}},"vmid":102}}"#
+            ),
+            plan: Some(format!(
+                "PUT /api2/json/nodes/pve1/qemu/102/config {}",
+                "p".repeat(400)
+            )),
+            ..approval("ap-1", State::Pending, now - 5_000, now + 600_000)
+        };
+        let text = table(std::slice::from_ref(&a), now);
+        assert!(
+            text.contains("…[folded: 904 chars; `pve-mcp approvals show ap-1` shows all]"),
+            "{text}"
+        );
+        assert!(text.contains("bridge=vmbr666,firewall=0"), "{text}");
+        assert!(text.contains("-> plan: PUT /api2/json"), "{text}");
+        assert!(!text.contains(&description), "{text}");
+        assert_eq!(text.lines().count(), 2, "{text}");
+
+        let whole = show(&a, now);
+        assert!(whole.contains(&a.arguments), "{whole}");
+        assert!(whole.contains(a.plan.as_deref().unwrap()), "{whole}");
+        assert!(!whole.contains("folded"), "{whole}");
+        assert!(whole.contains("state:     pending"), "{whole}");
+        // Not JSON (a record folded for its size): folded as text.
+        let big = Approval {
+            arguments: format!(
+                "{}…[folded: the whole is 70000 bytes, sha256 ab]",
+                "x".repeat(500)
+            ),
+            ..a
+        };
+        assert!(folded(&big).contains("…[folded: "), "{}", folded(&big));
     }
 
     #[test]

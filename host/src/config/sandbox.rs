@@ -47,6 +47,15 @@ section! {
     /// tool's `timeout` to it, and a call of a tool that waits may run
     /// this much longer than [`SandboxLimits::timeout`].
     max_wait: Duration = number(1..=3600, default 600, secs, env MAX_WAIT_ENV) from max_wait_secs;
+    /// How many calls that wait one caller (a bearer token, else a
+    /// session; stdio is exempt) may run or queue at once; unset, a
+    /// quarter of the wait slots (`sandbox::wait_slots::share_of`).
+    max_waiting_per_caller: Option<usize> = number(
+        1..=1024,
+        default none,
+        count,
+        hint "; unset, a quarter of the wait slots"
+    ) from max_waiting_per_caller;
 }
 
 #[cfg(test)]
@@ -74,6 +83,29 @@ mod tests {
         assert_eq!(d.max_concurrent_calls, 32);
         assert_eq!(d.max_requests_per_call, DEFAULT_MAX_REQUESTS_PER_CALL);
         assert_eq!(d.max_wait, Duration::from_secs(600));
+        assert_eq!(d.max_waiting_per_caller, None);
+    }
+
+    #[test]
+    fn the_waiting_share_is_read_and_bounded() {
+        let limits = |text: &str| {
+            let file: FileSandbox = toml::from_str(text).unwrap();
+            load_sandbox(&file, "f.toml", &env(&[]))
+        };
+        assert_eq!(
+            limits("max_waiting_per_caller = 20")
+                .unwrap()
+                .max_waiting_per_caller,
+            Some(20)
+        );
+        for bad in ["0", "1025"] {
+            let e = limits(&format!("max_waiting_per_caller = {bad}")).unwrap_err();
+            assert_eq!(e.key, "sandbox.max_waiting_per_caller (in f.toml)");
+            assert_eq!(
+                e.fix,
+                "use between 1 and 1024; unset, a quarter of the wait slots"
+            );
+        }
     }
 
     #[test]

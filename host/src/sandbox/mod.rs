@@ -28,6 +28,7 @@ mod limits;
 mod outcome;
 pub mod progress;
 mod state;
+pub mod wait_slots;
 
 use crate::config::SandboxLimits;
 use crate::egress::{
@@ -44,6 +45,7 @@ use limits::{EPOCH_TICK, Limits, time_limit};
 use outcome::{Shaper, from_tool_error};
 use progress::{ProgressSink, ReportSender};
 use state::CallState;
+use wait_slots::WaitShares;
 
 /// The loaded component and everything needed to run calls in it.
 pub struct Sandbox {
@@ -56,8 +58,11 @@ pub struct Sandbox {
     limits: SandboxLimits,
     slots: Semaphore,
     /// Held, besides a slot, by calls of tools that wait, so they can never
-    /// take every slot: see [`wait_slots`].
+    /// take every slot: see [`wait_slots()`].
     wait_slots: Semaphore,
+    /// Each caller's share of the wait slots, so that one caller's waits
+    /// cannot hold them all.
+    wait_shares: WaitShares,
     redactor: Redactor,
     loaded_from: LoadedFrom,
 }
@@ -82,6 +87,10 @@ pub struct CallRequest<'a> {
     /// This call waits ([`ToolInfo::call_waits`]): it takes a wait slot
     /// and gets the wait limit on top of the plain deadline.
     pub waits: bool,
+    /// Whose share of the wait slots a waiting call counts against
+    /// ([`crate::caller::Caller::wait_key`]); `None` counts against no
+    /// share (stdio, `pve-mcp call`).
+    pub waiter: Option<Arc<str>>,
 }
 
 /// What a store is made for: a call, or the tool listing (which has no
@@ -135,6 +144,10 @@ impl Sandbox {
             gate: Arc::new(gate),
             slots: Semaphore::new(limits.max_concurrent_calls),
             wait_slots: Semaphore::new(wait_slots(limits.max_concurrent_calls)),
+            wait_shares: WaitShares::new(wait_slots::share_of(
+                &limits,
+                wait_slots(limits.max_concurrent_calls),
+            )),
             limits,
             redactor,
             loaded_from,
@@ -284,6 +297,31 @@ impl Sandbox {
     /// they happen, so the caller still has them if it drops the call
     /// unfinished (the audit log records a cancelled call's requests).
     pub async fn call_recording(&self, request: CallRequest<'_>, egress: EgressLog) -> CallReport {
+        // A wait beyond its caller's share is refused before it queues: a
+        // queued wait would keep the next caller's waits behind it all the
+        // same. Its place is held until the call ends.
+        let _share = match (&request.waiter, request.waits) {
+            (Some(key), true) => match self.wait_shares.try_claim(key) {
+                Ok(claim) => Some(claim),
+                Err(full) => {
+                    tracing::info!(
+                        tool = %request.tool.name,
+                        caller = %key,
+                        share = full.share,
+                        outcome = "busy",
+                        "a wait beyond its caller's share was refused"
+                    );
+                    return CallReport {
+                        outcome: CallOutcome::Failed {
+                            kind: FailureKind::Busy,
+                            message: full.message(),
+                        },
+                        egress: Vec::new(),
+                    };
+                }
+            },
+            _ => None,
+        };
         // A waiting call takes a wait slot first, so calls that wait can
         // hold at most that many of the slots and reads always find one.
         let wait_permit = if request.waits {

@@ -418,6 +418,7 @@ impl App {
                 progress: None,
                 // A dry run never waits: it takes no wait slot.
                 waits: false,
+                waiter: None,
             })
             .await;
         let gate = self.sandbox.gate();
@@ -488,11 +489,12 @@ impl App {
                             binding,
                             progress,
                             waits,
+                            waiter: caller.wait_key(),
                         },
                         egress,
                     )
                     .await;
-                if proxmox_failed(&report) && !grant.permit.is_empty() {
+                if (proxmox_failed(&report) || turned_away(&report)) && !grant.permit.is_empty() {
                     grant.permit.rollback().await;
                 }
                 report
@@ -541,6 +543,19 @@ fn proxmox_failed(report: &CallReport) -> bool {
             .egress
             .iter()
             .all(|r| r.denied.is_none() && r.method == "GET" && r.status.is_none_or(is_no_answer))
+}
+
+/// Whether the sandbox turned the call away before it ran (a wait beyond
+/// its caller's share, [`FailureKind::Busy`]): it cost Proxmox nothing, so
+/// its rate-limit units are given back like a policy refusal's.
+fn turned_away(report: &CallReport) -> bool {
+    matches!(
+        report.outcome,
+        CallOutcome::Failed {
+            kind: FailureKind::Busy,
+            ..
+        }
+    ) && report.egress.is_empty()
 }
 
 /// PVE's proxy statuses for "the node did not answer": 595 (no connection

@@ -8,11 +8,15 @@
 //!
 //! ```text
 //! GET  /v1/approvals                 200 {"now_ms", "approvals": [..]}
+//! GET  /v1/approvals/{id}            200 {"now_ms", "approval": {..}}
 //! POST /v1/approvals/{id}/approve    200 {"now_ms", "approval": {..}}
 //! POST /v1/approvals/{id}/deny       200 {"now_ms", "approval": {..}}
 //! errors: 401 token, 404 unknown id or path, 409 already decided,
 //!         410 expired, 503 store unavailable; body {"error": "..."}
 //! ```
+//!
+//! Every approval carries its complete arguments and plan (secrets
+//! redacted; see [`crate::approval::redact`]).
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -219,6 +223,26 @@ async fn route(store: &dyn ApprovalStore, request: Request<Bytes>) -> Response<B
             Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
         };
     }
+    if method == Method::GET
+        && let Some(id) = path
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|id| !id.is_empty() && !id.contains('/'))
+    {
+        return match store.list(now).await {
+            Ok(all) => match all.iter().find(|a| a.id == id) {
+                Some(approval) => json(
+                    StatusCode::OK,
+                    &json!({ "now_ms": now, "approval": shown(approval, now) }),
+                ),
+                None => error(
+                    StatusCode::NOT_FOUND,
+                    DecideError::Unknown(id.to_string()).to_string(),
+                ),
+            },
+            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        };
+    }
     let Some((id, verdict)) = path
         .strip_prefix(PREFIX)
         .and_then(|rest| rest.strip_prefix('/'))
@@ -231,7 +255,9 @@ async fn route(store: &dyn ApprovalStore, request: Request<Bytes>) -> Response<B
     else {
         return error(
             StatusCode::NOT_FOUND,
-            format!("no such route; use GET {PREFIX} or POST {PREFIX}/ID/approve|deny"),
+            format!(
+                "no such route; use GET {PREFIX}, GET {PREFIX}/ID or POST {PREFIX}/ID/approve|deny"
+            ),
         );
     };
     if method != Method::POST {
@@ -272,7 +298,8 @@ mod tests {
             caller: "session:stdio".into(),
             tool: "pve_list_vms".into(),
             arguments_hash: hash.into(),
-            arguments: "{}".into(),
+            arguments: format!(r#"{{"description":"{}"}}"#, "d".repeat(2048)),
+            plan: Some(format!("PUT /x {}", "p".repeat(2048))),
         };
         match store
             .check_or_request(&request, &crate::approval::store::new_id(), now_ms())
@@ -306,6 +333,18 @@ mod tests {
         let (_, all) = admin.list().await.unwrap();
         assert_eq!(all.len(), 2);
         assert!(all.iter().all(|a| a.state == State::Pending));
+
+        // One approval, and every one in the list, complete.
+        let (_, one) = admin.get(&first).await.unwrap();
+        assert_eq!(one.id, first);
+        assert_eq!(one.arguments.len(), 2048 + r#"{"description":""}"#.len());
+        assert_eq!(one.plan.as_deref().map(str::len), Some(2048 + 7));
+        assert!(all.iter().all(|a| a.arguments == one.arguments));
+        let unknown = admin.get("ap-ffffffffffffffff").await.unwrap_err();
+        assert!(
+            unknown.to_string().contains("no approval has the id"),
+            "{unknown}"
+        );
 
         let (_, approved) = admin.decide(&first, Verdict::Approve).await.unwrap();
         assert_eq!(approved.state, State::Approved);
