@@ -23,7 +23,10 @@ fn sent(sim: &pve_sim::Simulator) -> Vec<String> {
 async fn reads_and_writes_go_out_as_normalised_and_exactly_once() {
     within(async {
         let sim = simulator().await;
-        let p = with_policy(&sim, &allow(&[TOOL])).await;
+        // Deleting a snapshot or a guest is in the guest-destroy class,
+        // which the rule opens by name.
+        let policy = format!("{}sensitive = [\"guest-destroy\"]\n", allow(&[TOOL]));
+        let p = with_policy(&sim, &policy).await;
 
         // A GET, written loosely: lower case, no leading slash, the API
         // prefix, a trailing slash, an encoded letter. The simulator sees
@@ -185,6 +188,22 @@ async fn sensitive_classes_open_only_by_name() {
             ("POST", "/nodes/pve1/certificates/custom", "certificates"),
             ("POST", "/cluster/config/join", "cluster-join"),
             ("PUT", "/cluster/firewall/options", "firewall"),
+            // Issue 21, F5: the paths that were in no class.
+            ("DELETE", "/nodes/pve1/storage/local/prunebackups", "storage"),
+            ("POST", "/nodes/pve1/vzdump", "storage"),
+            ("PUT", "/cluster/ceph/flags/pause", "ceph"),
+            ("POST", "/nodes/pve1/ceph/stop", "ceph"),
+            ("GET", "/nodes/pve1/scan/nfs", "url-fetch"),
+            ("GET", "/nodes/pve1/scan/pbs", "url-fetch"),
+            ("GET", "/nodes/pve1/qemu/100/cloudinit/dump", "guest-secrets"),
+            ("POST", "/nodes/pve1/replication/100-0/schedule_now", "cluster-config"),
+            ("POST", "/nodes/pve1/qemu", "guest-config"),
+            ("PUT", "/nodes/pve1/qemu/100/config", "guest-config"),
+            ("POST", "/nodes/pve1/lxc/200/template", "guest-config"),
+            ("DELETE", "/nodes/pve1/qemu/100", "guest-destroy"),
+            ("DELETE", "/nodes/pve1/qemu/100/snapshot/before", "guest-destroy"),
+            ("POST", "/nodes/pve1/lxc/200/snapshot/before/rollback", "guest-destroy"),
+            ("PUT", "/nodes/pve1/qemu/100/unlink", "guest-destroy"),
             // Encoded or in another case, the same class.
             ("post", "/nodes/pve1/qemu/100/agent/%65xec", "guest-agent"),
             ("POST", "/nodes/pve1/qemu/100/AGENT/exec", "guest-agent"),
@@ -271,6 +290,13 @@ async fn the_policy_judges_method_and_path_and_write_false_keeps_to_reads() {
             )
             .await;
         assert!(text.contains("write = false"), "{text}");
+        // A scan is a GET, but the node connects to the server it names:
+        // refused by its class, read access or not (issue 21, F5).
+        let text = p
+            .server
+            .err(TOOL, json!({"path": "/nodes/pve1/scan/nfs", "params": {"server": "10.0.0.9"}}))
+            .await;
+        assert!(text.contains("sensitive class \"url-fetch\""), "{text}");
         assert_eq!(sent(&sim), ["GET /version"]);
     })
     .await;

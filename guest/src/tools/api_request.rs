@@ -253,8 +253,9 @@ pub static TOOL: Tool = write_tool! {
     description: "Send one request to any Proxmox VE API path, for what no other tool covers. \
         GET reads; POST, PUT and DELETE write, and the server's policy treats every write as \
         destructive. Sensitive paths (users and tokens, consoles and shells, guest agent exec \
-        and file access, apt, certificates, cluster join, firewalls) are refused unless the \
-        operator's policy names them. Prefer the dedicated tools: they check the guest's state \
+        and file access, creating, reconfiguring or deleting a guest, snapshot rollback, \
+        cloud-init dumps, apt, certificates, cluster join, firewalls, Ceph, backups, storage \
+        scans) are refused unless the operator's policy names them. Prefer the dedicated tools: they check the guest's state \
         first. A write that starts a task returns its UPID; wait: true waits for it. dry_run: \
         true shows the exact request without sending it.",
     annotations: Annotations::write(true, false),
