@@ -104,7 +104,8 @@ impl wit::Guest for Component {
     fn list_tools() -> Vec<wit::ToolDescriptor> {
         tools::TOOLS
             .iter()
-            .map(|t| wit::ToolDescriptor {
+            .zip(tools::TOOLSETS)
+            .map(|(t, toolset)| wit::ToolDescriptor {
                 name: t.name.to_owned(),
                 title: t.title.to_owned(),
                 description: t.description.to_owned(),
@@ -126,6 +127,7 @@ impl wit::Guest for Component {
                         any_of: p.any_of.iter().map(|n| (*n).to_owned()).collect(),
                     })
                     .collect(),
+                toolset: (*toolset).to_owned(),
                 reads: t.reads.iter().map(|r| (*r).to_owned()).collect(),
             })
             .collect()

@@ -33,6 +33,9 @@ pub struct Caller {
     pub token: Option<Arc<str>>,
     /// The client's `name/version` from its MCP `initialize`, if known.
     pub client: Option<Arc<str>>,
+    /// The tool the call came through when it was not called by name:
+    /// `pve_call_tool`, for the audit record.
+    pub via: Option<&'static str>,
 }
 
 impl Caller {
@@ -42,6 +45,7 @@ impl Caller {
             session: Arc::from(STDIO_SESSION),
             token: None,
             client: None,
+            via: None,
         }
     }
 
@@ -105,6 +109,7 @@ impl Caller {
             session,
             token,
             client,
+            via: None,
         }
     }
 }
@@ -119,6 +124,7 @@ mod tests {
             session: Arc::from(session),
             token: token.map(Arc::from),
             client: None,
+            via: None,
         };
         assert_eq!(Caller::stdio().wait_key(), None);
         let a = over_http("s1", Some("alice")).wait_key();

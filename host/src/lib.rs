@@ -29,6 +29,7 @@ pub mod tls;
 // 3. Configuration, one file per section, parsed into typed values.
 pub mod config;
 // 4. The HTTPS client to Proxmox.
+pub mod exposure;
 pub mod upstream;
 // 5. The egress gate: what a component's request may reach.
 pub mod egress;

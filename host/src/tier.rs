@@ -197,6 +197,7 @@ mod tests {
             waits: false,
             privileges: Vec::new(),
             reads: Vec::new(),
+            toolset: "t".into(),
         }
     }
 

@@ -50,6 +50,9 @@ pub struct ToolInfo {
     /// The GET requests it declares (WIT `reads`), for people and docs:
     /// the gate lets a call's GETs out without them.
     pub reads: Vec<String>,
+    /// The toolset it belongs to (WIT `toolset`), which an operator
+    /// enables or not.
+    pub toolset: String,
 }
 
 impl ToolInfo {
@@ -162,6 +165,24 @@ pub fn valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// The toolset the host keeps for itself: the discovery pair
+/// (`pve_search_tools`, `pve_call_tool`).
+pub const DISCOVER: &str = "discover";
+/// The discovery pair's search, a name no component may take.
+pub const SEARCH_TOOL: &str = "pve_search_tools";
+/// The discovery pair's call, a name no component may take.
+pub const CALL_TOOL: &str = "pve_call_tool";
+
+/// Whether `name` is a toolset name: 1-32 of `[a-z0-9-]`, starting with a
+/// letter.
+pub fn valid_toolset(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
 /// Parses a schema the component declared; it must be a JSON object.
 pub fn parse_schema(tool: &str, which: &str, text: &str) -> anyhow::Result<JsonObject> {
     match serde_json::from_str::<Value>(text) {
@@ -197,6 +218,7 @@ mod tests {
             waits,
             privileges: Vec::new(),
             reads: Vec::new(),
+            toolset: "t".into(),
         };
         let args = |v: serde_json::Value| v.as_object().cloned().unwrap();
         let stop = tool(true, &[("POST", "/nodes/{node}/qemu/{vmid}/status/stop")]);

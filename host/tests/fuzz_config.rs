@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use pve_mcp::config::approvals::ApprovalSettings;
 use pve_mcp::config::audit::AuditSettings;
 use pve_mcp::config::http::HttpSettings;
+use pve_mcp::config::tools::ToolSettings;
 use pve_mcp::config::{Config, SandboxLimits};
 use pve_mcp::error::ConfigError;
 use pve_mcp::policy::PolicySource;
@@ -120,6 +121,7 @@ fn env_names() -> Vec<&'static str> {
         HttpSettings::SETTINGS,
         ApprovalSettings::SETTINGS,
         AuditSettings::SETTINGS,
+        ToolSettings::SETTINGS,
     ]
     .into_iter()
     .flatten()

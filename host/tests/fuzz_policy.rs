@@ -120,6 +120,7 @@ fn tool(name: &str, input_schema: JsonObject, read_only: bool) -> ToolInfo {
         waits: false,
         privileges: Vec::new(),
         reads: Vec::new(),
+        toolset: "t".into(),
     }
 }
 

@@ -41,6 +41,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 3),
     // 4. The HTTPS client to Proxmox.
     ("upstream", 4),
+    ("exposure", 4),
     // 5. The egress gate.
     ("egress", 5),
     // 6. The sandbox: engine, compile cache, per-call instances.

@@ -51,6 +51,7 @@ mod tickets;
 mod tls;
 mod tool_docs;
 mod tools_list;
+mod toolsets;
 mod vm_status;
 mod wait_slots;
 mod whole_request;

@@ -34,8 +34,9 @@
 //!
 //!    A tool file imports the floor (`tool`, `arg`, `task`, `json`, ...),
 //!    never another tool or this registry.
-//! 2. One line in `registry!` below, `<name>: [TOOL],`, where `list-tools`
-//!    should report it (a file declaring several tools lists them all).
+//! 2. One line in `registry!` below, `<name>: [TOOL] in "<toolset>",`, where
+//!    `list-tools` should report it (a file declaring several tools lists
+//!    them all), naming the toolset it joins.
 //! 3. A handler for its endpoints in the Proxmox simulator
 //!    (`tests/pve-sim`), for the host's end-to-end tests.
 //!
@@ -70,47 +71,59 @@ use crate::tool::Tool;
 /// Declares each tool module and [`TOOLS`], the statics it names in the
 /// order given, so a tool is registered in one line.
 macro_rules! registry {
-    ($($module:ident: [$($tool:ident),+ $(,)?]),* $(,)?) => {
+    ($($module:ident: [$($tool:ident),+ $(,)?] in $toolset:literal),* $(,)?) => {
         $(pub mod $module;)*
 
         /// Every tool the component offers, in the order `list-tools`
         /// reports them.
         pub static TOOLS: &[&Tool] = &[$($(&$module::$tool),+),*];
+
+        /// The toolset of each tool of [`TOOLS`], in the same order.
+        pub static TOOLSETS: &[&str] = &[$($(toolset_of!($tool, $toolset)),+),*];
     };
 }
 
+/// A toolset named once per module, repeated for each of its tools.
+macro_rules! toolset_of {
+    ($tool:ident, $toolset:literal) => {
+        $toolset
+    };
+}
+
+// Toolsets: what an operator enables (`[tools] toolsets`) so an agent sees
+// only what it needs. A new tool joins one of these, or a new one.
 registry! {
-    list_vms: [TOOL],
-    vm_status: [TOOL],
-    list_clusters: [TOOL],
-    get_version: [TOOL],
-    get_cluster_status: [TOOL],
-    list_nodes: [TOOL],
-    get_node_metrics: [TOOL],
-    list_resources: [TOOL],
-    get_vm_config: [TOOL],
-    list_storage: [TOOL],
-    list_backups: [TOOL],
-    get_task_status: [TOOL],
-    list_snapshots: [TOOL],
-    list_tasks: [TOOL],
-    get_task_log: [TOOL],
-    get_vm_metrics: [TOOL],
-    get_vm_ips: [TOOL],
-    list_ha: [TOOL],
-    check_permissions: [TOOL],
-    next_vmid: [TOOL],
-    wait_task: [TOOL],
-    power: [START, SHUTDOWN, STOP, REBOOT, SUSPEND, RESUME],
-    snapshots: [CREATE, DELETE, ROLLBACK],
-    migrate: [TOOL],
-    clone_vm: [TOOL],
-    create_guest: [QEMU, LXC],
-    resize_disk: [TOOL],
-    set_config: [TOOL],
-    delete_vm: [TOOL],
-    backup: [BACKUP, RESTORE],
-    api_request: [TOOL],
+    list_vms: [TOOL] in "guests",
+    vm_status: [TOOL] in "guests",
+    list_clusters: [TOOL] in "cluster",
+    get_version: [TOOL] in "cluster",
+    get_cluster_status: [TOOL] in "cluster",
+    list_nodes: [TOOL] in "cluster",
+    get_node_metrics: [TOOL] in "cluster",
+    list_resources: [TOOL] in "cluster",
+    get_vm_config: [TOOL] in "guests",
+    list_storage: [TOOL] in "storage",
+    list_backups: [TOOL] in "backups",
+    get_task_status: [TOOL] in "tasks",
+    list_snapshots: [TOOL] in "snapshots",
+    list_tasks: [TOOL] in "tasks",
+    get_task_log: [TOOL] in "tasks",
+    get_vm_metrics: [TOOL] in "guests",
+    get_vm_ips: [TOOL] in "guests",
+    list_ha: [TOOL] in "cluster",
+    check_permissions: [TOOL] in "access",
+    next_vmid: [TOOL] in "cluster",
+    wait_task: [TOOL] in "tasks",
+    power: [START, SHUTDOWN, STOP, REBOOT, SUSPEND, RESUME] in "guests",
+    snapshots: [CREATE, DELETE, ROLLBACK] in "snapshots",
+    migrate: [TOOL] in "guests",
+    clone_vm: [TOOL] in "guests",
+    create_guest: [QEMU, LXC] in "guests",
+    resize_disk: [TOOL] in "guests",
+    set_config: [TOOL] in "guests",
+    delete_vm: [TOOL] in "guests",
+    backup: [BACKUP, RESTORE] in "backups",
+    api_request: [TOOL] in "api",
 }
 
 /// The tool called `name`.
@@ -302,6 +315,25 @@ mod tests {
                     assert_eq!(names.len(), route.params.len(), "{}: {path}", tool.name);
                 }
             }
+        }
+    }
+
+    /// Every tool joins one toolset, named as the WIT asks; the host
+    /// reserves `discover`.
+    #[test]
+    fn every_tool_has_a_toolset() {
+        assert_eq!(TOOLS.len(), TOOLSETS.len());
+        for (tool, set) in TOOLS.iter().zip(TOOLSETS) {
+            assert!(
+                (1..=32).contains(&set.len())
+                    && set.starts_with(|c: char| c.is_ascii_lowercase())
+                    && set
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && *set != "discover",
+                "{}: {set}",
+                tool.name
+            );
         }
     }
 

@@ -479,6 +479,7 @@ pub(crate) mod tests {
         Record::Call(CallRecord {
             head: CallHead {
                 approver: None,
+                via: None,
                 time: "2026-01-01T00:00:00.000Z".into(),
                 call_id: "call-1".into(),
                 session: "stdio".into(),

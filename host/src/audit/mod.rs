@@ -78,6 +78,16 @@ impl AuditDecision {
         }
     }
 
+    /// A call of a tool the caller is not offered (its toolset is not
+    /// enabled, or the server or token is read-only).
+    pub fn not_offered() -> AuditDecision {
+        AuditDecision {
+            decision: "not-offered".into(),
+            rule: "tools.toolsets".into(),
+            approver: None,
+        }
+    }
+
     /// A call that needed a person's approval and was refused before
     /// anyone was asked: its dry run planned a request the gate refuses.
     pub fn plan_refused(rule: &str) -> AuditDecision {
@@ -206,6 +216,7 @@ impl AuditLog {
             decision: String::new(),
             rule: String::new(),
             approver: None,
+            via: None,
         };
         let records = egress_records(&head, &[request], &self.redactor);
         if let Err(error) = self.write(records).await {
@@ -247,6 +258,7 @@ impl AuditLog {
                     decision: r(&decision.decision),
                     rule: r(&decision.rule),
                     approver: decision.approver.clone(),
+                    via: caller.via.map(str::to_string),
                 },
                 outcome: String::new(),
                 ms: 0.0,

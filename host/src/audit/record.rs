@@ -69,6 +69,10 @@ pub struct CallHead {
     /// Who approved it (`operator` or `client`), when a person did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
+    /// The tool the call came through, when it was not called by name
+    /// (`pve_call_tool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// A call about to run. It carries what is known before the guest starts,

@@ -83,10 +83,31 @@ fn writes_policy(tools: &[ToolInfo]) -> String {
     text
 }
 
+/// What the demo offers: `[tools]`, `--toolsets`, `--read-only`, and over
+/// HTTP each token's own toolsets.
+struct Offered {
+    settings: crate::config::tools::ToolSettings,
+    tokens: Vec<crate::config::http::NamedToken>,
+}
+
+impl Offered {
+    fn load(
+        global: &Global,
+        tokens: Vec<crate::config::http::NamedToken>,
+    ) -> Result<Offered, crate::error::ConfigError> {
+        let settings =
+            crate::config::Config::load_tools(global.config.as_deref(), &|k| global.env(k))?;
+        Ok(Offered { settings, tokens })
+    }
+}
+
 /// The demo's MCP server: read-only, or with `writes` the write tools on
 /// (see [`writes_policy`]) and approvals asked of the client only: the
 /// demo has no operator and no admin endpoint.
-fn demo_server(app: App, writes: bool) -> anyhow::Result<McpServer> {
+fn demo_server(app: App, writes: bool, offered: Offered) -> anyhow::Result<McpServer> {
+    let exposure =
+        crate::server::serving::exposure(&offered.settings, &offered.tokens, app.tools())?;
+    let app = app.with_exposure(exposure);
     if !writes {
         return Ok(McpServer::new(Arc::new(app)));
     }
@@ -112,6 +133,10 @@ pub async fn run(global: &Global, http: Option<&str>, writes: bool) -> ExitCode 
     if let Some(listen) = http {
         return serve_http(global, listen, writes).await;
     }
+    let offered = match Offered::load(global, Vec::new()) {
+        Ok(offered) => offered,
+        Err(e) => return config_failure(&e),
+    };
     let demo = match Demo::start(global, FirstCompile::Quick).await {
         Ok(d) => d,
         Err(e) => return failure(&e),
@@ -120,7 +145,7 @@ pub async fn run(global: &Global, http: Option<&str>, writes: bool) -> ExitCode 
         tour(&demo).await
     } else {
         tracing::info!(simulator = %demo.simulator.base_url(), writes, "serving MCP on stdio against the simulated cluster");
-        let server = match demo_server(demo.app, writes) {
+        let server = match demo_server(demo.app, writes, offered) {
             Ok(server) => server,
             Err(e) => return failure(&e),
         };
@@ -145,6 +170,10 @@ async fn serve_http(global: &Global, listen: &str, writes: bool) -> ExitCode {
         Ok(addr) => addr,
         Err(e) => return config_failure(&e),
     };
+    let offered = match Offered::load(global, settings.tokens.clone()) {
+        Ok(offered) => offered,
+        Err(e) => return config_failure(&e),
+    };
     let simulator = match Simulator::start(SimConfig::default()).await {
         Ok(simulator) => simulator,
         Err(e) => return failure(&e),
@@ -163,7 +192,7 @@ async fn serve_http(global: &Global, listen: &str, writes: bool) -> ExitCode {
             FirstCompile::Quick,
         )
         .await?;
-        demo_server(app, writes).map(crate::server::serving::Serving::from_server)
+        demo_server(app, writes, offered).map(crate::server::serving::Serving::from_server)
     };
     let token = settings.tokens.first().map(|t| t.name.clone());
     let announce = |bound: &crate::transport::http::serve::Bound| {

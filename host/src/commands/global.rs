@@ -34,6 +34,18 @@ pub struct Global {
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Offer only the tools of these toolsets, e.g. guests,tasks (`pve-mcp
+    /// tools` shows each tool's; `discover` offers the rest through
+    /// pve_search_tools and pve_call_tool); overrides [tools] toolsets and
+    /// PVE_MCP_TOOLSETS.
+    #[arg(long, global = true, value_name = "A,B")]
+    pub toolsets: Option<String>,
+
+    /// Offer and run only tools that read, whatever the policy allows;
+    /// overrides [tools] read_only and PVE_MCP_READ_ONLY.
+    #[arg(long, global = true)]
+    pub read_only: bool,
 }
 
 impl Global {
@@ -84,6 +96,17 @@ impl Global {
 
     /// Loads the configuration from --config and the environment.
     pub fn load_config(&self) -> Result<Config, ConfigError> {
-        Config::load(self.config.as_deref(), &|key| std::env::var(key).ok())
+        Config::load(self.config.as_deref(), &|key| self.env(key))
+    }
+
+    /// The environment, with `--toolsets` and `--read-only` over their
+    /// variables.
+    pub fn env(&self, key: &str) -> Option<String> {
+        use crate::config::tools::{READ_ONLY_ENV, TOOLSETS_ENV};
+        match key {
+            TOOLSETS_ENV if self.toolsets.is_some() => self.toolsets.clone(),
+            READ_ONLY_ENV if self.read_only => Some("1".into()),
+            _ => std::env::var(key).ok(),
+        }
     }
 }

@@ -109,15 +109,22 @@ pub fn tool_table(app: &App) -> String {
         .max()
         .unwrap_or(4)
         .max(11);
+    let sets = tools
+        .iter()
+        .map(|t| t.toolset.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
     let mut out = format!(
-        "{:width$}  {:tiers$}  {:5}  {}\n",
-        "TOOL", "TIER", "WAITS", "WHAT IT DOES"
+        "{:width$}  {:sets$}  {:tiers$}  {:5}  {}\n",
+        "TOOL", "TOOLSET", "TIER", "WAITS", "WHAT IT DOES"
     );
     for tool in tools.iter() {
         let waits = if tool.waits { "yes" } else { "-" };
         out.push_str(&format!(
-            "{:width$}  {:tiers$}  {waits:5}  {}\n",
+            "{:width$}  {:sets$}  {:tiers$}  {waits:5}  {}\n",
             tool.name,
+            tool.toolset,
             tier_text(tool),
             tool.title
         ));
@@ -133,6 +140,7 @@ pub fn described(tool: &ToolInfo) -> Value {
     let mut out = serde_json::to_value(crate::server::mcp::to_mcp_tool(tool)).unwrap_or_default();
     if let Value::Object(o) = &mut out {
         o.insert("tier".into(), Tier::of(tool).as_str().into());
+        o.insert("toolset".into(), tool.toolset.clone().into());
         // What can make a call of it destructive, when its own tier is not.
         o.insert("destructive_with".into(), raised(tool).into());
         o.insert("waits".into(), tool.waits.into());

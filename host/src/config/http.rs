@@ -63,7 +63,7 @@ section! {
     /// The accepted bearer tokens; none means no authentication, which is
     /// only allowed on a loopback address.
     tokens: Vec<NamedToken> = custom(read_tokens, Vec::new())
-        from #[serde(default)] tokens: IndexMap<String, String>;
+        from #[serde(default)] tokens: IndexMap<String, self::tokens::FileToken>;
     /// Allowed `Origin` values; `None` means the loopback defaults.
     allowed_origins: Option<Vec<OriginEntry>> = custom(read_origins, None)
         from allowed_origins: Option<Vec<String>>;

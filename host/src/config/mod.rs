@@ -28,6 +28,7 @@ pub mod layered;
 pub mod listen;
 pub mod sandbox;
 pub mod section;
+pub mod tools;
 
 pub use clusters::{Auth, Cluster, TICKET_LIFETIME};
 pub use sandbox::{DEFAULT_MAX_REQUESTS_PER_CALL, MAX_WAIT_ENV, SandboxLimits};
@@ -47,6 +48,8 @@ pub struct Config {
     pub approvals: approvals::ApprovalSettings,
     /// The audit log (`[audit]`, `PVE_MCP_AUDIT_*`).
     pub audit: audit::AuditSettings,
+    /// `[tools]`: the toolsets enabled and the read-only switch.
+    pub tools: tools::ToolSettings,
 }
 
 /// The file format. Unknown keys are errors, so a typo never silently
@@ -68,6 +71,8 @@ struct FileConfig {
     _policy: Option<toml::Value>,
     #[serde(default)]
     approvals: approvals::FileApprovals,
+    #[serde(default)]
+    tools: tools::FileTools,
 }
 
 impl Config {
@@ -87,12 +92,14 @@ impl Config {
         let http = http::load(&file_config.http, &file_name, env)?;
         let audit = audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
         let approvals = approvals::ApprovalSettings::load(&file_config.approvals, &file_name, env)?;
+        let tools = tools::ToolSettings::load(&file_config.tools, &file_name, env)?;
         Ok(Config {
             clusters,
             sandbox,
             http,
             approvals,
             audit,
+            tools,
         })
     }
 
@@ -104,6 +111,16 @@ impl Config {
     ) -> Result<http::HttpSettings, ConfigError> {
         let (file_config, file_name) = FileConfig::read(file)?;
         http::load(&file_config.http, &file_name, env)
+    }
+
+    /// Only the `[tools]` settings (for `pve-mcp demo`, which brings its
+    /// own cluster).
+    pub fn load_tools(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<tools::ToolSettings, ConfigError> {
+        let (file_config, file_name) = FileConfig::read(file)?;
+        tools::ToolSettings::load(&file_config.tools, &file_name, env)
     }
 
     /// The default cluster.
@@ -413,6 +430,7 @@ mod tests {
             http::HttpSettings::SETTINGS,
             approvals::ApprovalSettings::SETTINGS,
             audit::AuditSettings::SETTINGS,
+            tools::ToolSettings::SETTINGS,
         ]
         .into_iter()
         .flatten()

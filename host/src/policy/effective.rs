@@ -226,6 +226,7 @@ pub(crate) mod tests {
             waits: false,
             privileges: Vec::new(),
             reads: Vec::new(),
+            toolset: "t".into(),
         }
     }
 

@@ -191,11 +191,13 @@ mod tests {
             session: Arc::from("s1"),
             token: Some(Arc::from("ci")),
             client: None,
+            via: None,
         };
         let b = Caller {
             session: Arc::from("s2"),
             token: Some(Arc::from("ci")),
             client: None,
+            via: None,
         };
         assert_eq!(
             limit(Scope::Global).counter_key(&a, "i"),

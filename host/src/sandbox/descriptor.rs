@@ -17,8 +17,22 @@ pub fn tool_infos(descriptors: Vec<guest::ToolDescriptor>) -> anyhow::Result<Vec
                 d.name
             );
         }
+        if d.name == crate::tools::SEARCH_TOOL || d.name == crate::tools::CALL_TOOL {
+            anyhow::bail!(
+                "the component declares tool {}, a name the host keeps for its discovery pair",
+                d.name
+            );
+        }
         if tools.iter().any(|t| t.name == d.name) {
             anyhow::bail!("the component declares tool {} twice", d.name);
+        }
+        if !crate::tools::valid_toolset(&d.toolset) || d.toolset == crate::tools::DISCOVER {
+            anyhow::bail!(
+                "the component puts tool {} in the toolset {:?}, which is not 1-32 of a-z 0-9 - \
+                 starting with a letter, or is the host's own `discover`",
+                d.name,
+                d.toolset
+            );
         }
         tools.push(tool_info(d)?);
     }
@@ -60,6 +74,7 @@ fn tool_info(d: guest::ToolDescriptor) -> anyhow::Result<ToolInfo> {
                 any_of: p.any_of,
             })
             .collect(),
+        toolset: d.toolset,
         name: d.name,
         title: d.title,
         description: d.description,

@@ -18,6 +18,7 @@ use crate::config::{Cluster, SandboxLimits};
 use crate::egress::plan::ApprovedPlan;
 use crate::egress::{Access, Binding, Gate, GateEndpoint};
 use crate::error::ConfigError;
+use crate::exposure::Exposure;
 use crate::policy::{self, Decision, Grant};
 use crate::route::{ApiRequest, Route};
 use crate::sandbox::component::{
@@ -37,6 +38,7 @@ pub struct App {
     next_id: AtomicU64,
     redactor: Redactor,
     audit: Option<AuditLog>,
+    exposure: Exposure,
 }
 
 /// Who can be asked to approve a call the policy marks `require_approval`:
@@ -144,6 +146,7 @@ impl App {
             next_id: AtomicU64::new(1),
             redactor,
             audit: None,
+            exposure: Exposure::all(),
         })
     }
 
@@ -185,6 +188,17 @@ impl App {
     pub fn with_policy(mut self, engine: Arc<policy::Engine>) -> App {
         self.policy = engine;
         self
+    }
+
+    /// Offers each caller only these toolsets (the default is every tool).
+    pub fn with_exposure(mut self, exposure: Exposure) -> App {
+        self.exposure = exposure;
+        self
+    }
+
+    /// Which tools each caller is offered.
+    pub fn exposure(&self) -> &Exposure {
+        &self.exposure
     }
 
     /// The policy engine.
@@ -239,6 +253,29 @@ impl App {
         mut arguments: JsonObject,
         approver: Option<Approver<'_>>,
     ) -> Authorized<'t> {
+        // Before anything else: a tool the caller is not offered is not
+        // there for it, whatever the policy would say.
+        if let Err(why) = self.exposure.view(caller.token.as_deref()).offers(tool) {
+            tracing::info!(
+                session = %caller.session,
+                tool = %tool.name,
+                outcome = "not_offered",
+                "tool call refused: {why}"
+            );
+            let report = CallReport::refused(format!(
+                "{why}. Nothing was sent; use a tool this server offers (tools/list)."
+            ));
+            return Authorized::Refused(
+                self.record(
+                    caller,
+                    &tool.name,
+                    &arguments,
+                    &AuditDecision::not_offered(),
+                    report,
+                )
+                .await,
+            );
+        }
         if tool.routes.iter().any(Route::is_call_request)
             && let Err(bad) = ApiRequest::normalise(&mut arguments)
         {

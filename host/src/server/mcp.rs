@@ -17,6 +17,7 @@ use crate::sandbox::CallReport;
 use crate::server::app::{App, Approver, Authorized};
 use crate::server::call_slots::{CallSlots, StatelessSlots};
 use crate::server::client_log::ClientLog;
+use crate::server::discover;
 use crate::tier::Tier;
 use crate::tools::{CallOutcome, ToolInfo};
 
@@ -29,6 +30,24 @@ or pve_get_vm_ips (node and vm_type are looked up from the vmid when omitted). T
 pve_get_task_status, pve_get_task_log. Lists are bounded: follow next_offset to page. Every tool takes an \
 optional cluster (see pve_list_clusters). When a call fails with 403, pve_check_permissions explains which \
 privilege is missing. Tool errors say what went wrong and what to try next.";
+
+/// The server's instructions: how to start, then the toolsets offered
+/// (to a caller without a token of its own) and, with `discover`, how to
+/// reach the rest.
+fn instructions(app: &App) -> String {
+    let view = app.exposure().view(None);
+    let sets = view.toolsets(app.tools());
+    let mut text = format!("{INSTRUCTIONS} Toolsets offered: {}.", sets.join(", "));
+    if view.discover() {
+        text.push_str(&format!(
+            " The tools are not listed: find them with {} (words of a name or purpose) and run \
+             one with {}.",
+            discover::SEARCH,
+            discover::CALL
+        ));
+    }
+    text
+}
 
 /// The MCP server: a thin layer over [`App`].
 #[derive(Clone)]
@@ -43,13 +62,17 @@ pub struct McpServer {
     approvals: Option<Arc<Approvals>>,
     /// The logging level the client set.
     client_log: ClientLog,
+    /// What `initialize` tells the client: how to start, and the toolsets.
+    instructions: Arc<String>,
 }
 
 impl McpServer {
     /// A server for this host.
     pub fn new(app: Arc<App>) -> Self {
         let tools = app.tools().iter().map(to_mcp_tool).collect();
+        let instructions = Arc::new(instructions(&app));
         Self {
+            instructions,
             app,
             tools: Arc::new(tools),
             call_slots: None,
@@ -179,7 +202,7 @@ impl ServerHandler for McpServer {
             Implementation::new("pve-mcp", env!("CARGO_PKG_VERSION"))
                 .with_title("Proxmox VE (sandboxed)"),
         )
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(self.instructions.as_str())
     }
 
     /// Once a client (over stdio, or one HTTP session) is initialized, it is
@@ -206,18 +229,25 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // Hidden tools are left out; the policy can change on reload, so
         // this is decided per listing.
+        // A caller's toolsets follow its token, the same for every request
+        // of its session.
         let policy = self.app.policy().policy();
-        let visible = self
+        let caller = Caller::from_context(&context);
+        let view = self.app.exposure().view(caller.token.as_deref());
+        let mut visible: Vec<Tool> = self
             .tools
             .iter()
             .zip(self.app.tools().iter())
-            .filter(|(_, info)| policy.visible(info))
+            .filter(|(_, info)| view.lists(info) && policy.visible(info))
             .map(|(tool, _)| tool.clone())
             .collect();
+        if view.discover() {
+            visible.extend(discover::definitions());
+        }
         Ok(ListToolsResult::with_all_items(visible))
     }
 
@@ -226,10 +256,34 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(tool) = self.app.tool(&request.name) else {
-            return Err(unknown_tool(&request.name));
+        let mut caller = Caller::from_context(&context);
+        let view = self.app.exposure().view(caller.token.as_deref());
+        let (name, arguments) = match request.name.as_ref() {
+            discover::SEARCH if view.discover() => {
+                let arguments = request.arguments.unwrap_or_default();
+                let policy = self.app.policy().policy();
+                return Ok(discover::search(self.app.tools(), view, &policy, &arguments).into());
+            }
+            discover::CALL if view.discover() => {
+                match discover::target(&request.arguments.unwrap_or_default()) {
+                    Ok(target) => {
+                        caller.via = Some(discover::CALL);
+                        target
+                    }
+                    Err(answer) => return Ok(answer.into()),
+                }
+            }
+            _ => (
+                request.name.to_string(),
+                request.arguments.unwrap_or_default(),
+            ),
         };
-        let caller = Caller::from_context(&context);
+        let Some(tool) = self.app.tool(&name) else {
+            if caller.via.is_some() {
+                return Ok(discover::no_such_tool(&name).into());
+            }
+            return Err(unknown_tool(&name));
+        };
         let stateless = caller.is_stateless();
         let slots = match &self.stateless_slots {
             Some(shared) if stateless => Some(shared.for_session(&caller.session)),
@@ -242,28 +296,27 @@ impl ServerHandler for McpServer {
             },
             None => None,
         };
-        let arguments = request.arguments.unwrap_or_default();
         let approver = self.approvals.as_deref().map(|approvals| Approver {
             approvals,
             context: &context,
         });
         let call = match self.app.authorize(&caller, tool, arguments, approver).await {
             Authorized::Run(call) => call,
-            Authorized::Refused(report) => return result_of(report, &request.name),
-            Authorized::Cancelled => return Err(cancelled(&request.name)),
+            Authorized::Refused(report) => return result_of(report, &name),
+            Authorized::Cancelled => return Err(cancelled(&name)),
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
-        let call = crate::server::progress::track(&context, &request.name, |progress| {
+        let call = crate::server::progress::track(&context, &name, |progress| {
             self.app.run(&caller, call, progress)
         });
         let report = tokio::select! {
             report = call => report,
-            _ = context.ct.cancelled() => return Err(cancelled(&request.name)),
+            _ = context.ct.cancelled() => return Err(cancelled(&name)),
         };
         self.client_log
-            .call_finished(&context.peer, &request.name, &report)
+            .call_finished(&context.peer, &name, &report)
             .await;
-        result_of(report, &request.name)
+        result_of(report, &name)
     }
 }

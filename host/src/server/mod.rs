@@ -1,11 +1,13 @@
 //! The MCP server, independent of its transport: the [`app::App`] that
 //! authorizes and runs tool calls, the rmcp handler ([`mcp`]), what it sends
-//! back while a call runs ([`progress`], [`client_log`]), and [`serving`],
+//! back while a call runs ([`progress`], [`client_log`]), the discovery pair
+//! ([`discover`]), and [`serving`],
 //! which assembles them for `pve-mcp serve`.
 
 pub mod app;
 pub mod call_slots;
 pub mod client_log;
+pub mod discover;
 pub mod mcp;
 pub mod progress;
 pub mod serving;

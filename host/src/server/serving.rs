@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use crate::approval::serve::AdminEndpoint;
 use crate::config::Config;
+use crate::config::http::NamedToken;
+use crate::config::tools::ToolSettings;
+use crate::exposure::{Exposure, Filter};
 use crate::policy::reload::Origin;
 use crate::sandbox::component::{CacheDir, ComponentSource, FirstCompile};
 use crate::server::app::App;
@@ -41,7 +44,37 @@ pub async fn start_app(startup: &Startup, config: &Config) -> anyhow::Result<App
     let policy = startup.policy.load(app.tools())?;
     let engine = crate::policy::Engine::new(policy)?;
     app.enable_audit(&config.audit).await?;
-    Ok(app.with_policy(Arc::new(engine)))
+    let exposure = exposure(&config.tools, &config.http.tokens, app.tools())?;
+    Ok(app.with_policy(Arc::new(engine)).with_exposure(exposure))
+}
+
+/// The tools each caller is offered: `[tools]` for the server, each
+/// token's own `toolsets` and `read_only`, their names checked against the
+/// component's toolsets.
+pub fn exposure(
+    settings: &ToolSettings,
+    named: &[NamedToken],
+    tools: &[crate::tools::ToolInfo],
+) -> Result<Exposure, crate::error::ConfigError> {
+    use crate::config::tools::{READ_ONLY_ENV, TOOLSETS_ENV};
+    let known = Exposure::known(tools);
+    let key = format!("[tools] toolsets, --toolsets or {TOOLSETS_ENV}");
+    let server = Filter::new(
+        settings.toolsets.as_deref(),
+        settings.read_only,
+        &key,
+        &known,
+    )?;
+    let mut tokens = std::collections::HashMap::new();
+    for token in named {
+        let key = format!("[http.tokens.{}] toolsets", token.name);
+        let filter = Filter::new(token.toolsets.as_deref(), token.read_only, &key, &known)?;
+        tokens.insert(token.name.clone(), filter);
+    }
+    if settings.read_only {
+        tracing::info!("read-only: only tools that read are offered ({READ_ONLY_ENV})");
+    }
+    Ok(Exposure::new(server, tokens))
 }
 
 /// A server ready for a transport: the MCP handler and what the approval

@@ -101,6 +101,8 @@ pub async fn run(
             Tokens::new(&[NamedToken {
                 name: "egress-proxy".into(),
                 secret,
+                toolsets: None,
+                read_only: false,
             }])
         }),
         max_response: app.max_response_bytes(),
@@ -375,6 +377,8 @@ mod tests {
         Tokens::new(&[NamedToken {
             name: "egress-proxy".into(),
             secret: Secret::new("0123456789abcdef"),
+            toolsets: None,
+            read_only: false,
         }])
     }
 

@@ -123,6 +123,7 @@ mod component {
                     // must not rely on them.
                     privileges: Vec::new(),
                     reads: Vec::new(),
+                    toolset: "hostile".into(),
                 })
                 .collect()
         }

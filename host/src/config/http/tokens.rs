@@ -21,6 +21,38 @@ pub struct NamedToken {
     pub name: Arc<str>,
     /// The token itself.
     pub secret: Secret,
+    /// The toolsets its holder is offered (within the server's); `None`:
+    /// the server's.
+    pub toolsets: Option<Vec<String>>,
+    /// Its holder is offered only tools that read.
+    pub read_only: bool,
+}
+
+/// One entry of `[http.tokens]`: the token itself (`NAME = "..."`, or
+/// `NAME_file = "/path"`), or a table `[http.tokens.NAME]` with `token` or
+/// `token_file`, and the `toolsets` and `read_only` its holder gets.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged)]
+pub enum FileToken {
+    /// The token, or (for a `_file` key) the file holding it.
+    Plain(String),
+    /// A token with what its holder is offered.
+    Table(TokenTable),
+}
+
+/// `[http.tokens.NAME]`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenTable {
+    /// The token.
+    token: Option<String>,
+    /// A file holding it.
+    token_file: Option<String>,
+    /// The toolsets its holder is offered.
+    toolsets: Option<Vec<String>>,
+    /// Only tools that read.
+    #[serde(default)]
+    read_only: bool,
 }
 
 fn valid_token_name(name: &str) -> bool {
@@ -34,17 +66,45 @@ fn valid_token_name(name: &str) -> bool {
 /// holds one) and `MCP_AUTH_TOKEN`(`_FILE`), which replaces the file's
 /// `default` and comes first. Every token must be strong and unique.
 pub fn load(
-    tokens: &IndexMap<String, String>,
+    tokens: &IndexMap<String, FileToken>,
     layers: &Layers<'_>,
 ) -> Result<Vec<NamedToken>, ConfigError> {
     let section = layers.file_key("tokens");
     // (name, token, where it came from), in file order.
     let mut found: Vec<(String, String, String)> = Vec::new();
-    for (key, value) in tokens {
-        let (name, from_file) = match key.strip_suffix("_file") {
-            Some(name) => (name, true),
-            None => (key.as_str(), false),
+    // What a table gives its token's holder, by name.
+    let mut offered: Vec<(String, Option<Vec<String>>, bool)> = Vec::new();
+    for (key, entry) in tokens {
+        let (name, from_file, value) = match entry {
+            FileToken::Plain(value) => match key.strip_suffix("_file") {
+                Some(name) => (name, true, value.clone()),
+                None => (key.as_str(), false, value.clone()),
+            },
+            FileToken::Table(table) => {
+                let where_ = format!("{section}.{key}");
+                let (from_file, value) = match (&table.token, &table.token_file) {
+                    (Some(token), None) => (false, token.clone()),
+                    (None, Some(path)) => (true, path.clone()),
+                    _ => {
+                        return Err(ConfigError::new(
+                            where_,
+                            "needs exactly one of token and token_file",
+                            "give the token inline (token = \"...\") or in a file (token_file = \"/path\")",
+                        ));
+                    }
+                };
+                let toolsets = match &table.toolsets {
+                    Some(names) => Some(crate::config::tools::parse_list(
+                        names.clone(),
+                        &format!("{where_}.toolsets"),
+                    )?),
+                    None => None,
+                };
+                offered.push((key.clone(), toolsets, table.read_only));
+                (key.as_str(), from_file, value)
+            }
         };
+        let value = &value;
         let where_ = format!("{section}.{key}");
         if !valid_token_name(name) {
             return Err(ConfigError::new(
@@ -100,9 +160,16 @@ pub fn load(
                 "give every agent its own token, so the audit log can tell them apart",
             ));
         }
+        let (toolsets, read_only) = offered
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, t, r)| (t.clone(), *r))
+            .unwrap_or((None, false));
         tokens.push(NamedToken {
             name: Arc::from(name),
             secret: Secret::new(token),
+            toolsets,
+            read_only,
         });
     }
     Ok(tokens)

@@ -175,6 +175,8 @@ fn routes(token: &Secret, store: Arc<dyn ApprovalStore>) -> impl HttpService<Inc
     let tokens = Tokens::new(&[NamedToken {
         name: "admin".into(),
         secret: token.clone(),
+        toolsets: None,
+        read_only: false,
     }]);
     ServiceBuilder::new()
         .layer(layers::auth(tokens, refuse))

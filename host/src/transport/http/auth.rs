@@ -114,10 +114,14 @@ mod tests {
             NamedToken {
                 name: "claude".into(),
                 secret: Secret::new("aaaaaaaaaaaaaaaaaaaaaaaa"),
+                toolsets: None,
+                read_only: false,
             },
             NamedToken {
                 name: "ci".into(),
                 secret: Secret::new("bbbbbbbbbbbbbbbbbbbbbbbb"),
+                toolsets: None,
+                read_only: false,
             },
         ])
     }

@@ -274,6 +274,8 @@ mod tests {
         let tokens = Tokens::new(&[NamedToken {
             name: "ci".into(),
             secret: Secret::new("cccccccccccccccccccccccc"),
+            toolsets: None,
+            read_only: false,
         }]);
         ServiceBuilder::new()
             .layer(auth(tokens, Reject::into_response))

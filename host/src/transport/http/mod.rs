@@ -103,6 +103,8 @@ mod tests {
         s.tokens.push(http::NamedToken {
             name: "a".into(),
             secret: Secret::new("0123456789abcdef"),
+            toolsets: None,
+            read_only: false,
         });
         assert_eq!(
             resolve_listen(&s, Some("0.0.0.0:8080")).unwrap(),
