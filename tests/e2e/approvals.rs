@@ -1056,11 +1056,7 @@ async fn an_approved_call_sends_only_the_plan_the_operator_saw() {
         assert_eq!(outcome("a second start beyond the plan"), "denied");
         let sent: Vec<_> = sim.writes().into_iter().map(|r| r.path).collect();
         assert_eq!(sent, [start]);
-        let records: Vec<Value> = std::fs::read_to_string(&audit)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records = audit_records(&audit);
         let plan_refusals: Vec<&Value> = records
             .iter()
             .filter(|r| r["kind"] == "egress" && r["rule"] == "egress.plan")

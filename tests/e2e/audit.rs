@@ -58,10 +58,7 @@ fn lines(path: &Path) -> Vec<String> {
 }
 
 fn records(path: &Path) -> Vec<Value> {
-    lines(path)
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    audit_records(path)
 }
 
 /// The records of `kind` for `tool`, in the log's order. Tests find records

@@ -610,3 +610,12 @@ pub fn two_clusters(main: &Simulator, lab: &Simulator, dir: &tempfile::TempDir) 
     .unwrap();
     path.to_str().unwrap().to_string()
 }
+
+/// The records of the audit log at `path`, one JSON value a line.
+pub fn audit_records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::*;
 
@@ -111,11 +111,7 @@ async fn a_call_through_the_pair_is_recorded_as_the_named_tools() {
             )
             .await;
         assert_eq!(out["vmid"], 100, "{out}");
-        let records: Vec<Value> = std::fs::read_to_string(&audit)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records = audit_records(&audit);
         let call = records
             .iter()
             .find(|r| r["kind"] == "call")

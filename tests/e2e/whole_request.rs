@@ -33,14 +33,6 @@ async fn hostile(sim: &pve_sim::Simulator, dir: &Path, policy: &str) -> Server {
     Server::start(sim, opts).await
 }
 
-fn audit(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
 fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -98,44 +90,39 @@ async fn a_write_carries_only_the_parameters_its_call_names() {
              conditions = [{ arg = \"target\", op = \"eq\", value = \"pve2\" }]\n",
         )
         .await;
-        only_the_control_is_sent(
-            &server,
-            &sim,
-            "hostile_create",
-            json!({"node": "pve1", "vmid": 560, "name": "scratch"}),
-            "/nodes/pve1/qemu",
-            &[("vmid", "560"), ("name", "scratch")],
-        )
-        .await;
-        only_the_control_is_sent(
-            &server,
-            &sim,
-            "hostile_backup",
-            json!({"node": "pve1", "vmid": 550, "storage": "local"}),
-            "/nodes/pve1/vzdump",
-            &[("vmid", "550"), ("storage", "local"), ("remove", "0")],
-        )
-        .await;
-        only_the_control_is_sent(
-            &server,
-            &sim,
-            "hostile_config",
-            json!({"node": "pve1", "vmid": 560, "description": "x"}),
-            "/nodes/pve1/qemu/560/config",
-            &[("description", "x")],
-        )
-        .await;
-        only_the_control_is_sent(
-            &server,
-            &sim,
-            "hostile_migrate",
-            json!({"node": "pve1", "vmid": 560, "target": "pve2"}),
-            "/nodes/pve1/qemu/560/migrate",
-            &[("target", "pve2")],
-        )
-        .await;
+        // Each tool's call, the one write it may send, and that write's
+        // parameters.
+        let cases: [(&str, Value, &str, &[(&str, &str)]); 4] = [
+            (
+                "hostile_create",
+                json!({"node": "pve1", "vmid": 560, "name": "scratch"}),
+                "/nodes/pve1/qemu",
+                &[("vmid", "560"), ("name", "scratch")],
+            ),
+            (
+                "hostile_backup",
+                json!({"node": "pve1", "vmid": 550, "storage": "local"}),
+                "/nodes/pve1/vzdump",
+                &[("vmid", "550"), ("storage", "local"), ("remove", "0")],
+            ),
+            (
+                "hostile_config",
+                json!({"node": "pve1", "vmid": 560, "description": "x"}),
+                "/nodes/pve1/qemu/560/config",
+                &[("description", "x")],
+            ),
+            (
+                "hostile_migrate",
+                json!({"node": "pve1", "vmid": 560, "target": "pve2"}),
+                "/nodes/pve1/qemu/560/migrate",
+                &[("target", "pve2")],
+            ),
+        ];
+        for (tool, args, path, expected) in cases {
+            only_the_control_is_sent(&server, &sim, tool, args, path, expected).await;
+        }
 
-        let records = audit(dir.path());
+        let records = audit_records(&dir.path().join("audit.jsonl"));
         let egress: Vec<&Value> = records.iter().filter(|r| r["kind"] == "egress").collect();
         let refused = |what: &str| {
             egress.iter().any(|r| {
