@@ -42,7 +42,13 @@ pub const CLUSTER: &str = "Cluster name; default: the first";
 /// bounds and property-name rules cost bytes in every conversation and
 /// help no model choose; the guest checks each of them before any request
 /// and names the field and the fix when one fails.
-const GUEST_ONLY_INPUT: &[&str] = &["pattern", "minLength", "maxLength", "maxProperties", "propertyNames"];
+const GUEST_ONLY_INPUT: &[&str] = &[
+    "pattern",
+    "minLength",
+    "maxLength",
+    "maxProperties",
+    "propertyNames",
+];
 
 impl Derived {
     /// The input schema `list-tools` reports: the tool's own plus the
@@ -124,11 +130,16 @@ fn advertise_output(schema: &mut Value) {
             if o.get("additionalProperties") == Some(&Value::Bool(false)) {
                 o.remove("additionalProperties");
             }
-            let constants: Option<Vec<Value>> = o.get("oneOf").and_then(Value::as_array).and_then(|alts| {
-                alts.iter()
-                    .map(|a| (a.get("type") == Some(&"string".into())).then(|| a.get("const").cloned()).flatten())
-                    .collect()
-            });
+            let constants: Option<Vec<Value>> =
+                o.get("oneOf").and_then(Value::as_array).and_then(|alts| {
+                    alts.iter()
+                        .map(|a| {
+                            (a.get("type") == Some(&"string".into()))
+                                .then(|| a.get("const").cloned())
+                                .flatten()
+                        })
+                        .collect()
+                });
             if let Some(values) = constants {
                 o.remove("oneOf");
                 o.insert("type".into(), "string".into());

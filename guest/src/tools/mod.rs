@@ -205,7 +205,11 @@ mod tests {
                 let e = tool.parse(bad).unwrap_err();
                 assert!(e.message().starts_with("cluster: "), "{}: {e}", tool.name);
             }
-            assert!(output["properties"].get("cluster").is_some(), "{}", tool.name);
+            assert!(
+                output["properties"].get("cluster").is_some(),
+                "{}",
+                tool.name
+            );
             assert!(
                 (tool.derived)().full_output()["required"]
                     .as_array()
