@@ -46,19 +46,17 @@ macro_rules! action_input {
             $(#[$meta])*
             pub struct $name {
                 $($(#[$fmeta])* $fvis $field: $ty,)*
-                /// true: send nothing; answer with the exact requests that would be sent and
-                /// what the reads before them found.
+                /// true: plan only, send nothing
                 #[serde(default)]
                 pub dry_run: $crate::arg::Flag,
-                /// true: wait for the task to end (up to wait_timeout seconds), reporting its
-                /// progress; false (default): answer as soon as Proxmox has started it, with
-                /// its UPID for pve_wait_task.
+                /// true: wait for the task
                 #[serde(default)]
                 pub wait: $crate::arg::Flag,
-                /// Seconds to wait when wait is true (default 120; the server may cap it).
+                /// Seconds to wait (default 120)
                 pub wait_timeout: Option<$crate::arg::Int<1, 86400>>,
                 /// Accepted for compatibility with proxmox-mcp and ignored: it grants
-                /// nothing. The server's policy decides whether this call may run.
+                /// nothing (the server's policy decides). Not advertised: see
+                /// [`UNADVERTISED`](crate::action::UNADVERTISED).
                 #[serde(default)]
                 pub confirm: $crate::arg::Flag,
             }
@@ -78,19 +76,17 @@ macro_rules! action_input {
         #[serde(deny_unknown_fields)]
         pub struct $name {
             $($(#[$fmeta])* $fvis $field: $ty,)*
-            /// true: send nothing; answer with the exact requests that would be sent and
-            /// what the reads before them found.
+            /// true: plan only, send nothing
             #[serde(default)]
             pub dry_run: $crate::arg::Flag,
-            /// true: wait for the task to end (up to wait_timeout seconds), reporting its
-            /// progress; false (default): answer as soon as Proxmox has started it, with
-            /// its UPID for pve_wait_task.
+            /// true: wait for the task
             #[serde(default)]
             pub wait: $crate::arg::Flag,
-            /// Seconds to wait when wait is true (default 120; the server may cap it).
+            /// Seconds to wait (default 120)
             pub wait_timeout: Option<$crate::arg::Int<1, 86400>>,
             /// Accepted for compatibility with proxmox-mcp and ignored: it grants
-            /// nothing. The server's policy decides whether this call may run.
+            /// nothing (the server's policy decides). Not advertised: see
+            /// [`UNADVERTISED`](crate::action::UNADVERTISED).
             #[serde(default)]
             pub confirm: $crate::arg::Flag,
         }
@@ -110,6 +106,12 @@ macro_rules! action_input {
     };
 }
 pub(crate) use action_input;
+
+/// Arguments a tool accepts but its listed input schema leaves out:
+/// `confirm`, which proxmox-mcp's clients send and which grants nothing,
+/// so advertising it would cost every conversation bytes and suggest to a
+/// model that it matters.
+pub const UNADVERTISED: &[&str] = &["confirm"];
 
 /// How the call wants the action run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

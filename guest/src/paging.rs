@@ -54,9 +54,7 @@ impl<const DEFAULT: u64, const MAX: u64> schemars::JsonSchema for Limit<DEFAULT,
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let description = format!(
-            "Most items to return (default {DEFAULT}, max {MAX}); total still counts all matches."
-        );
+        let description = "Page size; total counts all";
         schemars::json_schema!({
             "type": "integer", "minimum": 1, "maximum": MAX, "default": DEFAULT,
             "description": description,
@@ -81,8 +79,7 @@ arg::fixed_schema!(
     Offset,
     serde_json::json!({
         "type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0,
-        "description": "Skip this many items first (default 0); pass the previous answer's \
-            next_offset to page on.",
+        "description": "Items to skip (next_offset)",
     })
 );
 

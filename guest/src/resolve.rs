@@ -80,13 +80,11 @@ macro_rules! guest_input {
         #[cfg_attr(test, derive(schemars::JsonSchema))]
         #[serde(deny_unknown_fields)]
         pub struct $name {
-            /// Numeric VM/CT id, e.g. 101 (pve_list_vms lists them).
+            /// VM/CT id, e.g. 101
             pub vmid: $crate::arg::Vmid,
-            /// Node that holds the guest, e.g. "pve1". Optional: looked up from the vmid
-            /// when omitted.
+            /// Guest's node; looked up if omitted
             pub node: Option<$crate::arg::NodeName>,
-            /// "qemu" for a VM, "lxc" for a container. Optional: looked up from the vmid
-            /// when omitted.
+            /// Looked up if omitted
             pub vm_type: Option<$crate::arg::VmType>,
             $($(#[$fmeta])* $fvis $field: $ty,)*
         }

@@ -21,7 +21,12 @@ use serde_json::{Value, json};
 
 use crate::cluster;
 
-/// A tool's own schemas, without the registry's `cluster`.
+/// A tool's own schemas, without the registry's `cluster`: exact, with
+/// every rule the guest checks, every field's description, and outputs
+/// closed with every property required. The tests hold the tools to these.
+/// What `list-tools` reports is their advertised form ([`Derived::listed_input`],
+/// [`Derived::listed_output`]), which every client pays for in every
+/// conversation: only what helps a model choose and call well.
 #[derive(Debug, Clone)]
 pub struct Derived {
     /// Of the arguments object.
@@ -30,37 +35,128 @@ pub struct Derived {
     pub output: Value,
 }
 
+/// What `cluster` says in every tool's input schema.
+pub const CLUSTER: &str = "Cluster name; default: the first";
+
+/// Input keywords left out of the advertised schemas: patterns, length
+/// bounds and property-name rules cost bytes in every conversation and
+/// help no model choose; the guest checks each of them before any request
+/// and names the field and the fix when one fails.
+const GUEST_ONLY_INPUT: &[&str] = &[
+    "pattern",
+    "minLength",
+    "maxLength",
+    "maxProperties",
+    "propertyNames",
+];
+
 impl Derived {
     /// The input schema `list-tools` reports: the tool's own plus the
-    /// optional `cluster` property every tool accepts.
+    /// optional `cluster` property every tool accepts, without the
+    /// arguments accepted but not advertised (`confirm`) and without the
+    /// guest-only rules ([`GUEST_ONLY_INPUT`]).
     pub fn listed_input(&self) -> Value {
         let mut s = self.input.clone();
-        s["properties"][cluster::ARG] = json!({
-            "type": "string",
-            "minLength": 1,
-            "maxLength": cluster::NAME_MAX,
-            "description": "Which configured Proxmox cluster to ask (see pve_list_clusters); \
-                default: the first one.",
-        });
+        if let Some(props) = s["properties"].as_object_mut() {
+            for hidden in crate::action::UNADVERTISED {
+                props.remove(*hidden);
+            }
+        }
+        s["properties"][cluster::ARG] = json!({"type": "string", "description": CLUSTER});
+        advertise_input(&mut s);
         s
     }
 
-    /// The output schema `list-tools` reports: the tool's own plus the
-    /// `cluster` field the registry adds to every answer
-    /// (`tool::with_cluster`).
-    pub fn listed_output(&self) -> Value {
+    /// The exact output schema of what a call answers: the tool's own plus
+    /// the `cluster` field the registry adds to every answer
+    /// (`tool::with_cluster`). The tools' tests validate against it.
+    pub fn full_output(&self) -> Value {
         let mut s = self.output.clone();
         s["properties"][cluster::ARG] = json!({
             "type": ["string", "null"],
-            "description": "The configured cluster (endpoint name) this answer is from; pass it \
-                as the cluster argument to ask the same one again. null if the host configured \
-                none.",
+            "description": "The configured cluster this answer is from; null if none is configured",
         });
         match s.get_mut("required").and_then(Value::as_array_mut) {
             Some(r) => r.push(cluster::ARG.into()),
             None => s["required"] = json!([cluster::ARG]),
         }
         s
+    }
+
+    /// The output schema `list-tools` reports: [`Derived::full_output`]'s
+    /// structure (properties, types, `null`, enums, nesting) without its
+    /// descriptions, `required` lists, closing `additionalProperties:
+    /// false` and numeric bounds. Every property listed is always present
+    /// (with `null` when unknown), which the docs say once instead of
+    /// every object repeating its property names.
+    pub fn listed_output(&self) -> Value {
+        let mut s = self.full_output();
+        advertise_output(&mut s);
+        s
+    }
+}
+
+/// Takes [`GUEST_ONLY_INPUT`] out of an input schema, at every depth.
+fn advertise_input(schema: &mut Value) {
+    match schema {
+        Value::Object(o) => {
+            for key in GUEST_ONLY_INPUT {
+                o.remove(*key);
+            }
+            for (key, sub) in o.iter_mut() {
+                // A property named like a keyword is a property, not a rule.
+                if key == "properties" {
+                    if let Value::Object(props) = sub {
+                        props.values_mut().for_each(advertise_input);
+                    }
+                } else {
+                    advertise_input(sub);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(advertise_input),
+        _ => {}
+    }
+}
+
+/// Reduces an output schema to its structure (see [`Derived::listed_output`]):
+/// a `oneOf` of plain constants becomes an `enum`.
+fn advertise_output(schema: &mut Value) {
+    match schema {
+        Value::Object(o) => {
+            for key in ["description", "required", "minimum", "maximum"] {
+                o.remove(key);
+            }
+            if o.get("additionalProperties") == Some(&Value::Bool(false)) {
+                o.remove("additionalProperties");
+            }
+            let constants: Option<Vec<Value>> =
+                o.get("oneOf").and_then(Value::as_array).and_then(|alts| {
+                    alts.iter()
+                        .map(|a| {
+                            (a.get("type") == Some(&"string".into()))
+                                .then(|| a.get("const").cloned())
+                                .flatten()
+                        })
+                        .collect()
+                });
+            if let Some(values) = constants {
+                o.remove("oneOf");
+                o.insert("type".into(), "string".into());
+                o.insert("enum".into(), Value::Array(values));
+            }
+            for (key, sub) in o.iter_mut() {
+                if key == "properties" {
+                    if let Value::Object(props) = sub {
+                        props.values_mut().for_each(advertise_output);
+                    }
+                } else {
+                    advertise_output(sub);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(advertise_output),
+        _ => {}
     }
 }
 
@@ -208,5 +304,53 @@ mod tests {
                 "additionalProperties": false,
             })
         );
+    }
+
+    #[test]
+    fn advertised_forms_keep_structure_and_drop_guest_only_rules() {
+        let mut input = json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "pattern": "^a$", "minLength": 1, "maxLength": 9, "description": "A property named like a keyword."},
+                "vmid": {"type": "integer", "minimum": 100, "maximum": 999, "description": "Kept."},
+                "params": {"type": "object", "maxProperties": 5, "propertyNames": {"pattern": "^x$"}},
+            },
+            "additionalProperties": false,
+        });
+        advertise_input(&mut input);
+        assert_eq!(
+            input,
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "A property named like a keyword."},
+                    "vmid": {"type": "integer", "minimum": 100, "maximum": 999, "description": "Kept."},
+                    "params": {"type": "object"},
+                },
+                "additionalProperties": false,
+            })
+        );
+        let derived = Derived {
+            input: json!({"type": "object", "properties": {}}),
+            output: derive_one::<Sample>(SchemaSettings::draft2020_12().for_serialize(), true),
+        };
+        assert_eq!(
+            derived.listed_output(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer"},
+                    "name": {"type": ["string", "null"]},
+                    "inner": {"type": "array", "items": {"type": "object", "properties": {"flag": {"type": "boolean"}}}},
+                    "cluster": {"type": ["string", "null"]},
+                },
+            })
+        );
+        let mut methods = json!({"oneOf": [
+            {"const": "POST", "type": "string", "description": "Creates."},
+            {"const": "PUT", "type": "string", "description": "Changes."},
+        ]});
+        advertise_output(&mut methods);
+        assert_eq!(methods, json!({"type": "string", "enum": ["POST", "PUT"]}));
     }
 }

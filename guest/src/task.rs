@@ -131,8 +131,7 @@ arg::fixed_schema!(
         "type": "string",
         "minLength": 1,
         "maxLength": UPID_MAX,
-        "description": "Task id (UPID), e.g. \"UPID:pve1:0020C066:042DF204:69C26EB0:vzdump:101:root@pam:\", \
-            as returned by pve_list_tasks or an action tool. Include the trailing colon.",
+        "description": "Task id (UPID, trailing colon included) from pve_list_tasks or an action",
         "pattern": "^UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[^:\\s/]+:[^:\\s/]*:[^:\\s/]+:$",
     })
 );

@@ -316,11 +316,13 @@ pub mod testing {
     use super::{Output, Tool, with_cluster};
 
     /// Fails the test unless `out.structured` validates against the tool's
-    /// output schema, and, with the registry's `cluster` field added,
-    /// against the full output schema `list-tools` reports.
+    /// exact output schema, and, with the registry's `cluster` field added,
+    /// against the exact full one and the one `list-tools` reports.
     pub fn assert_valid_output(tool: &Tool, out: &Output) {
-        check(tool.name, &(tool.derived)().output, &out.structured);
+        let derived = (tool.derived)();
+        check(tool.name, &derived.output, &out.structured);
         let full = with_cluster(out.clone(), Some("default"));
+        check(tool.name, &derived.full_output(), &full.structured);
         let listed = serde_json::from_str(tool.output_schema).expect("checked-in schema is JSON");
         check(tool.name, &listed, &full.structured);
     }

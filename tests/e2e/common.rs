@@ -43,8 +43,15 @@ pub fn described_tools() -> &'static [Value] {
 /// What `pve-mcp tools FORMAT` prints of the embedded component, in a clean
 /// environment with the shared compile cache.
 pub fn tools_output(format: &str) -> Vec<u8> {
+    tools_output_with(&[format])
+}
+
+/// What `pve-mcp tools ARGS...` prints, as [`tools_output`].
+pub fn tools_output_with(args: &[&str]) -> Vec<u8> {
+    let format = args.join(" ");
     let out = std::process::Command::new(BIN)
-        .args(["tools", format])
+        .arg("tools")
+        .args(args)
         .env_clear()
         .env("PVE_MCP_CACHE_DIR", cache_dir())
         .output()

@@ -209,15 +209,11 @@ action_input! {
     new:
     /// The request.
     pub struct Input {
-        /// GET (the default) reads. POST, PUT and DELETE write, and the server's policy treats
-        /// them as destructive.
+        /// GET (default) reads; POST, PUT and DELETE write (destructive tier)
         pub method: Option<HttpMethod>,
-        /// The API path below /api2/json, e.g. /nodes/pve1/qemu/100/status/current (a leading
-        /// /api2/json is accepted). Query parameters go in params, not in the path.
+        /// API path below /api2/json, e.g. /nodes/pve1/qemu/100/status/current; no query string
         pub path: RequestPath,
-        /// Parameters in Proxmox's own names, e.g. {"type": "vm"}. Booleans are sent as 1/0;
-        /// null leaves a parameter out. GET and DELETE send them in the query string, POST and
-        /// PUT in the body.
+        /// Parameters in Proxmox's names, e.g. {"type": "vm"}; null leaves one out
         pub params: Option<Params>,
     }
 }
@@ -250,14 +246,9 @@ pub struct ApiResponse {
 pub static TOOL: Tool = write_tool! {
     name: "pve_api_request",
     title: "Send any Proxmox API request",
-    description: "Send one request to any Proxmox VE API path, for what no other tool covers. \
-        GET reads; POST, PUT and DELETE write, and the server's policy treats every write as \
-        destructive. Sensitive paths (users and tokens, consoles and shells, guest agent exec \
-        and file access, creating, reconfiguring or deleting a guest, snapshot rollback, \
-        cloud-init dumps, apt, certificates, cluster join, firewalls, Ceph, backups, storage \
-        scans) are refused unless the operator's policy names them. Prefer the dedicated tools: they check the guest's state \
-        first. A write that starts a task returns its UPID; wait: true waits for it. dry_run: \
-        true shows the exact request without sending it.",
+    description: "Send one request to any Proxmox API path, for what no other tool covers (prefer \
+        those: they check state first). Every write counts as destructive; sensitive paths are \
+        refused unless the policy names them. Returns Proxmox's data.",
     annotations: Annotations::write(true, false),
     // The call's own method and path, which the host normalises and binds
     // the gate to: this tool can send that one request and nothing else.

@@ -52,19 +52,17 @@ choice! {
 action_input! {
     /// The guest to back up, and where.
     pub struct BackupInput {
-        /// Backup storage, e.g. "local" or "pbs" (pve_list_storage with content "backup").
+        /// Backup storage, e.g. "local" (pve_list_storage)
         pub storage: StorageId,
-        /// snapshot (default: live, no downtime), suspend, or stop (downtime).
+        /// snapshot (default, live), suspend or stop (downtime)
         pub mode: Option<Mode>,
-        /// zstd (default here), gzip, lzo or "0" for none.
+        /// zstd (default), gzip, lzo or "0" (none)
         pub compress: Option<Compress>,
-        /// A note stored with the backup; {{guestname}}, {{vmid}}, {{node}} and {{cluster}}
-        /// are filled in.
+        /// Note stored with the backup; {{guestname}}, {{vmid}} are filled in
         pub notes: Option<Text<1024>>,
-        /// true: mark the backup protected, so pruning never removes it.
+        /// true: pruning never removes this backup
         pub protected: Option<bool>,
-        /// true: let vzdump prune older backups by the storage's retention settings. Default
-        /// false: nothing is deleted.
+        /// true: prune older backups by the storage's retention (deletes)
         pub prune: Option<bool>,
     }
 }
@@ -73,20 +71,17 @@ action_input! {
     new:
     /// The archive to restore, and where.
     pub struct RestoreInput {
-        /// The backup volume id, e.g. "local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst"
-        /// (pve_list_backups lists them).
+        /// Backup volume id (pve_list_backups)
         pub archive: Text<255>,
-        /// The id of the restored guest; free unless force is true.
+        /// Id of the restored guest; free unless force
         pub vmid: Vmid,
-        /// Node to restore on, e.g. "pve1".
+        /// Node to restore on
         pub node: NodeName,
-        /// Storage for the restored disks, e.g. "local-lvm" (default: as in the backup).
+        /// Storage for the disks (default: as in the backup)
         pub storage: Option<StorageId>,
-        /// true: overwrite the existing guest with this vmid, destroying its disks first (it
-        /// must be stopped). Destructive; default false.
+        /// true: overwrite the guest with this vmid, destroying its disks (destructive)
         pub force: Option<bool>,
-        /// true: give the restored guest new random MAC addresses (for a copy next to the
-        /// original).
+        /// true: new random MAC addresses
         pub unique: Option<bool>,
     }
 }
@@ -95,10 +90,8 @@ action_input! {
 pub static BACKUP: Tool = write_tool! {
     name: "pve_backup_vm",
     title: "Back up a VM or container",
-    description: "Back up one QEMU VM or LXC container with vzdump to a backup storage (mode \
-        snapshot by default: no downtime; compression zstd by default). Older backups are \
-        never pruned unless prune: true. Refused without writing when the guest is locked or \
-        the storage does not take backups on its node. Use wait: true to follow its progress.",
+    description: "Back up a guest with vzdump to a backup storage; older backups are pruned only \
+        with prune. Returns the backup task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",
@@ -126,11 +119,8 @@ pub static BACKUP: Tool = write_tool! {
 pub static RESTORE: Tool = write_tool! {
     name: "pve_restore_vm",
     title: "Restore a backup",
-    description: "Restore a vzdump or PBS backup archive (pve_list_backups lists them) to a \
-        new guest with a free vmid. With force: true it overwrites the existing guest of that \
-        vmid, destroying its disks first (it must be stopped): that cannot be undone. The \
-        guest type is read from the archive name. Refused without writing when the archive is \
-        not found or the vmid is taken without force.",
+    description: "Restore a backup archive (pve_list_backups) to a free vmid, or with force over a \
+        stopped guest, destroying its disks. Returns the restore task.",
     annotations: Annotations::write(true, false),
     routes: &[
         Route::new(

@@ -106,13 +106,8 @@ pub fn derive_needs(tools: &[&Tool]) -> Vec<Need> {
 pub static TOOL: Tool = read_tool! {
     name: "pve_check_permissions",
     title: "Check the API token's permissions",
-    description: "List the privileges the pve-mcp API token has, per ACL path (e.g. /, \
-        /vms/100, /nodes/pve1, /storage/local), or for one path with a has-check of every \
-        privilege pve-mcp's tools declare (VM.Audit, Sys.Audit, Datastore.Audit, \
-        VM.GuestAgent.Audit or VM.Monitor, VM.PowerMgmt, ...). Use it when a tool failed with \"Permission denied\" (HTTP 403) \
-        or returned fewer items than expected, to tell the user exactly which privilege is \
-        missing on which path and how to grant it. Paths are paged with limit (default 100, \
-        max 1000) and offset. Needs no privilege: a token may always read its own permissions.",
+    description: "The API token's privileges per ACL path, or one path checked against what the \
+        tools need. Use it when a tool got 403 or fewer items than expected.",
     reads: ["/access/permissions"],
     privileges: [],
     run: run,
@@ -123,9 +118,7 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Only this ACL path, e.g. "/vms/100", "/nodes/pve1", "/storage/local" or "/"; also
-    /// reports which of the tools' privileges are granted there. Omit to list every path with
-    /// privileges.
+    /// Only this ACL path, checked against the tools' needs
     path: Option<AclPath>,
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,

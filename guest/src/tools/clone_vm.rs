@@ -23,25 +23,23 @@ action_input! {
     new:
     /// What to clone, and into what.
     pub struct Input {
-        /// The VM/CT to copy, e.g. 900 (often a template).
+        /// VM/CT id to copy (often a template)
         pub source_vmid: Vmid,
-        /// The id of the new guest; it must be free (pve_get_next_vmid finds one).
+        /// Id of the new guest; must be free (pve_get_next_vmid)
         pub newid: Vmid,
         /// Node that holds the source. Optional: looked up from source_vmid when omitted.
         pub node: Option<NodeName>,
         /// "qemu" or "lxc". Optional: looked up from source_vmid when omitted.
         pub vm_type: Option<VmType>,
-        /// Name of the new guest (a DNS name; the hostname for a container).
+        /// Name of the new guest (a DNS name)
         pub name: Option<DnsName>,
-        /// true: copy every disk (the default for a guest that is not a template); false:
-        /// a linked clone, only possible from a template.
+        /// true: copy every disk (default unless a template); false: linked clone
         pub full: Option<bool>,
-        /// Node to put the new guest on (only when the source is on shared storage).
+        /// Node for the new guest (needs shared storage)
         pub target: Option<NodeName>,
-        /// Storage for a full clone's disks, e.g. "local-lvm".
+        /// Storage for a full clone's disks
         pub storage: Option<StorageId>,
-        /// Clone the state of this snapshot of the source (needed for a full clone of a
-        /// running container).
+        /// Clone this snapshot's state
         pub snapname: Option<SnapName>,
     }
 }
@@ -50,11 +48,8 @@ action_input! {
 pub static TOOL: Tool = write_tool! {
     name: "pve_clone_vm",
     title: "Clone a VM or container",
-    description: "Copy a QEMU VM or LXC container (often a template) into a new guest with \
-        id newid. A template gives a linked clone unless full: true; any other guest is copied \
-        in full. Refused without writing when newid is taken, the source is locked, or the \
-        options cannot work together. The new guest is created stopped. dry_run: true shows \
-        the request.",
+    description: "Copy a guest (often a template) to a new stopped guest newid; a template gives a \
+        linked clone unless full. Returns the clone task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",

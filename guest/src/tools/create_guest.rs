@@ -83,25 +83,25 @@ action_input! {
     new:
     /// The VM to create.
     pub struct QemuInput {
-        /// Node to create it on, e.g. "pve1".
+        /// Node to create it on
         pub node: NodeName,
-        /// Its id; it must be free (pve_get_next_vmid finds one).
+        /// Id of the new VM; must be free (pve_get_next_vmid)
         pub vmid: Vmid,
-        /// Its name (a DNS name, e.g. "web-02").
+        /// Name (a DNS name)
         pub name: Option<DnsName>,
-        /// Memory in MiB (Proxmox's default 512).
+        /// Memory in MiB (default 512)
         pub memory: Option<Int<16, 8388608>>,
-        /// CPU cores per socket (default 1).
+        /// CPU cores per socket (default 1)
         pub cores: Option<Int<1, 1024>>,
-        /// CPU sockets (default 1).
+        /// CPU sockets (default 1)
         pub sockets: Option<Int<1, 16>>,
-        /// First network device, e.g. "virtio,bridge=vmbr0".
+        /// e.g. "virtio,bridge=vmbr0"
         pub net0: Option<PropertyString>,
-        /// First SCSI disk, e.g. "local-lvm:32" for a new 32 GiB volume.
+        /// e.g. "local-lvm:32" (GiB)
         pub scsi0: Option<PropertyString>,
-        /// IDE 2, usually the installer CD-ROM, e.g. "local:iso/debian-12.iso,media=cdrom".
+        /// e.g. "local:iso/debian-12.iso,media=cdrom"
         pub ide2: Option<PropertyString>,
-        /// Guest OS type (default other; l26 for Linux, win11 for Windows 11).
+        /// Guest OS type (l26: Linux)
         pub ostype: Option<OsType>,
     }
 }
@@ -110,25 +110,25 @@ action_input! {
     new:
     /// The container to create.
     pub struct LxcInput {
-        /// Node to create it on, e.g. "pve1".
+        /// Node to create it on
         pub node: NodeName,
-        /// Its id; it must be free (pve_get_next_vmid finds one).
+        /// Id of the new CT; must be free (pve_get_next_vmid)
         pub vmid: Vmid,
-        /// The OS template volume, e.g. "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst".
+        /// Template volume, e.g. "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
         pub ostemplate: PropertyString,
-        /// Storage for the root disk, e.g. "local-lvm" (Proxmox's default: local).
+        /// Storage for the root disk
         pub storage: Option<StorageId>,
-        /// Its hostname (a DNS name; Proxmox's default CT<vmid>).
+        /// Hostname (a DNS name)
         pub hostname: Option<DnsName>,
-        /// Memory in MiB (default 512).
+        /// Memory in MiB (default 512)
         pub memory: Option<Int<16, 8388608>>,
-        /// CPU cores (default: all of the node's).
+        /// CPU cores (default: all)
         pub cores: Option<Int<1, 8192>>,
-        /// First network device, e.g. "name=eth0,bridge=vmbr0,ip=dhcp" (name is required).
+        /// e.g. "name=eth0,bridge=vmbr0,ip=dhcp"
         pub net0: Option<PropertyString>,
-        /// Root disk, e.g. "local-lvm:8" for 8 GiB (default: 4 GiB on storage).
+        /// Root disk, e.g. "local-lvm:8" (GiB)
         pub rootfs: Option<PropertyString>,
-        /// SSH public keys for root, one per line (OpenSSH format).
+        /// SSH public keys for root, one per line
         pub ssh_public_keys: Option<arg::Text<65536>>,
     }
 }
@@ -137,10 +137,7 @@ action_input! {
 pub static QEMU: Tool = write_tool! {
     name: "pve_create_qemu_vm",
     title: "Create a QEMU VM",
-    description: "Create a QEMU VM on a node with the given id, name, memory, CPUs, disk \
-        (scsi0, e.g. \"local-lvm:32\"), network (net0, e.g. \"virtio,bridge=vmbr0\") and \
-        installer CD (ide2). It is created stopped. Refused without writing when the vmid is \
-        taken or the node is not online. dry_run: true shows the request.",
+    description: "Create a stopped QEMU VM with a free vmid on a node. Returns the create task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",
@@ -167,11 +164,8 @@ pub static QEMU: Tool = write_tool! {
 pub static LXC: Tool = write_tool! {
     name: "pve_create_lxc",
     title: "Create an LXC container",
-    description: "Create an LXC container on a node from an OS template (ostemplate, e.g. \
-        \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\"), with hostname, memory, \
-        cores, root disk and network. It is created stopped and unprivileged. No root password \
-        is set through this tool (it would end up in logs): pass ssh_public_keys. Refused \
-        without writing when the vmid is taken or the node is not online.",
+    description: "Create a stopped, unprivileged LXC container from an OS template; no root \
+        password, pass ssh_public_keys. Returns the create task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",

@@ -18,11 +18,9 @@ use crate::write::{Method, WriteRequest};
 action_input! {
     /// The guest to delete.
     pub struct Input {
-        /// true: also remove the vmid from backup and replication jobs and from HA (needed
-        /// for an HA-managed guest).
+        /// true: also remove it from backup, replication and HA jobs
         pub purge: Option<bool>,
-        /// true: also destroy disks on every enabled storage that carry this vmid but are not
-        /// in its config.
+        /// true: also destroy disks with this vmid not in its config
         pub destroy_unreferenced_disks: Option<bool>,
     }
 }
@@ -31,10 +29,8 @@ action_input! {
 pub static TOOL: Tool = write_tool! {
     name: "pve_delete_vm",
     title: "Delete a VM or container",
-    description: "Delete a stopped QEMU VM or LXC container and all its disks. This cannot be \
-        undone (backups on backup storage are kept). Refused without writing while the guest \
-        runs, is locked or has protection on, or is HA-managed without purge: true. dry_run: \
-        true shows the request.",
+    description: "Delete a stopped guest and all its disks, for good (backups stay); an HA-managed \
+        one needs purge. Returns the delete task.",
     annotations: Annotations::write(true, false),
     routes: &[Route::new(
         "DELETE",

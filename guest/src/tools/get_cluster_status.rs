@@ -16,11 +16,8 @@ use crate::path::ApiPath;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_cluster_status",
     title: "Get cluster status",
-    description: "Get the Proxmox VE cluster's health: cluster name, whether it is quorate, \
-        corosync config version, node count, and which nodes are online or offline (with \
-        node id and IP). Use it before maintenance, migrations or HA work, or when nodes seem \
-        unreachable. A standalone (non-clustered) node is reported as standalone: true, \
-        cluster_name null, quorate true. Needs Sys.Audit on /.",
+    description: "Cluster health: name, quorum and which nodes are online. Use it before \
+        maintenance or when nodes seem unreachable.",
     reads: ["/cluster/status"],
     privileges: [
         "/": "Sys.Audit",

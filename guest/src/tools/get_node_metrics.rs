@@ -25,12 +25,8 @@ pub const RAW_MAX: usize = 100;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_node_metrics",
     title: "Get node metrics",
-    description: "Get one node's current status: CPU use and IO wait, load average, memory, \
-        swap and root-disk use, uptime, CPU model and counts, kernel and pve-manager versions, \
-        boot mode. Pass timeframe (hour, day, week, month, year) to also get its history \
-        summarised per series (min, avg, max, last, number of points), e.g. to answer \"was \
-        this node overloaded today?\"; raw: true adds the newest points (at most 100). Use \
-        pve_list_nodes for an overview of all nodes. Needs Sys.Audit on /nodes/{node}.",
+    description: "One node's CPU, load, memory, swap, disk, uptime and versions now; with \
+        timeframe also its history, summarised per series.",
     reads: ["/nodes/{node}/status", "/nodes/{node}/rrddata"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
@@ -43,14 +39,13 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Node name, e.g. "pve1" (pve_list_nodes lists them).
+    /// Node name (pve_list_nodes)
     node: NodeName,
-    /// Also summarise the node's RRD history over this period (hour: 1-minute points, day:
-    /// 30-minute, week: 3-hour, ...). Omit for current status only.
+    /// Also the history over this period
     timeframe: Option<Timeframe>,
-    /// RRD consolidation: AVERAGE (default) or MAX per point; needs timeframe.
+    /// AVERAGE (default) or MAX
     cf: Option<Consolidation>,
-    /// Also return the newest RRD points themselves (at most 100); needs timeframe.
+    /// Also the newest points
     #[serde(default)]
     #[cfg_attr(test, schemars(extend("default" = false)))]
     raw: Flag,

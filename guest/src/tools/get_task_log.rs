@@ -31,12 +31,8 @@ const LINE_MAX: usize = 2000;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_task_log",
     title: "Read a task's log",
-    description: "Read the log of one Proxmox task by its UPID. By default it returns the last \
-        50 lines (tail, max 500), which is where Proxmox writes why a task failed, and the final \
-        TASK OK / TASK ERROR line; pass start (0-based line offset) and limit to page forward \
-        from the beginning instead. Use it after pve_get_task_status or pve_list_tasks shows a \
-        failed or warning task, or to watch a running one. Node is taken from the UPID. Needs \
-        Sys.Audit on /nodes/{node} unless the token started the task itself.",
+    description: "A task's log by UPID: its last lines by default, where Proxmox says why it \
+        failed, or lines from start on.",
     reads: ["/nodes/{node}/tasks/{upid}/log"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
@@ -50,14 +46,13 @@ pub static TOOL: Tool = read_tool! {
 #[serde(deny_unknown_fields)]
 pub struct Input {
     upid: Upid,
-    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
-    /// node.
+    /// Task's node (in the UPID)
     node: Option<NodeName>,
-    /// Return the last this many lines (default 50, max 500). Not with start/limit.
+    /// How many last lines (default 50)
     tail: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
-    /// Read forward from this 0-based line offset instead of the tail (0 = the first line).
+    /// First line (0-based) instead of the tail
     start: Option<Int<0, START_MAX>>,
-    /// With start: how many lines to read (default 50, max 500).
+    /// With start: lines to read
     limit: Option<Limit<DEFAULT_LINES, MAX_LINES>>,
 }
 

@@ -15,12 +15,8 @@ use crate::path::ApiPath;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_task_status",
     title: "Get task status",
-    description: "Get the state of one Proxmox task (a start, stop, backup, migration, \
-        snapshot, ...) by its UPID: running or stopped, the exit status, and whether it ended \
-        ok, with warnings or with an error. Use it to follow up on a task an action returned or \
-        one pve_list_tasks showed; node is taken from the UPID. If it failed, read the reason \
-        with pve_get_task_log. Needs Sys.Audit on /nodes/{node} unless the token started the \
-        task itself.",
+    description: "A task's state by UPID: running or stopped, exit status and outcome. For why it \
+        failed use pve_get_task_log.",
     reads: ["/nodes/{node}/tasks/{upid}/status"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",

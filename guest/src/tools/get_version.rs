@@ -13,10 +13,8 @@ use crate::path::ApiPath;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_version",
     title: "Get Proxmox VE version",
-    description: "Get the Proxmox VE version of the node that answers the API (pve-manager \
-        version, point release, git revision, default console). Use it to check that the \
-        server is reachable and the token works, or before relying on a feature that depends \
-        on the PVE version. Any valid API token may call it.",
+    description: "The Proxmox VE version. Use it to check that the server is reachable and the \
+        token works.",
     reads: ["/version"],
     privileges: [],
     run: run,

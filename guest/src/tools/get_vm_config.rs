@@ -30,13 +30,8 @@ pub const MASK: &str = "**********";
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_config",
     title: "Get VM/container configuration",
-    description: "Get one QEMU VM's or LXC container's configuration: every key as Proxmox \
-        stores it, plus parsed highlights (name, cores, sockets, memory MiB, disks with \
-        storage and size, NICs with model, MAC, bridge, VLAN and firewall, OS type, guest \
-        agent, tags, start at boot, template, lock). Use it to see how a guest is set up \
-        (which disks, networks, boot order), e.g. before changing or troubleshooting it; for \
-        live state use pve_get_vm_status. Passwords and other secrets stay masked. Only vmid \
-        is required: node and vm_type are looked up when omitted. Needs VM.Audit on /vms/{vmid}.",
+    description: "A guest's configuration: every key as stored (secrets masked) plus its disks, \
+        NICs, CPU and memory parsed. For live state use pve_get_vm_status.",
     reads: ["/nodes/{node}/{vm_type}/{vmid}/config", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",

@@ -20,13 +20,8 @@ use crate::resolve::{Resolved, Target, guest_input};
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_ips",
     title: "Get VM/container IP addresses",
-    description: "Get the network interfaces and IP addresses of one guest as the guest itself \
-        sees them: for a QEMU VM through the QEMU guest agent (which must be enabled in the VM's \
-        options and running inside the guest), for an LXC container from the container. Use \
-        it to find the address to reach a guest on (the flat addresses list leaves out loopback \
-        and link-local ones). The guest must be running. Only vmid is required. Needs \
-        VM.GuestAgent.Audit (or VM.GuestAgent.Unrestricted) on /vms/{vmid} for VMs, VM.Audit \
-        for containers.",
+    description: "A running guest's interfaces and IP addresses as it sees them (a VM needs its \
+        guest agent). Use it to find where to reach a guest.",
     reads: ["/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", "/nodes/{node}/lxc/{vmid}/interfaces", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",

@@ -23,13 +23,8 @@ pub const RAW_MAX: usize = 100;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_metrics",
     title: "Get VM/container metrics history",
-    description: "Get the CPU, memory, disk and network history of one QEMU VM or LXC container \
-        from Proxmox's RRD database over the last hour, day, week, month or year, summarised \
-        per metric (min, avg, max, last; CPU in percent, memory also as a fraction of the \
-        allotted memory, network and disk I/O in bytes per second). Use it to answer \"was it \
-        busy / out of memory / saturating its network lately\"; for the state right now use \
-        pve_get_vm_status. raw: true also returns the data points (at most 100, evenly \
-        downsampled). Only vmid is required. Needs VM.Audit on /vms/{vmid}.",
+    description: "A guest's CPU, memory, disk and network history, summarised per metric (min, \
+        avg, max, last). For now use pve_get_vm_status.",
     reads: ["/nodes/{node}/{vm_type}/{vmid}/rrddata", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",
@@ -40,14 +35,13 @@ pub static TOOL: Tool = read_tool! {
 guest_input! {
     /// The guest, and which history of it.
     pub struct Input {
-        /// Period to cover, ending now (default hour: about one point per minute; day: per 30
-        /// min; week: per 3 h; ...).
+        /// Period ending now
         #[cfg_attr(test, schemars(extend("default" = "hour")))]
         pub timeframe: Option<Timeframe>,
-        /// How Proxmox consolidates each interval: AVERAGE (default) or MAX (peaks).
+        /// AVERAGE (default) or MAX
         #[cfg_attr(test, schemars(extend("default" = "AVERAGE")))]
         pub cf: Option<Consolidation>,
-        /// Also return the data points (at most 100, evenly downsampled). Default false.
+        /// Also the points (≤100)
         #[serde(default)]
         #[cfg_attr(test, schemars(extend("default" = false)))]
         pub raw: Flag,

@@ -22,13 +22,8 @@ pub const MAX_LIMIT: u64 = 500;
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_backups",
     title: "List backups on a storage",
-    description: "List the backup archives (vzdump, PBS snapshots) on one storage of one node, \
-        newest first: volid, vmid, guest type, format, size, creation time, notes, protection \
-        and verification state, plus the count and total size. Use it to check that a guest \
-        has recent backups or to find a volid to restore; pass vmid for one guest's backups. \
-        pve_list_storage with content backup lists the storages that hold backups. Paged with \
-        limit (default 50, max 500) and offset. Needs Datastore.Audit or \
-        Datastore.AllocateSpace on /storage/{storage}.",
+    description: "Backups on one storage, newest first, with volid, vmid, size and time. Use it to \
+        check backups or find a volid to restore.",
     reads: ["/nodes/{node}/storage/{storage}/content?content=backup"],
     privileges: [
         "/storage/{storage}": "Datastore.Audit" | "Datastore.AllocateSpace",
@@ -41,11 +36,11 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Node to ask, e.g. "pve1"; for shared storage any node that has it.
+    /// Node to ask (any, if shared)
     node: NodeName,
-    /// Storage id, e.g. "local" or "pbs" (pve_list_storage with content "backup" lists them).
+    /// Storage id (pve_list_storage)
     storage: StorageId,
-    /// Only backups of this VM/CT id, e.g. 101.
+    /// Only this guest's backups
     vmid: Option<Vmid>,
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,

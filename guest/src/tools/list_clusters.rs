@@ -11,10 +11,8 @@ use crate::error::ToolError;
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_clusters",
     title: "List configured Proxmox clusters",
-    description: "List the Proxmox VE clusters this server is configured to reach: each one's \
-        name and base URL, and which one is the default. Use it when you need to ask a cluster \
-        other than the default: pass its name as the cluster argument of any other tool. \
-        Makes no Proxmox request and never shows credentials.",
+    description: "The Proxmox clusters this server reaches and the default one; pass a name as any \
+        tool's cluster argument.",
     reads: [],
     privileges: [],
     run: run,

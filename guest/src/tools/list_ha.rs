@@ -22,14 +22,8 @@ pub const MAX_LIMIT: u64 = 1000;
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_ha",
     title: "List HA status and resources",
-    description: "Show the Proxmox high-availability (HA) manager's state: quorum, the current \
-        master node, the fencing watchdog's state (PVE 9.2+), each node's local resource manager \
-        (LRM) state, and every HA-managed guest with its requested state, the state the cluster \
-        resource manager (CRM) sees, its node, group, restart/relocate limits and failback and \
-        auto-rebalance settings. Use it when a guest is HA-managed (pve_get_vm_status \
-        shows ha.managed) and does not start, stop or migrate as expected, or to check HA \
-        health after a node failure. Resources are sorted by sid and paged with limit \
-        (default 100, max 1000) and offset. Needs Sys.Audit on /.",
+    description: "HA state: quorum, master, each node's LRM and every HA-managed guest's requested \
+        and actual state. Use it when an HA guest misbehaves.",
     reads: ["/cluster/ha/status/current", "/cluster/ha/resources"],
     privileges: [
         "/": "Sys.Audit",

@@ -21,11 +21,8 @@ pub const MAX_LIMIT: u64 = 1000;
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_nodes",
     title: "List nodes",
-    description: "List the Proxmox VE nodes with status (online, offline, unknown), CPU, \
-        memory and root-disk use, uptime, subscription level and SSL fingerprint. Use it to \
-        find node names for other tools or to spot overloaded or offline nodes; for one \
-        node's details (load average, kernel, versions, history) use pve_get_node_metrics. \
-        Sorted by name; limit (default 100, max 1000) and offset page through large clusters.",
+    description: "The nodes with status, CPU, memory, disk and uptime. Use it for node names or to \
+        spot offline or overloaded nodes.",
     reads: ["/nodes"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",

@@ -38,13 +38,8 @@ choice! {
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_resources",
     title: "List cluster resources",
-    description: "List everything the cluster reports in one call: guests (VMs and \
-        containers), nodes, storage (one entry per storage and node), pools and SDN networks \
-        (zones, vnets, fabrics; per node), each as a compact record with id, type and its key \
-        fields, plus counts per type. Use it for an inventory or to see storage fill levels \
-        across nodes; resource_type (vm, storage, node, sdn) narrows it, node and status filter \
-        further. For guests alone pve_list_vms has richer filters. Paged with limit (default \
-        200, max 2000) and offset.",
+    description: "Everything the cluster reports: guests, nodes, storage per node, pools and SDN, \
+        with counts per type. For guests alone use pve_list_vms.",
     reads: ["/cluster/resources"],
     privileges: [
         "/vms": "VM.Audit",
@@ -59,13 +54,11 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Only this kind: vm (VMs and containers), storage, node or sdn (SDN zones, vnets and
-    /// fabrics). Omit for all, including pools.
+    /// Only this kind (vm: VMs and CTs)
     resource_type: Option<ResourceType>,
-    /// Only resources on this node, e.g. "pve1" (case-insensitive).
+    /// Only on this node
     node: Option<NodeName>,
-    /// Only resources with this status, e.g. running, stopped, online, offline, available
-    /// (case-insensitive).
+    /// Only this status, e.g. online
     status: Option<Text<32>>,
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,

@@ -25,13 +25,8 @@ pub const MAX_LIMIT: u64 = 500;
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_snapshots",
     title: "List snapshots",
-    description: "List the snapshots of one QEMU VM or LXC container as a tree: each with \
-        name, description, creation time, whether it includes RAM (vmstate), parent, depth and \
-        children, plus the path from the oldest ancestor to the current state and which \
-        snapshot the current state is based on. Use it before a rollback or cleanup, or to see \
-        how old a guest's snapshots are. Only vmid is required: node and vm_type are looked up \
-        when omitted. Snapshots are ordered by creation time, paged with limit (default 100, \
-        max 500) and offset. Needs VM.Audit on /vms/{vmid}.",
+    description: "A guest's snapshots as a tree, with times and RAM state, and the one its current \
+        state is based on. Use it before a rollback.",
     reads: ["/nodes/{node}/{vm_type}/{vmid}/snapshot", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",

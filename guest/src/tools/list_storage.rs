@@ -42,12 +42,8 @@ choice! {
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_storage",
     title: "List storage",
-    description: "List storages: id, type, content types, shared, enabled, and with node also \
-        active state and usage (total, used, avail bytes, used_fraction). Use it to find where \
-        backups, ISOs or disks can go, or which storage is filling up: pass node for usage \
-        (without node only the cluster-wide configuration is listed, usage fields are null). \
-        content filters by what a storage holds, e.g. backup. Sorted by id; limit (default \
-        100, max 1000) and offset page. Lists only storages the token may audit.",
+    description: "Storages with type and content, with node also usage. Use it to find where \
+        backups, ISOs or disks go, or what fills up.",
     reads: ["/storage", "/nodes/{node}/storage"],
     privileges: [
         "/storage": "Datastore.Audit" | "Datastore.AllocateSpace",
@@ -60,10 +56,9 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Node whose view (with usage) to list, e.g. "pve1". Omit for the cluster-wide
-    /// configuration without usage.
+    /// With usage, as this node sees it
     node: Option<NodeName>,
-    /// Only storages that hold this content type.
+    /// Only storages holding this
     content: Option<Content>,
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,

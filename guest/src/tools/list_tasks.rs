@@ -30,14 +30,8 @@ const TYPE_MAX: usize = 64;
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_tasks",
     title: "List tasks",
-    description: "List recent Proxmox tasks (starts, stops, backups, migrations, snapshots, \
-        ...), newest first, each with its UPID, type, object id, user, start/end time, duration \
-        and outcome (running, ok, warning, error). Use it to find out what happened to a guest \
-        or node, whether a backup failed, or what is running now; filter by node, vmid, type \
-        (e.g. vzdump, qmstart), errors, since or running. Without node it reads the cluster-wide \
-        recent-task list; with node it reads that node's full task archive. Paged with limit \
-        (default 50, max 500) and offset. Tasks of others are only listed with Sys.Audit on \
-        the node. Follow up with pve_get_task_status or pve_get_task_log.",
+    description: "Recent tasks, newest first, with UPID, type, guest, user, times and outcome: \
+        what happened or runs now. Then pve_get_task_log.",
     reads: ["/nodes/{node}/tasks", "/cluster/tasks"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
@@ -50,22 +44,19 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Only tasks of this node, read from its full task archive. Omit for the cluster-wide list
-    /// of recent tasks.
+    /// Only this node's (full archive)
     node: Option<NodeName>,
-    /// Only tasks about this VM/CT id.
+    /// Only about this guest
     vmid: Option<Vmid>,
-    /// Only tasks of this type, e.g. "vzdump", "qmstart", "qmigrate", "vzstart".
+    /// e.g. vzdump, qmstart
     #[serde(rename = "type")]
     task_type: Option<TaskType>,
-    /// true: only finished tasks that did not end OK (errors and warnings), as Proxmox's own
-    /// filter; each task's status says which.
+    /// true: only tasks that failed
     #[serde(default)]
     errors: Flag,
-    /// Only tasks started at or after this time: Unix epoch seconds or ISO-8601 ("2026-03-24",
-    /// "2026-03-24T10:00:00Z").
+    /// Epoch seconds or ISO-8601
     since: Option<Time>,
-    /// true: only tasks still running; false: only finished ones. Omit for both.
+    /// true: running; false: finished
     running: Option<Flag>,
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,

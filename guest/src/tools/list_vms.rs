@@ -29,14 +29,8 @@ pub const TAG_PATTERN: &str = "^[A-Za-z0-9_][A-Za-z0-9_+.-]*$";
 pub static TOOL: Tool = read_tool! {
     name: "pve_list_vms",
     title: "List VMs and containers",
-    description: "List QEMU VMs and LXC containers across the whole Proxmox VE cluster, with \
-        each guest's vmid, name, type, node, status, CPU and memory use, uptime, tags, lock \
-        and HA state. Use it first: to find a guest's vmid or node, to see what is running, \
-        stopped or paused, or to find guests by node, type, status, name or tag (filters \
-        combine with AND). Results are sorted by vmid and paged with limit (default 100, max 1000) \
-        and offset (follow next_offset); \
-        total and count_by_status cover every match. Only guests the API token may audit \
-        (VM.Audit) are listed. For one guest's full live status use pve_get_vm_status.",
+    description: "All VMs and containers with vmid, name, node, status, CPU, memory and tags. Use \
+        it first, to find a guest's vmid or node.",
     reads: ["/cluster/resources?type=vm"],
     privileges: [
         "/vms": "VM.Audit",
@@ -49,16 +43,15 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Filters {
-    /// Only guests on this node, e.g. "pve1" (case-insensitive).
+    /// Only on this node
     node: Option<NodeName>,
-    /// Only QEMU VMs ("qemu") or only LXC containers ("lxc").
+    /// Only VMs or only CTs
     vm_type: Option<VmType>,
-    /// Only guests in this state. A paused VM is "paused"; "unknown" usually means its node
-    /// is offline.
+    /// Only in this state
     status: Option<Status>,
-    /// Only guests whose name contains this text (case-insensitive).
+    /// Name contains (any case)
     name: Option<Text<NAME_MAX>>,
-    /// Only guests carrying this tag (exact match, case-insensitive).
+    /// Only with this tag
     tag: Option<Tag>,
     #[serde(default)]
     limit: Limit<DEFAULT_LIMIT, MAX_LIMIT>,

@@ -20,21 +20,17 @@ use crate::write::{Method, WriteRequest};
 action_input! {
     /// The guest to move, and where.
     pub struct Input {
-        /// Node to move the guest to, e.g. "pve2" (pve_list_nodes lists them).
+        /// Node to move it to
         pub target: NodeName,
-        /// true: migrate a running QEMU VM live, without stopping it (ignored for a stopped
-        /// VM). A running VM is refused without it. Containers cannot migrate live: use restart.
+        /// true: migrate a running VM live (required for one)
         pub online: Option<bool>,
-        /// true: a running LXC container is stopped, moved and started again on the target
-        /// (downtime). A running container is refused without it. LXC only.
+        /// true: stop, move and restart a running CT (required for one)
         pub restart: Option<bool>,
-        /// Seconds to wait for a container to shut down in restart mode (Proxmox's default
-        /// 180). LXC only.
+        /// Seconds for a CT to shut down (default 180)
         pub restart_timeout: Option<Int<0, 86400>>,
-        /// true: also move a QEMU VM's disks on local storage to the target. QEMU only.
+        /// true: also move a VM's local disks
         pub with_local_disks: Option<bool>,
-        /// Storage on the target to put the disks on, e.g. "local-lvm" (default: the same
-        /// storage ids as now).
+        /// Storage for the disks on the target
         pub targetstorage: Option<StorageId>,
     }
 }
@@ -43,11 +39,8 @@ action_input! {
 pub static TOOL: Tool = write_tool! {
     name: "pve_migrate_vm",
     title: "Migrate a VM or container to another node",
-    description: "Move a QEMU VM or LXC container to another node of the cluster. A running \
-        VM needs online: true (live migration); a running container needs restart: true (it \
-        is stopped and started again: downtime). Refused without writing when the target is \
-        the current node, is not a cluster node or is offline, or the guest is locked. The task \
-        runs on the source node. dry_run: true shows the request.",
+    description: "Move a guest to another node; a running VM needs online (live), a running CT \
+        restart (downtime). Returns the migration task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",

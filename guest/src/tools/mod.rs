@@ -219,7 +219,12 @@ mod tests {
                 assert!(e.message().starts_with("cluster: "), "{}: {e}", tool.name);
             }
             assert!(
-                output["required"]
+                output["properties"].get("cluster").is_some(),
+                "{}",
+                tool.name
+            );
+            assert!(
+                (tool.derived)().full_output()["required"]
                     .as_array()
                     .unwrap()
                     .contains(&"cluster".into())
@@ -228,9 +233,21 @@ mod tests {
     }
 
     /// The arguments the registry accepts are the input schema's
-    /// properties, and each of them is read by the tool's input type.
+    /// properties and those accepted unadvertised (`confirm`), and each of
+    /// them is read by the tool's input type.
     #[test]
     fn arguments_are_the_input_schema_properties() {
+        for tool in TOOLS {
+            let (input, _) = listed(tool);
+            for hidden in crate::action::UNADVERTISED {
+                assert!(input["properties"].get(hidden).is_none(), "{}", tool.name);
+                if (tool.arguments)().contains(hidden) {
+                    // Accepted as before, with or without a value.
+                    let p = tool.parse(&format!(r#"{{"{hidden}": true}}"#)).unwrap();
+                    assert_eq!(p.args[*hidden], true, "{}", tool.name);
+                }
+            }
+        }
         for tool in TOOLS {
             let (input, _) = listed(tool);
             let mut declared: Vec<&str> = input["properties"]
@@ -241,7 +258,11 @@ mod tests {
                 .filter(|k| *k != cluster::ARG)
                 .collect();
             declared.sort_unstable();
-            let mut accepted = (tool.arguments)().to_vec();
+            let mut accepted: Vec<&str> = (tool.arguments)()
+                .iter()
+                .copied()
+                .filter(|a| !crate::action::UNADVERTISED.contains(a))
+                .collect();
             accepted.sort_unstable();
             assert_eq!(accepted, declared, "{}", tool.name);
         }
@@ -262,9 +283,11 @@ mod tests {
                 );
             }
             let (input, output) = listed(tool);
+            let full_output = derived.full_output();
             for (kind, schema) in [
                 ("input", &derived.input),
                 ("output", &derived.output),
+                ("full output", &full_output),
                 ("listed input", &input),
                 ("listed output", &output),
             ] {
@@ -275,7 +298,11 @@ mod tests {
                     tool.name
                 );
                 jsonschema::draft202012::new(schema).expect("schema compiles");
-                check_closed_and_described(schema, &format!("{} {kind}", tool.name));
+                // The listed output is the exact one's structure alone
+                // (`schemas::Derived::listed_output`).
+                if kind != "listed output" {
+                    check_closed_and_described(schema, &format!("{} {kind}", tool.name));
+                }
             }
             assert!(!tool.title.is_empty() && tool.description.len() > 40);
             // A tool that declares no writes is a read tool, and one that

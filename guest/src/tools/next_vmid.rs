@@ -12,10 +12,8 @@ use crate::path::ApiPath;
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_next_vmid",
     title: "Get a free VM/CT id",
-    description: "Get the lowest vmid no guest in the cluster uses, for creating, cloning or \
-        restoring a guest; with vmid, check whether that one is free. The id is not reserved: \
-        another client may take it before you use it, and the create then fails with \
-        'already exists'; ask again.",
+    description: "The lowest free vmid, or whether one is free, for a create, clone or restore. \
+        Not reserved: ask again if it is taken.",
     reads: ["/cluster/nextid"],
     privileges: [],
     run: run,
@@ -26,7 +24,7 @@ pub static TOOL: Tool = read_tool! {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// A vmid to check instead: answered if it is free, refused if it is taken.
+    /// Is this id free?
     vmid: Option<Vmid>,
 }
 

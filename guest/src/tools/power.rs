@@ -59,11 +59,9 @@ action_input! {
 action_input! {
     /// The guest to shut down, and how.
     pub struct ShutdownInput {
-        /// Seconds to wait for the guest to shut down before giving up (Proxmox's default:
-        /// 60, or the guest's startup down= value).
+        /// Seconds to wait for the shutdown
         pub timeout: Option<Int<0, 86400>>,
-        /// true: if the guest has not shut down after timeout, stop it hard (Proxmox's
-        /// forceStop). Default false: the task fails instead.
+        /// true: stop hard after timeout
         pub force_stop: Option<bool>,
     }
 }
@@ -72,10 +70,8 @@ action_input! {
 pub static START: Tool = write_tool! {
     name: "pve_start_vm",
     title: "Start a VM or container",
-    description: "Start a stopped QEMU VM or LXC container (also resumes a VM hibernated to \
-        disk). Answers at once without writing when the guest already runs or is locked. \
-        Returns the task's UPID; pass wait: true to wait for it with progress, or dry_run: \
-        true to see the exact request without sending it.",
+    description: "Start a stopped guest, or resume one hibernated to disk. Returns the start task; \
+        sends nothing if it already runs.",
     annotations: Annotations::write(false, true),
     routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/start", &[])],
     privileges: [
@@ -89,10 +85,8 @@ pub static START: Tool = write_tool! {
 pub static SHUTDOWN: Tool = write_tool! {
     name: "pve_shutdown_vm",
     title: "Shut down a VM or container",
-    description: "Shut a running QEMU VM or LXC container down cleanly (ACPI or the guest \
-        agent for a VM, the container's init for a CT), waiting up to timeout seconds; with \
-        force_stop: true it is stopped hard if it does not go down in time. Answers without \
-        writing when the guest is already stopped or locked. dry_run: true shows the request.",
+    description: "Shut a running guest down cleanly; with force_stop, stop it hard after timeout. \
+        Returns the shutdown task.",
     annotations: Annotations::write(false, true),
     routes: &[Route::new(
         "POST",
@@ -110,9 +104,8 @@ pub static SHUTDOWN: Tool = write_tool! {
 pub static STOP: Tool = write_tool! {
     name: "pve_stop_vm",
     title: "Stop a VM or container at once",
-    description: "Power a QEMU VM or LXC container off immediately, like pulling the plug: \
-        the guest's unsaved data may be lost. Prefer pve_shutdown_vm; use this when the guest \
-        does not respond. Answers without writing when it is already stopped or locked.",
+    description: "Power a guest off at once; unsaved data may be lost. Prefer pve_shutdown_vm; use \
+        this when the guest does not respond.",
     annotations: Annotations::write(false, true),
     routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/stop", &[])],
     privileges: [
@@ -126,9 +119,8 @@ pub static STOP: Tool = write_tool! {
 pub static REBOOT: Tool = write_tool! {
     name: "pve_reboot_vm",
     title: "Reboot a VM or container",
-    description: "Reboot a running QEMU VM or LXC container cleanly (shut down, then start; \
-        a VM applies pending config changes). Refused without writing when the guest is not \
-        running, is paused or is locked.",
+    description: "Reboot a running guest cleanly; a VM applies pending config changes. Returns the \
+        reboot task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/reboot", &[])],
     privileges: [
@@ -142,10 +134,8 @@ pub static REBOOT: Tool = write_tool! {
 pub static SUSPEND: Tool = write_tool! {
     name: "pve_suspend_vm",
     title: "Suspend (pause) a VM or container",
-    description: "Pause a running QEMU VM's CPUs (its memory stays on the host; \
-        pve_resume_vm continues it). For an LXC container Proxmox takes an experimental CRIU \
-        checkpoint and stops it. Answers without writing when the VM is already paused, and \
-        refuses when the guest is not running or is locked.",
+    description: "Pause a running VM's CPUs (pve_resume_vm continues it); a container is \
+        checkpointed and stopped. Returns the task.",
     annotations: Annotations::write(false, true),
     routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/suspend", &[])],
     privileges: [
@@ -159,10 +149,8 @@ pub static SUSPEND: Tool = write_tool! {
 pub static RESUME: Tool = write_tool! {
     name: "pve_resume_vm",
     title: "Resume a paused VM or container",
-    description: "Continue a QEMU VM paused by pve_suspend_vm, or restore an LXC container's \
-        checkpoint. A VM hibernated to disk is resumed with pve_start_vm instead. Answers \
-        without writing when the guest is already running, and refuses when it is locked or \
-        (a VM) stopped.",
+    description: "Continue a guest paused by pve_suspend_vm (one hibernated to disk: \
+        pve_start_vm). Returns the resume task.",
     annotations: Annotations::write(false, true),
     routes: &[Route::new("POST", "/nodes/{node}/{vm_type}/{vmid}/status/resume", &[])],
     privileges: [

@@ -145,11 +145,9 @@ fn drive_size(value: &str) -> Option<u64> {
 action_input! {
     /// The disk to grow.
     pub struct Input {
-        /// The disk: scsi0, virtio0, sata0, ide0, efidisk0... for a VM; rootfs or mp0... for a
-        /// container (pve_get_vm_config lists them).
+        /// Disk key, e.g. scsi0 or rootfs (pve_get_vm_config)
         pub disk: Disk,
-        /// "+10G" grows by 10 GiB; "50G" sets 50 GiB in all. Units K, M, G, T (binary) are
-        /// required. Disks only grow: a smaller size is refused.
+        /// "+10G" grows by, "50G" sets; K/M/G/T; never shrinks
         pub size: Size,
     }
 }
@@ -158,11 +156,8 @@ action_input! {
 pub static TOOL: Tool = write_tool! {
     name: "pve_resize_disk",
     title: "Grow a disk",
-    description: "Grow a QEMU VM's disk or an LXC container's volume: \"+10G\" adds 10 GiB, \
-        \"50G\" sets 50 GiB in all. Disks cannot shrink; a smaller size, an unknown disk or a \
-        CD-ROM is refused without writing. A VM's partitions and filesystems are not grown (do \
-        that inside the guest); a container's ext4 volume is. This cannot be undone. dry_run: \
-        true shows the request.",
+    description: "Grow a guest's disk; never shrinks. A CT's ext4 grows too, a VM's filesystems \
+        not (do that inside). Returns the task.",
     annotations: Annotations::write(true, false),
     routes: &[Route::new(
         "PUT",

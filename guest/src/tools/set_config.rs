@@ -116,9 +116,7 @@ crate::arg::fixed_schema!(
 action_input! {
     /// The guest and the changes.
     pub struct Input {
-        /// Config keys and their new values as Proxmox names them, e.g. {"memory": 4096,
-        /// "cores": 2, "onboot": true, "description": "web"}; "delete": "key1,key2" removes
-        /// keys. Booleans become 1/0. args, lock, hookscript and cipassword are refused.
+        /// Keys and new values, e.g. {"memory": 4096}; "delete": "k1,k2" removes
         pub config: Changes,
     }
 }
@@ -127,12 +125,8 @@ action_input! {
 pub static TOOL: Tool = write_tool! {
     name: "pve_set_vm_config",
     title: "Change a VM's or container's options",
-    description: "Change config options of a QEMU VM or LXC container (memory, cores, name, \
-        onboot, description, tags, net0, ...; \"delete\" removes keys). The config is read \
-        first and its digest sent, so a change someone else made meanwhile is refused instead \
-        of overwritten; the answer lists each change with its old value. On a running VM, \
-        changes that cannot be hot-plugged apply at the next reboot. dry_run: true shows the \
-        request.",
+    description: "Change a guest's config options, refused if it changed meanwhile; some apply at \
+        the next reboot. Returns each change with its old value.",
     // Destructive as a tool: a call may `delete` keys (an unused disk is
     // destroyed at once) or lift `protection`, and the host's tier is per
     // tool, so the tool needs its own policy rule and an operator approves.

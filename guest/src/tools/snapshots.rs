@@ -22,13 +22,11 @@ use crate::write::{Method, WriteRequest};
 action_input! {
     /// The snapshot to take.
     pub struct CreateInput {
-        /// Name for the new snapshot: a letter, then letters, digits, '-' or '_' (2 to 40
-        /// characters); current, pending and vzdump are reserved.
+        /// Name: a letter, then letters, digits, - or _
         pub snapname: SnapName,
-        /// A free-text note stored with the snapshot.
+        /// Free-text note
         pub description: Option<Text<8192>>,
-        /// true: also save the VM's RAM, so a rollback resumes it running (QEMU only; slow,
-        /// uses space, fails for VMs with passthrough devices).
+        /// true: also save a VM's RAM (slow)
         pub vmstate: Option<bool>,
     }
 }
@@ -36,7 +34,7 @@ action_input! {
 action_input! {
     /// The snapshot to delete.
     pub struct DeleteInput {
-        /// The snapshot to delete (pve_list_snapshots lists them).
+        /// Snapshot name (pve_list_snapshots)
         pub snapname: SnapName,
     }
 }
@@ -44,9 +42,9 @@ action_input! {
 action_input! {
     /// The snapshot to roll back to.
     pub struct RollbackInput {
-        /// The snapshot to return to (pve_list_snapshots lists them).
+        /// Snapshot name (pve_list_snapshots)
         pub snapname: SnapName,
-        /// true: start the guest after rolling back (a snapshot with RAM starts it anyway).
+        /// true: start the guest afterwards
         pub start: Option<bool>,
     }
 }
@@ -55,10 +53,8 @@ action_input! {
 pub static CREATE: Tool = write_tool! {
     name: "pve_create_snapshot",
     title: "Take a snapshot",
-    description: "Take a snapshot of a QEMU VM or LXC container, e.g. before an upgrade, so \
-        pve_rollback_snapshot can return to it. vmstate: true also saves a VM's RAM. Refused \
-        without writing when the name exists or the guest is locked. dry_run: true shows the \
-        request.",
+    description: "Snapshot a guest, e.g. before an upgrade, for pve_rollback_snapshot. Returns the \
+        snapshot task.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",
@@ -80,9 +76,8 @@ pub static CREATE: Tool = write_tool! {
 pub static DELETE: Tool = write_tool! {
     name: "pve_delete_snapshot",
     title: "Delete a snapshot",
-    description: "Delete one snapshot of a QEMU VM or LXC container: the restore point is \
-        gone for good. Refused without writing when there is no such snapshot or the guest is \
-        locked. dry_run: true shows the request.",
+    description: "Delete one snapshot of a guest: that restore point is gone for good. Returns the \
+        task.",
     annotations: Annotations::write(true, true),
     routes: &[Route::new(
         "DELETE",
@@ -100,10 +95,8 @@ pub static DELETE: Tool = write_tool! {
 pub static ROLLBACK: Tool = write_tool! {
     name: "pve_rollback_snapshot",
     title: "Roll back to a snapshot",
-    description: "Return a QEMU VM or LXC container to a snapshot. Everything since the \
-        snapshot (disk, and RAM if it was saved) is lost and cannot be recovered. Refused \
-        without writing when there is no such snapshot or the guest is locked. dry_run: true \
-        shows the request.",
+    description: "Return a guest to a snapshot: everything since is lost for good. Returns the \
+        rollback task.",
     annotations: Annotations::write(true, false),
     routes: &[Route::new(
         "POST",

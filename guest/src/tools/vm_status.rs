@@ -18,12 +18,8 @@ use crate::resolve::{Resolved, Target, guest_input};
 pub static TOOL: Tool = read_tool! {
     name: "pve_get_vm_status",
     title: "Get VM/container status",
-    description: "Get the live status of one QEMU VM or LXC container: run state (including \
-        QEMU's own state, e.g. paused), uptime, CPU and memory use, disk and network counters, \
-        HA state, lock, guest-agent flag, PID and QEMU version. Use it when you need current \
-        details of a single guest, e.g. before or after acting on it; for an overview of many \
-        guests, pve_list_vms is one cheaper call. Only vmid is required: node and vm_type are \
-        looked up from cluster resources when omitted.",
+    description: "One guest's live state, uptime, CPU, memory, disk and network counters, HA state \
+        and lock. For many guests use pve_list_vms.",
     reads: ["/nodes/{node}/{vm_type}/{vmid}/status/current", "/cluster/resources?type=vm"],
     privileges: [
         "/vms/{vmid}": "VM.Audit",

@@ -18,10 +18,8 @@ pub static TOOL: Tool = Tool {
     ..read_tool! {
     name: "pve_wait_task",
     title: "Wait for a task to end",
-    description: "Wait until a Proxmox task (a UPID from an action tool or pve_list_tasks) \
-        ends, or timeout seconds pass, reporting progress from its log while it runs. Returns \
-        its exit status, and the end of its log when it failed. A task still running at the \
-        timeout is an answer, not an error: call again to keep waiting.",
+    description: "Wait for a task (UPID) to end or timeout; returns its exit status and, if it \
+        failed, its log's end. Still running: call again.",
     reads: ["/nodes/{node}/tasks/{upid}/status", "/nodes/{node}/tasks/{upid}/log"],
     privileges: [
         "/nodes/{node}": "Sys.Audit",
@@ -39,7 +37,7 @@ pub struct Input {
     /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
     /// node.
     node: Option<NodeName>,
-    /// Seconds to wait at most (default 120; the server may cap it).
+    /// Seconds at most (default 120)
     timeout: Option<Int<1, 86400>>,
 }
 

@@ -22,6 +22,7 @@ mod exit;
 mod global;
 pub mod policy_check;
 pub mod serve;
+pub mod sizes;
 pub mod tools;
 
 pub use exit::{config_failure, failure, usage_failure};
@@ -94,6 +95,14 @@ pub enum Command {
         /// privileges it declares.
         #[arg(long, conflicts_with_all = ["routes", "markdown"])]
         json: bool,
+        /// Print each tool's size in bytes of compact JSON as `tools/list`
+        /// gives it: what a client hands the model (name, title,
+        /// description, inputSchema, annotations) and the whole definition
+        /// (with outputSchema), then the totals and averages for every tool
+        /// and for the read-tier tools (the default policy's list). With
+        /// --json, as JSON.
+        #[arg(long, conflicts_with_all = ["routes", "markdown"])]
+        sizes: bool,
         /// Print each tool's routes: the only writes the egress gate lets
         /// a call of it send, bound to the call's arguments.
         #[arg(long, conflicts_with = "markdown")]
@@ -202,13 +211,16 @@ pub async fn run(cli: &Cli) -> ExitCode {
         Command::Demo { http, writes } => demo::run(global, http.as_deref(), *writes).await,
         Command::Tools {
             json,
+            sizes,
             routes,
             markdown,
         } => {
-            let format = match (json, routes, markdown) {
-                (true, _, _) => tools::Format::Json,
-                (_, true, _) => tools::Format::Routes,
-                (_, _, true) => tools::Format::Markdown,
+            let format = match (json, sizes, routes, markdown) {
+                (true, true, _, _) => tools::Format::SizesJson,
+                (_, true, _, _) => tools::Format::Sizes,
+                (true, _, _, _) => tools::Format::Json,
+                (_, _, true, _) => tools::Format::Routes,
+                (_, _, _, true) => tools::Format::Markdown,
                 _ => tools::Format::Table,
             };
             tools::run(global, format).await

@@ -23,6 +23,10 @@ pub enum Format {
     Routes,
     /// The tables the README and docs/actions.md hold.
     Markdown,
+    /// Each tool's bytes in `tools/list`, with totals (`--sizes`).
+    Sizes,
+    /// The same as JSON (`--sizes --json`).
+    SizesJson,
 }
 
 /// `pve-mcp tools`.
@@ -37,6 +41,15 @@ pub async fn run(global: &Global, format: Format) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&tools).unwrap_or_default()
         );
+    } else if format == Format::Sizes || format == Format::SizesJson {
+        let sizes = super::sizes::Sizes::of(app.tools());
+        match format {
+            Format::SizesJson => println!(
+                "{}",
+                serde_json::to_string_pretty(&sizes.to_json()).unwrap_or_default()
+            ),
+            _ => print!("{}", sizes.table()),
+        }
     } else if format == Format::Markdown {
         print!("{}", markdown(app.tools()));
     } else if format == Format::Routes {

@@ -114,8 +114,10 @@ pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
         Arc::new(tool.input_schema.clone()),
     )
     .with_title(tool.title.clone())
+    // The title once, at the top: `annotations.title` is the older place
+    // for it, and repeating it costs every conversation its bytes.
     .with_annotations(
-        ToolAnnotations::with_title(tool.title.clone())
+        ToolAnnotations::new()
             .read_only(tool.annotations.read_only && tier == Tier::Read)
             .destructive(tier == Tier::Destructive)
             .idempotent(tool.annotations.idempotent)
