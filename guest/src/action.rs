@@ -46,10 +46,10 @@ macro_rules! action_input {
             $(#[$meta])*
             pub struct $name {
                 $($(#[$fmeta])* $fvis $field: $ty,)*
-                /// true: plan only, send nothing
+                /// Plan only, send nothing
                 #[serde(default)]
                 pub dry_run: $crate::arg::Flag,
-                /// true: wait for the task
+                /// Wait for the task
                 #[serde(default)]
                 pub wait: $crate::arg::Flag,
                 /// Seconds to wait (default 120)
@@ -76,10 +76,10 @@ macro_rules! action_input {
         #[serde(deny_unknown_fields)]
         pub struct $name {
             $($(#[$fmeta])* $fvis $field: $ty,)*
-            /// true: plan only, send nothing
+            /// Plan only, send nothing
             #[serde(default)]
             pub dry_run: $crate::arg::Flag,
-            /// true: wait for the task
+            /// Wait for the task
             #[serde(default)]
             pub wait: $crate::arg::Flag,
             /// Seconds to wait (default 120)

@@ -82,7 +82,7 @@ macro_rules! guest_input {
         pub struct $name {
             /// VM/CT id, e.g. 101
             pub vmid: $crate::arg::Vmid,
-            /// Guest's node; looked up if omitted
+            /// Looked up if omitted
             pub node: Option<$crate::arg::NodeName>,
             /// Looked up if omitted
             pub vm_type: Option<$crate::arg::VmType>,

@@ -50,6 +50,11 @@ const GUEST_ONLY_INPUT: &[&str] = &[
     "propertyNames",
 ];
 
+/// The properties whose bounds a model needs to choose well (guest ids and
+/// page sizes); every other property's `minimum` and `maximum` are the
+/// guest's to check, and `offset` needs no default to be understood.
+const ADVERTISED_BOUNDS: &[&str] = &["vmid", "newid", "source_vmid", "limit"];
+
 impl Derived {
     /// The input schema `list-tools` reports: the tool's own plus the
     /// optional `cluster` property every tool accepts, without the
@@ -64,6 +69,24 @@ impl Derived {
         }
         s["properties"][cluster::ARG] = json!({"type": "string", "description": CLUSTER});
         advertise_input(&mut s);
+        if let Some(props) = s["properties"].as_object_mut() {
+            for (name, prop) in props.iter_mut() {
+                if !ADVERTISED_BOUNDS.contains(&name.as_str())
+                    && let Some(p) = prop.as_object_mut()
+                {
+                    p.remove("minimum");
+                    p.remove("maximum");
+                }
+            }
+            if let Some(offset) = props.get_mut("offset").and_then(Value::as_object_mut) {
+                offset.remove("default");
+            }
+        }
+        // The guest refuses an unknown argument itself, naming the valid
+        // ones (and the one meant): closing the object only costs bytes.
+        if let Some(top) = s.as_object_mut() {
+            top.remove("additionalProperties");
+        }
         s
     }
 

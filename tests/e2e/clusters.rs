@@ -21,6 +21,16 @@ async fn each_cluster_gets_only_its_own_credentials() {
         .arg(&two_clusters(&main, &lab, &dir));
         let server = Server::start(&main, opts).await;
 
+        // With two clusters there is one to choose: every tool offers
+        // `cluster` (with one it is accepted but not listed).
+        for tool in server.client.list_all_tools().await.expect("tools/list") {
+            let input = tool.input_schema.as_ref();
+            assert_eq!(
+                input["properties"]["cluster"]["type"], "string",
+                "{}",
+                tool.name
+            );
+        }
         let clusters = server.ok("pve_list_clusters", json!({})).await;
         let names: Vec<_> = clusters["clusters"]
             .as_array()

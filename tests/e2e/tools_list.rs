@@ -21,7 +21,8 @@ async fn every_tool_is_listed_with_schemas_and_read_only_annotations() {
         for tool in &tools {
             let input = tool.input_schema.as_ref();
             assert_eq!(input["type"], "object", "{}", tool.name);
-            assert_eq!(input["additionalProperties"], false, "{}", tool.name);
+            // Closed by the guest's own check, not in every conversation.
+            assert!(input.get("additionalProperties").is_none(), "{}", tool.name);
             let output = tool.output_schema.as_ref().expect("outputSchema");
             assert_eq!(output["type"], "object", "{}", tool.name);
             assert!(
@@ -31,14 +32,16 @@ async fn every_tool_is_listed_with_schemas_and_read_only_annotations() {
             );
             assert!(tool.title.is_some(), "{}", tool.name);
             let a = tool.annotations.as_ref().expect("annotations");
+            // A read-only tool's other hints mean nothing in MCP: only
+            // what differs from the defaults is sent.
             assert_eq!(a.read_only_hint, Some(true), "{}", tool.name);
-            assert_eq!(a.destructive_hint, Some(false), "{}", tool.name);
-            assert_eq!(a.idempotent_hint, Some(true), "{}", tool.name);
-            assert_eq!(a.open_world_hint, Some(true), "{}", tool.name);
-            // Every tool can be pointed at any configured cluster, and says
-            // which one answered.
-            assert_eq!(
-                input["properties"]["cluster"]["type"], "string",
+            assert_eq!(a.destructive_hint, None, "{}", tool.name);
+            assert_eq!(a.idempotent_hint, None, "{}", tool.name);
+            assert_eq!(a.open_world_hint, None, "{}", tool.name);
+            // With one cluster there is none to choose: `cluster` is
+            // accepted but not offered (see the two-cluster test).
+            assert!(
+                input["properties"].get("cluster").is_none(),
                 "{}",
                 tool.name
             );
@@ -117,15 +120,14 @@ fn text_of_block(result: &rmcp::model::CallToolResult, i: usize) -> String {
 
 /// Issue 22's tool-list sizes, as a client gets them over stdio, are what
 /// `pve-mcp tools --sizes --json` reports, and stay within the ceilings
-/// below (bytes of compact JSON; docs/tools.md). The ceilings are a
-/// ratchet at what the shrink reached: lower them as the list shrinks
-/// towards the issue's budgets (800 B per tool, 14 KB read tier, 2,000 B
-/// per tool whole), never raise them to let a tool grow.
+/// below (bytes of compact JSON; docs/tools.md): the issue's budgets. A
+/// new tool is born small enough to keep them; they are never raised to
+/// let a tool grow.
 #[tokio::test]
 async fn the_tool_list_stays_within_its_byte_budgets() {
-    const PER_TOOL_MAX: usize = 1_010;
-    const READ_TIER_MAX: usize = 16_700;
-    const WHOLE_PER_TOOL_MAX: usize = 2_080;
+    const PER_TOOL_MAX: usize = 800;
+    const READ_TIER_MAX: usize = 14 << 10;
+    const WHOLE_PER_TOOL_MAX: usize = 2_000;
     within(async {
         let sim = simulator().await;
         let server = Server::start(&sim, Opts::default()).await;

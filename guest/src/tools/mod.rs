@@ -299,8 +299,13 @@ mod tests {
                 );
                 jsonschema::draft202012::new(schema).expect("schema compiles");
                 // The listed output is the exact one's structure alone
-                // (`schemas::Derived::listed_output`).
-                if kind != "listed output" {
+                // (`schemas::Derived::listed_output`), and the listed input
+                // leaves the closing to the guest's own check.
+                if kind == "listed input" {
+                    let mut closed = schema.clone();
+                    closed["additionalProperties"] = false.into();
+                    check_closed_and_described(&closed, &format!("{} {kind}", tool.name));
+                } else if kind != "listed output" {
                     check_closed_and_described(schema, &format!("{} {kind}", tool.name));
                 }
             }

@@ -75,10 +75,11 @@ impl Sizes {
         let tools = tools
             .iter()
             .map(|tool| {
-                let definition = match serde_json::to_value(crate::server::mcp::to_mcp_tool(tool)) {
-                    Ok(Value::Object(o)) => o,
-                    _ => Map::new(),
-                };
+                let definition =
+                    match serde_json::to_value(crate::server::mcp::to_mcp_tool(tool, 1)) {
+                        Ok(Value::Object(o)) => o,
+                        _ => Map::new(),
+                    };
                 ToolSize {
                     name: tool.name.clone(),
                     read: Tier::of(tool) == Tier::Read,

@@ -150,7 +150,8 @@ pub fn tool_table(app: &App) -> String {
 /// Proxmox tasks, its `routes`, and the `privileges` and `reads` it
 /// declares.
 pub fn described(tool: &ToolInfo) -> Value {
-    let mut out = serde_json::to_value(crate::server::mcp::to_mcp_tool(tool)).unwrap_or_default();
+    let mut out =
+        serde_json::to_value(crate::server::mcp::to_mcp_tool(tool, 1)).unwrap_or_default();
     if let Value::Object(o) = &mut out {
         o.insert("tier".into(), Tier::of(tool).as_str().into());
         o.insert("toolset".into(), tool.toolset.clone().into());

@@ -69,7 +69,12 @@ pub struct McpServer {
 impl McpServer {
     /// A server for this host.
     pub fn new(app: Arc<App>) -> Self {
-        let tools = app.tools().iter().map(to_mcp_tool).collect();
+        let clusters = app.gate().endpoints().len();
+        let tools = app
+            .tools()
+            .iter()
+            .map(|t| to_mcp_tool(t, clusters))
+            .collect();
         let instructions = Arc::new(instructions(&app));
         Self {
             instructions,
@@ -105,28 +110,59 @@ impl McpServer {
 /// The MCP form of a tool. Its hints are corrected by the host's tier, so
 /// a client is never told a tool that may write is read-only, nor that a
 /// destructive one is not.
-pub fn to_mcp_tool(tool: &ToolInfo) -> Tool {
+pub fn to_mcp_tool(tool: &ToolInfo, clusters: usize) -> Tool {
     // The worst call's: a client may call it that way.
     let tier = Tier::worst(tool);
+    let mut schema = tool.input_schema.clone();
+    if clusters <= 1 {
+        // With one cluster there is nothing to choose: `cluster` is still
+        // accepted, but not offered to every conversation.
+        unadvertise(&mut schema, crate::egress::CLUSTER_ARG);
+    }
     let mut out = Tool::new(
         tool.name.clone(),
         tool.description.clone(),
-        Arc::new(tool.input_schema.clone()),
+        Arc::new(schema),
     )
     .with_title(tool.title.clone())
-    // The title once, at the top: `annotations.title` is the older place
-    // for it, and repeating it costs every conversation its bytes.
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(tool.annotations.read_only && tier == Tier::Read)
-            .destructive(tier == Tier::Destructive)
-            .idempotent(tool.annotations.idempotent)
-            .open_world(tool.annotations.open_world),
-    );
+    // The title once, at the top: `annotations.title` is the older
+    // place for it, and repeating it costs every conversation its
+    // bytes.
+    .with_annotations(annotations(tool, tier));
     if let Some(schema) = &tool.output_schema {
         out = out.with_raw_output_schema(Arc::new(schema.clone()));
     }
     out
+}
+
+/// The hints that differ from MCP's defaults (not read-only, destructive,
+/// not idempotent, open world), corrected by the host's tier; a read-only
+/// tool's other hints mean nothing, so only it is sent.
+fn annotations(tool: &ToolInfo, tier: Tier) -> ToolAnnotations {
+    let mut hints = ToolAnnotations::new();
+    if tool.annotations.read_only && tier == Tier::Read {
+        return hints.read_only(true);
+    }
+    if tier != Tier::Destructive {
+        hints = hints.destructive(false);
+    }
+    if tool.annotations.idempotent {
+        hints = hints.idempotent(true);
+    }
+    if !tool.annotations.open_world {
+        hints = hints.open_world(false);
+    }
+    hints
+}
+
+/// Takes `name` out of an input schema's properties (and `required`).
+fn unadvertise(schema: &mut crate::tools::JsonObject, name: &str) {
+    if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+        properties.remove(name);
+    }
+    if let Some(serde_json::Value::Array(required)) = schema.get_mut("required") {
+        required.retain(|r| r != name);
+    }
 }
 
 /// The MCP result for an outcome; `None` for an unknown tool, which is a
