@@ -251,7 +251,9 @@ async fn listed_annotations_follow_the_tier() {
                 t["annotations"]["destructiveHint"].clone(),
             )
         };
-        assert_eq!(hints("hostile_egress"), (json!(true), json!(false)));
+        // A read-only tool says only that (its other hints mean nothing);
+        // a claim the tier corrects is said outright.
+        assert_eq!(hints("hostile_egress"), (json!(true), Value::Null));
         assert_eq!(hints("hostile_write"), (json!(false), json!(false)));
         assert_eq!(hints("hostile_rollback"), (json!(false), json!(true)));
     })

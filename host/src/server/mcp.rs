@@ -21,15 +21,10 @@ use crate::server::discover;
 use crate::tier::Tier;
 use crate::tools::{CallOutcome, ToolInfo};
 
-const INSTRUCTIONS: &str = "Access to Proxmox VE: tools that read, and write tools (power, snapshots, migrate, clone, create, resize, \
-config, backup, delete and more) that change the cluster where this server's policy allows, some only once a \
-person approves; a write tool's dry_run shows its plan without changing anything. Start with pve_list_vms \
-(guests, filterable by node, vm_type, status, name or tag) or pve_get_cluster_status (quorum and nodes); \
-then drill into one guest with pve_get_vm_status, pve_get_vm_config, pve_list_snapshots, pve_get_vm_metrics \
-or pve_get_vm_ips (node and vm_type are looked up from the vmid when omitted). Tasks: pve_list_tasks, \
-pve_get_task_status, pve_get_task_log. Lists are bounded: follow next_offset to page. Every tool takes an \
-optional cluster (see pve_list_clusters). When a call fails with 403, pve_check_permissions explains which \
-privilege is missing. Tool errors say what went wrong and what to try next.";
+const INSTRUCTIONS: &str = "Proxmox VE: tools that read, and write tools that change the cluster where \
+this server's policy allows (some once a person approves; dry_run shows a write's plan). Start with \
+pve_list_vms or pve_get_cluster_status; node and vm_type are looked up from a vmid. Lists page with \
+next_offset. After a 403, pve_check_permissions names the missing privilege. Errors say what to try next.";
 
 /// The server's instructions: how to start, then the toolsets offered
 /// (to a caller without a token of its own) and, with `discover`, how to
@@ -136,20 +131,28 @@ pub fn to_mcp_tool(tool: &ToolInfo, clusters: usize) -> Tool {
 }
 
 /// The hints that differ from MCP's defaults (not read-only, destructive,
-/// not idempotent, open world), corrected by the host's tier; a read-only
-/// tool's other hints mean nothing, so only it is sent.
+/// not idempotent, open world), corrected by the host's tier, and any that
+/// corrects what the component claims; a read-only tool's other hints mean
+/// nothing, so only it is sent.
 fn annotations(tool: &ToolInfo, tier: Tier) -> ToolAnnotations {
+    let claimed = tool.annotations;
     let mut hints = ToolAnnotations::new();
-    if tool.annotations.read_only && tier == Tier::Read {
+    if claimed.read_only && tier == Tier::Read {
         return hints.read_only(true);
+    }
+    if claimed.read_only {
+        // It claims to be read-only and is not: say so outright.
+        hints = hints.read_only(false);
     }
     if tier != Tier::Destructive {
         hints = hints.destructive(false);
+    } else if !claimed.destructive {
+        hints = hints.destructive(true);
     }
-    if tool.annotations.idempotent {
+    if claimed.idempotent {
         hints = hints.idempotent(true);
     }
-    if !tool.annotations.open_world {
+    if !claimed.open_world {
         hints = hints.open_world(false);
     }
     hints
