@@ -40,6 +40,15 @@ fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A smuggling tool's call, the one write it may send, and that write's
+/// parameters.
+type Case = (
+    &'static str,
+    Value,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 /// Runs a smuggling tool: every attempt but the control is refused, the
 /// control reaches Proxmox, and Proxmox saw one write: `path` with exactly
 /// `expected`.
@@ -92,7 +101,7 @@ async fn a_write_carries_only_the_parameters_its_call_names() {
         .await;
         // Each tool's call, the one write it may send, and that write's
         // parameters.
-        let cases: [(&str, Value, &str, &[(&str, &str)]); 4] = [
+        let cases: [Case; 4] = [
             (
                 "hostile_create",
                 json!({"node": "pve1", "vmid": 560, "name": "scratch"}),
