@@ -16,7 +16,7 @@ use std::fmt;
 use http::Method;
 
 use crate::route::Route;
-use crate::route::destructive::DESTRUCTIVE_PARAMS;
+use crate::route::destructive::{DESTRUCTIVE_PARAMS, HARMLESS_FREE};
 use crate::tools::{JsonObject, ToolInfo};
 
 /// How much harm a tool can do, as far as the host can tell.
@@ -134,9 +134,15 @@ pub const DESTRUCTIVE: &[DestructiveWrite] = &[
 fn sends_harm(tool: &ToolInfo, arguments: &JsonObject) -> bool {
     tool.routes.iter().any(|route| {
         let bound = route.bind(arguments);
-        DESTRUCTIVE_PARAMS.iter().any(|d| {
+        let destroys = DESTRUCTIVE_PARAMS.iter().any(|d| {
             route.could_send(&d.method, d.tail) && bound.may_send(d.name).beyond(d.harmless)
-        })
+        });
+        // A value the tool chooses that the host cannot judge.
+        let unnamed = bound
+            .chosen_by_the_tool()
+            .iter()
+            .any(|name| !HARMLESS_FREE.contains(name));
+        destroys || unnamed
     })
 }
 
@@ -403,6 +409,43 @@ mod tests {
         );
         assert_eq!(Tier::of(&harmless), Tier::Write);
         assert_eq!(Tier::worst(&harmless), Tier::Write);
+        // A value no argument names and the host cannot judge: destructive,
+        // unless it is a config digest.
+        let chosen = with_params(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/config",
+            &[
+                ("digest", None, Otherwise::Free(ValueKind::Text(64))),
+                ("hookscript", None, Otherwise::Free(ValueKind::Text(128))),
+            ],
+            None,
+        );
+        assert_eq!(Tier::of(&chosen), Tier::Destructive);
+        let digest = with_params(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/config",
+            &[("digest", None, Otherwise::Free(ValueKind::Text(64)))],
+            None,
+        );
+        assert_eq!(Tier::of(&digest), Tier::Write);
+        // Bound to an argument with a free fallback: the tool's call
+        // without it sends a chosen value, so the tool is destructive, and
+        // so is every call of it (a tool's tier is its mildest call's).
+        let fallback = with_params(
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/snapshot",
+            &[(
+                "description",
+                Some("description"),
+                Otherwise::Free(ValueKind::Text(64)),
+            )],
+            None,
+        );
+        assert_eq!(Tier::of(&fallback), Tier::Destructive);
+        assert_eq!(
+            Tier::of_call(&fallback, &args(serde_json::json!({"description": "x"}))),
+            Tier::Destructive
+        );
     }
 
     #[test]

@@ -131,3 +131,10 @@ pub const DESTRUCTIVE_PARAMS: &[DestructiveParam] = &[
         "deletes the source volume after the copy",
     ),
 ];
+
+/// The parameters a tool may choose the value of itself without its call
+/// being destructive: a config's `digest` only guards a write against a
+/// concurrent change. Any other free parameter carries what no argument
+/// names, so the host cannot tell what it does: such a call is ranked
+/// destructive, which only its tool's own rule enables.
+pub const HARMLESS_FREE: &[&str] = &["digest"];

@@ -373,6 +373,17 @@ impl BoundRoute {
         }
     }
 
+    /// The parameters a call bound to this route may send with a value the
+    /// tool chooses (see [`BoundParams::chosen_by_the_tool`]).
+    pub fn chosen_by_the_tool(&self) -> Vec<&str> {
+        match self {
+            BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
+                params.chosen_by_the_tool().collect()
+            }
+            BoundRoute::Nothing => Vec::new(),
+        }
+    }
+
     /// What a call bound to this route may send as the parameter `name`.
     pub fn may_send(&self, name: &str) -> MaySend {
         match self {

@@ -381,6 +381,15 @@ impl BoundParams {
         self.restricted.push((name, harmless));
     }
 
+    /// The parameters this call may send with any value of a kind, as
+    /// the tool chooses (no argument binds them, or the call left theirs
+    /// out). The call's arguments do not name what they carry.
+    pub fn chosen_by_the_tool(&self) -> impl Iterator<Item = &str> {
+        self.each.iter().filter_map(|(name, allowed)| {
+            matches!(allowed, Allowed::Otherwise(Otherwise::Free(_))).then_some(name.as_str())
+        })
+    }
+
     /// What this call may send as `name`.
     pub fn may_send(&self, name: &str) -> MaySend {
         if let Some((_, only)) = self.restricted.iter().find(|(n, _)| *n == name) {
