@@ -31,13 +31,16 @@ pub const TRUNCATED: &str = "…[truncated]";
 // The bookkeeping a call's refusals cost is bounded by a constant, whatever
 // the guest sends: at most MAX_REFUSALS records are kept, each holding a
 // method, authority and path of at most 512 + 14 bytes (TRUNCATED is 14
-// bytes) and a denial of under 100 bytes, so with the record's ~150 bytes
-// of fixed fields one kept record is under 2 KiB and the 32 of them plus
-// the one summary record under 66 KiB. Every later refusal only increments
-// the summary's counter. The audit log turns each record into one line of
-// about the same size (and the call record lists method and path again), so
-// a call's refusals cost under 200 KiB of host memory and audit log, next to
-// the per-call guest memory cap (`memory_mib`, 64 MiB by default).
+// bytes), a write's parameters of at most 2 KiB of names and values plus
+// their count and hash (`sent::recorded`), and a denial of under 1 KiB
+// (its names and values are cut to 64 characters, its paths to 200), so
+// with the record's ~150 bytes of fixed fields one kept record is under
+// 5 KiB and the 32 of them plus the one summary record under 170 KiB.
+// Every later refusal only increments the summary's counter. The audit log
+// turns each record into one line of about the same size (and the call
+// record lists method and path again), so a call's refusals cost under
+// 400 KiB of host memory and audit log, next to the per-call guest memory
+// cap (`memory_mib`, 64 MiB by default).
 
 /// What happened to one request the guest made, for the log and the audit.
 #[derive(Debug, Clone)]
