@@ -180,30 +180,10 @@ mod tests {
     use super::*;
 
     fn tool(name: &str, toolset: &str, writes: bool) -> ToolInfo {
-        let routes = match writes {
-            true => vec![
-                crate::route::Route::parse("POST", "/nodes/{node}/qemu/{vmid}/status/start")
-                    .unwrap(),
-            ],
-            false => Vec::new(),
-        };
+        let start = [("POST", "/nodes/{node}/qemu/{vmid}/status/start")];
         ToolInfo {
-            name: name.into(),
-            title: name.into(),
-            description: String::new(),
-            input_schema: Default::default(),
-            output_schema: None,
-            annotations: crate::tools::Annotations {
-                read_only: !writes,
-                destructive: false,
-                idempotent: true,
-                open_world: true,
-            },
-            routes,
-            waits: false,
-            privileges: Vec::new(),
-            reads: Vec::new(),
             toolset: toolset.into(),
+            ..ToolInfo::sample(name, if writes { &start } else { &[] })
         }
     }
 

@@ -184,11 +184,6 @@ mod tests {
 
     fn tool(destructive_hint: bool, routes: &[(&str, &str)]) -> ToolInfo {
         ToolInfo {
-            name: "t".into(),
-            title: "t".into(),
-            description: String::new(),
-            input_schema: Default::default(),
-            output_schema: None,
             annotations: Annotations {
                 // Claims to be harmless: the tier must not believe it.
                 read_only: true,
@@ -196,14 +191,7 @@ mod tests {
                 idempotent: true,
                 open_world: false,
             },
-            routes: routes
-                .iter()
-                .map(|(m, p)| Route::parse(m, p).unwrap())
-                .collect(),
-            waits: false,
-            privileges: Vec::new(),
-            reads: Vec::new(),
-            toolset: "t".into(),
+            ..ToolInfo::sample("t", routes)
         }
     }
 

@@ -183,6 +183,36 @@ pub fn valid_toolset(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+/// A tool for the host's own tests: `name`, writing these `routes`
+/// (`(method, path)`), claiming read-only exactly when it has none, in the
+/// toolset `t`; a test changes the fields it is about.
+#[cfg(test)]
+impl ToolInfo {
+    pub(crate) fn sample(name: &str, routes: &[(&str, &str)]) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            title: name.into(),
+            description: String::new(),
+            input_schema: Default::default(),
+            output_schema: None,
+            annotations: Annotations {
+                read_only: routes.is_empty(),
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            },
+            routes: routes
+                .iter()
+                .map(|(m, p)| Route::parse(m, p).unwrap())
+                .collect(),
+            waits: false,
+            privileges: Vec::new(),
+            reads: Vec::new(),
+            toolset: "t".into(),
+        }
+    }
+}
+
 /// Parses a schema the component declared; it must be a JSON object.
 pub fn parse_schema(tool: &str, which: &str, text: &str) -> anyhow::Result<JsonObject> {
     match serde_json::from_str::<Value>(text) {
@@ -200,25 +230,8 @@ mod tests {
     #[test]
     fn a_call_waits_only_when_its_tool_does_and_it_asks_to() {
         let tool = |waits: bool, routes: &[(&str, &str)]| ToolInfo {
-            name: "t".into(),
-            title: "t".into(),
-            description: String::new(),
-            input_schema: Default::default(),
-            output_schema: None,
-            annotations: Annotations {
-                read_only: false,
-                destructive: false,
-                idempotent: false,
-                open_world: true,
-            },
-            routes: routes
-                .iter()
-                .map(|(m, p)| Route::parse(m, p).unwrap())
-                .collect(),
             waits,
-            privileges: Vec::new(),
-            reads: Vec::new(),
-            toolset: "t".into(),
+            ..ToolInfo::sample("t", routes)
         };
         let args = |v: serde_json::Value| v.as_object().cloned().unwrap();
         let stop = tool(true, &[("POST", "/nodes/{node}/qemu/{vmid}/status/stop")]);

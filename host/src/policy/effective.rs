@@ -207,26 +207,18 @@ pub(crate) mod tests {
     /// A tool that declares (or does not declare) `readOnlyHint`.
     pub(crate) fn tool(name: &str, read_only: bool) -> ToolInfo {
         ToolInfo {
-            name: name.into(),
-            title: name.into(),
-            description: String::new(),
             input_schema:
                 serde_json::json!({"type": "object", "properties": {"vmid": {}, "node": {}}})
                     .as_object()
                     .cloned()
                     .unwrap_or_default(),
-            output_schema: None,
             annotations: Annotations {
                 read_only,
                 destructive: !read_only,
                 idempotent: read_only,
                 open_world: false,
             },
-            routes: Vec::new(),
-            waits: false,
-            privileges: Vec::new(),
-            reads: Vec::new(),
-            toolset: "t".into(),
+            ..ToolInfo::sample(name, &[])
         }
     }
 
