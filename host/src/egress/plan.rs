@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use http::Method;
 use serde_json::Value;
 
+use super::record::bounded;
 use super::sent::Sent;
 use crate::endpoint::API_PREFIX;
 use crate::route::params::wire;
@@ -65,7 +66,7 @@ impl PlannedWrite {
                 "{method} {} was sent where the plan has {} {}",
                 bounded(api_path),
                 self.method,
-                self.path
+                bounded(&self.path)
             ));
         }
         let mut planned = self.params.clone();
@@ -81,9 +82,9 @@ impl PlannedWrite {
             };
             return Err(format!(
                 "{method} {} carries other parameters than the plan ({}; planned: {})",
-                self.path,
-                names(&sent),
-                names(&planned)
+                bounded(&self.path),
+                bounded(&names(&sent)),
+                bounded(&names(&planned))
             ));
         }
         Ok(())
@@ -142,15 +143,6 @@ impl ApprovedPlan {
         planned.same_as(method, api_path, sent)?;
         *next += 1;
         Ok(())
-    }
-}
-
-fn bounded(text: &str) -> String {
-    let short: String = text.chars().take(200).collect();
-    if short.len() < text.len() {
-        format!("{short}…")
-    } else {
-        short
     }
 }
 

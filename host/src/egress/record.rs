@@ -32,14 +32,15 @@ pub const TRUNCATED: &str = "…[truncated]";
 // the guest sends: at most MAX_REFUSALS records are kept, each holding a
 // method, authority and path of at most 512 + 14 bytes (TRUNCATED is 14
 // bytes), a write's parameters of at most 2 KiB of names and values plus
-// their count and hash (`sent::recorded`), and a denial of under 1 KiB
-// (its names and values are cut to 64 characters, its paths to 200), so
-// with the record's ~150 bytes of fixed fields one kept record is under
-// 5 KiB and the 32 of them plus the one summary record under 170 KiB.
+// their count and hash (`sent::recorded`), and a denial of under 2 KiB
+// (its names and values are cut to 64 characters, its paths like the
+// record's), so with the record's ~150 bytes of fixed fields one kept
+// record is under 6 KiB and the 32 of them plus the one summary record
+// under 200 KiB.
 // Every later refusal only increments the summary's counter. The audit log
 // turns each record into one line of about the same size (and the call
 // record lists method and path again), so a call's refusals cost under
-// 400 KiB of host memory and audit log, next to the per-call guest memory
+// 450 KiB of host memory and audit log, next to the per-call guest memory
 // cap (`memory_mib`, 64 MiB by default).
 
 /// What happened to one request the guest made, for the log and the audit.

@@ -8,6 +8,7 @@ use http::HeaderValue;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::route::request::shown;
 use crate::secret::{MASK, holds_private_key, is_secret_name};
 
 /// The parameters of one request, decoded, in the order sent.
@@ -174,15 +175,6 @@ fn cut(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…[{} bytes]", &text[..end], text.len())
-}
-
-fn shown(text: &str) -> String {
-    let short: String = text.chars().take(40).collect();
-    format!(
-        "{:?}{}",
-        short,
-        if text.chars().count() > 40 { "…" } else { "" }
-    )
 }
 
 #[cfg(test)]

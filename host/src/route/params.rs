@@ -487,7 +487,7 @@ impl BoundParams {
                         "{} is {}, not one of {}",
                         shown(name),
                         shown_value(name, value),
-                        values.join(", ")
+                        bounded_list(values)
                     ));
                 }
                 Otherwise::Free(kind) if kind.admits(value) => true,
@@ -536,31 +536,27 @@ pub fn wire(value: &Value) -> Option<String> {
     })
 }
 
-/// A parameter name as a refusal shows it: bounded, printable.
-fn shown(name: &str) -> String {
-    let mut out: String = name.chars().take(64).collect();
-    out = out.escape_debug().to_string();
-    if name.chars().count() > 64 {
-        out.push('…');
-    }
-    format!("`{out}`")
+/// A declared set of values as a refusal lists them: at most 200
+/// characters (a declaration may hold 64 values of 512 bytes).
+fn bounded_list(values: &[String]) -> String {
+    let all = values.join(", ");
+    let (head, more) = super::request::cut(&all, 200);
+    format!("{head}{more}")
 }
 
-/// A value as a refusal shows it: hidden for a secret's name, else bounded.
+/// A parameter name as a refusal shows it: bounded, printable.
+fn shown(name: &str) -> String {
+    let (head, more) = super::request::cut(name, 64);
+    format!("`{}{more}`", head.escape_debug())
+}
+
+/// A value as a refusal shows it: hidden for a secret's name, else quoted
+/// and bounded ([`super::request::shown`]).
 fn shown_value(name: &str, value: &str) -> String {
     if crate::secret::is_secret_name(name) || crate::secret::holds_private_key(value) {
         return "a value not shown".into();
     }
-    let mut out: String = value
-        .chars()
-        .take(64)
-        .collect::<String>()
-        .escape_debug()
-        .to_string();
-    if value.chars().count() > 64 {
-        out.push('…');
-    }
-    format!("{out:?}")
+    super::request::shown(value)
 }
 
 #[cfg(test)]
@@ -721,5 +717,13 @@ mod tests {
         assert_eq!(wire(&Value::Null), None);
         let secret = shown_value("password", "hunter2");
         assert!(!secret.contains("hunter2"));
+        // Quoted once, and bounded, however a value is written.
+        assert_eq!(shown_value("notes", "a\"b"), r#""a\"b""#);
+        assert_eq!(
+            shown_value("notes", &"x".repeat(100)),
+            format!("{:?}…", "x".repeat(64))
+        );
+        let many: Vec<String> = (0..64).map(|i| format!("value-{i}")).collect();
+        assert!(bounded_list(&many).chars().count() <= 201);
     }
 }

@@ -164,11 +164,20 @@ fn bad(field: &'static str, problem: String) -> BadRequest {
     BadRequest { field, problem }
 }
 
-/// An argument's text for a message: quoted, and cut to 64 characters.
-fn shown(text: &str) -> String {
-    let cut: String = text.chars().take(64).collect();
-    let more = if cut.len() < text.len() { "…" } else { "" };
-    format!("{:?}{more}", cut)
+/// An argument's or a request's text for a message: quoted (escaped as a
+/// Rust string), and cut to 64 characters.
+pub(crate) fn shown(text: &str) -> String {
+    let (head, more) = cut(text, 64);
+    format!("{head:?}{more}")
+}
+
+/// The first `max` characters of `text`, and `…` when that cut some off
+/// (else nothing): for a message that must stay bounded.
+pub(crate) fn cut(text: &str, max: usize) -> (&str, &'static str) {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => (&text[..end], "…"),
+        None => (text, ""),
+    }
 }
 
 fn parse_method(method: &str) -> Option<Method> {
