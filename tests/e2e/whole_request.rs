@@ -11,6 +11,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::common::*;
+use crate::policy_harness::with_policy;
 
 /// A server running the hostile component under `policy` (a `[policy]`
 /// section and rules), with the audit log at `dir/audit.jsonl`.
@@ -195,16 +196,9 @@ async fn a_write_carries_only_the_parameters_its_call_names() {
 async fn a_calls_arguments_decide_whether_it_is_destructive() {
     within(async {
         let sim = simulator().await;
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("pve-mcp.toml");
-        std::fs::write(&config, "[policy]\ndefault = \"allow\"\n").unwrap();
-        let server = Server::start(
-            &sim,
-            Opts::default()
-                .arg("--config")
-                .arg(config.to_str().unwrap()),
-        )
-        .await;
+        // Kept whole, so its policy file outlives the server.
+        let p = with_policy(&sim, "[policy]\ndefault = \"allow\"\n").await;
+        let server = &p.server;
         // Waits for its task, so the guest is not locked by it after.
         let backup = json!({"vmid": 104, "storage": "local", "wait": true});
         server.ok("pve_backup_vm", backup.clone()).await;
@@ -222,28 +216,23 @@ async fn a_calls_arguments_decide_whether_it_is_destructive() {
         );
         assert!(text.contains("[policy.tools.pve_backup_vm]"), "{text}");
         assert!(sim.writes().is_empty(), "{:?}", sim.writes());
-        drop(server);
+        drop(p);
 
         // Its own rule lets the destructive call run, and remove=1 goes out.
-        std::fs::write(
-            &config,
+        let p = with_policy(
+            &sim,
             "[policy]\ndefault = \"allow\"\n[policy.tools.pve_backup_vm]\naction = \"allow\"\n",
         )
-        .unwrap();
-        let server = Server::start(
-            &sim,
-            Opts::default()
-                .arg("--config")
-                .arg(config.to_str().unwrap()),
-        )
         .await;
+        let server = &p.server;
         server.ok("pve_backup_vm", pruning).await;
         let sent = sim.writes();
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert_eq!(sent[0].params.get("remove").map(String::as_str), Some("1"));
-        drop(server);
+        drop(p);
 
         sim.clear_requests();
+        let dir = tempfile::tempdir().unwrap();
         let server = hostile(&sim, dir.path(), "[policy]\ndefault = \"allow\"\n").await;
         let text = server
             .err("hostile_force", json!({"node": "pve1", "vmid": 561}))
