@@ -123,11 +123,6 @@ impl ApprovedPlan {
         }
     }
 
-    /// The planned writes.
-    pub fn writes(&self) -> &[PlannedWrite] {
-        &self.writes
-    }
-
     /// Admits a write when it is the plan's next one, and counts it.
     pub fn admit(&self, method: &Method, api_path: &str, sent: &Sent) -> Result<(), String> {
         let Ok(mut next) = self.sent.lock() else {
