@@ -84,7 +84,8 @@ pub struct Approval {
     /// [`super::redact::MAX_SHOWN`] bytes, and then folded saying its size
     /// and SHA-256.
     pub arguments: String,
-    /// The complete plan (what a dry run said the call sends), redacted and
+    /// The complete plan (the host's record of the writes a dry run plans,
+    /// which the approved call must send exactly), redacted and
     /// bounded like [`Approval::arguments`]; `None` for a tool that
     /// declares no writes (and in records stored before plans were kept).
     #[serde(default)]

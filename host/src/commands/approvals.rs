@@ -122,18 +122,24 @@ fn fold_strings(value: &serde_json::Value, then: &str) -> serde_json::Value {
     }
 }
 
-/// What `show` prints: one approval, its arguments and plan complete.
-fn show(a: &Approval, now: Millis) -> String {
-    let state = a.state_at(now);
-    let age = human_duration(Duration::from_millis(now.saturating_sub(a.created_ms)));
-    let expiry = match state {
+/// When an approval in `state` expires, or expired: `in 14 min`, `3 min
+/// ago`, or `-` once used.
+fn expiry(a: &Approval, state: State, now: Millis) -> String {
+    match state {
         State::Used => "-".to_string(),
         State::Expired => format!(
             "{} ago",
             human_duration(Duration::from_millis(now.saturating_sub(a.expires_ms)))
         ),
         _ => format!("in {}", remaining(a.expires_ms, now)),
-    };
+    }
+}
+
+/// What `show` prints: one approval, its arguments and plan complete.
+fn show(a: &Approval, now: Millis) -> String {
+    let state = a.state_at(now);
+    let age = human_duration(Duration::from_millis(now.saturating_sub(a.created_ms)));
+    let expiry = expiry(a, state, now);
     let plan = a
         .plan
         .as_deref()
@@ -141,7 +147,7 @@ fn show(a: &Approval, now: Millis) -> String {
     format!(
         "approval:  {}\ntool:      {}\nstate:     {state}\ncaller:    {}\nasked:     {age} ago\nexpires:   {expiry}\n\
          arguments ({}; complete, secrets redacted):\n{}\n\
-         plan (what a dry run said the call sends; complete):\n{plan}\n",
+         plan (the writes a dry run plans, checked by the gate; the approved call sends exactly these):\n{plan}\n",
         a.id, a.tool, a.caller, a.arguments_hash, a.arguments
     )
 }
@@ -172,14 +178,7 @@ pub fn table(all: &[Approval], now: Millis) -> String {
         .iter()
         .map(|a| {
             let state = a.state_at(now);
-            let expiry = match state {
-                State::Used => "-".to_string(),
-                State::Expired => format!(
-                    "{} ago",
-                    human_duration(Duration::from_millis(now.saturating_sub(a.expires_ms)))
-                ),
-                _ => format!("in {}", remaining(a.expires_ms, now)),
-            };
+            let expiry = expiry(a, state, now);
             [
                 a.id.clone(),
                 a.tool.clone(),
