@@ -213,9 +213,13 @@ fn wit_route(r: &route::Route) -> wit::Route {
                         route::Kind::Integer => wit::ValueKind::Integer,
                         route::Kind::Text(max) => wit::ValueKind::Text(max),
                     }),
+                    route::Otherwise::Answered(field) => {
+                        wit::ParamValue::Answered(field.to_owned())
+                    }
                 },
             })
             .collect(),
         entries: r.entries.map(str::to_owned),
+        once: r.once,
     }
 }

@@ -14,7 +14,9 @@
 /// One write a tool may send (WIT `route`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route {
-    /// `POST`, `PUT` or `DELETE`, or `{method}` for the call's own request.
+    /// `POST`, `PUT` or `DELETE`; `GET` for a read the host guards (a
+    /// guest's files, a command's output); `{method}` for the call's own
+    /// request.
     pub method: &'static str,
     /// The path under `/api2/json`, with `{argument}` placeholders.
     pub path: &'static str,
@@ -22,6 +24,8 @@ pub struct Route {
     pub params: &'static [Param],
     /// The object argument whose entries are further parameters.
     pub entries: Option<&'static str>,
+    /// The call sends it at most once.
+    pub once: bool,
 }
 
 impl Route {
@@ -32,7 +36,13 @@ impl Route {
             path,
             params,
             entries: None,
+            once: false,
         }
+    }
+
+    /// The same request, sent at most once per call (`agent/exec`).
+    pub const fn once(self) -> Route {
+        Route { once: true, ..self }
     }
 
     /// The same write, also carrying each entry of the object argument
@@ -51,6 +61,7 @@ impl Route {
         path: "/{path}",
         params: &[],
         entries: Some("params"),
+        once: false,
     };
 }
 
@@ -74,6 +85,9 @@ pub enum Otherwise {
     OneOf(&'static [&'static str]),
     /// Any value of this kind.
     Free(Kind),
+    /// The value of this field in the answer to one of the call's earlier
+    /// writes (`pid` from `agent/exec`).
+    Answered(&'static str),
 }
 
 /// The kinds of a free value (WIT `value-kind`).
@@ -119,6 +133,16 @@ impl Param {
             name,
             argument: None,
             otherwise: Otherwise::OneOf(values),
+        }
+    }
+
+    /// The value Proxmox answered an earlier write of the call with, under
+    /// `field` (`pid`): the host admits nothing else.
+    pub const fn answered(name: &'static str, field: &'static str) -> Param {
+        Param {
+            name,
+            argument: None,
+            otherwise: Otherwise::Answered(field),
         }
     }
 

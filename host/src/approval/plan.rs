@@ -83,8 +83,17 @@ fn admitted(write: &PlannedWrite, gate: &Gate, binding: &Binding) -> Result<(), 
         &binding.writes,
     )
     .map_err(|d| d.to_string())?;
-    gate.check_params(&write.method, &uri, &write.params, &binding.writes)
-        .map_err(|d| d.to_string())
+    // A plan's writes are known before the call runs: none can carry an
+    // answer it has not had yet.
+    gate.check_params(
+        &write.method,
+        &uri,
+        &write.params,
+        &binding.writes,
+        &crate::route::params::nothing_answered,
+    )
+    .map(|_| ())
+    .map_err(|d| d.to_string())
 }
 
 /// The requests a dry run's answer plans: a write tool's `requests`, or

@@ -219,6 +219,8 @@ pub fn egress_rule(denied: Option<&Denial>) -> &'static str {
         Some(Denial::Route) => "egress.route",
         Some(Denial::Params(_)) => "egress.params",
         Some(Denial::Plan(_)) => "egress.plan",
+        Some(Denial::GuardedRead(_)) => "egress.guarded",
+        Some(Denial::Once) => "egress.once",
         Some(Denial::BodyOnGet) => "egress.body-on-get",
         Some(Denial::BodyTooLarge) => "egress.body-too-large",
         Some(Denial::TooManyRequests(_)) => "egress.too-many-requests",

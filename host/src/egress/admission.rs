@@ -7,8 +7,8 @@ use http::{Method, Uri};
 use http_body_util::{BodyExt, Limited};
 
 use super::access::Access;
+use super::binding::Binding;
 use super::gate::{ClusterIndex, Denial, Gate};
-use super::plan::ApprovedPlan;
 use super::record::EgressRecord;
 use super::sent;
 use crate::endpoint::API_PREFIX;
@@ -53,29 +53,32 @@ where
     Ok(body)
 }
 
-/// Reads a write's parameters (its query, and its form or JSON `body` of
-/// type `content_type`), records them in `record`, and decides them: each
-/// one declared by a route that admits the write, with a value bound to
-/// the call's arguments, and, for a call a person approved, the request
-/// the `plan` names next. Reads pass with what they carry.
+/// Reads the parameters of a request the gate guards (a write's query
+/// and its form or JSON `body`; a guarded read's query), records them in
+/// `record`, and decides them against the call's `binding`: each one
+/// declared by a route that admits the request, with a value bound to the
+/// call's arguments or to what its earlier writes were answered with; a
+/// once-only route not sent before; and, for a call a person approved,
+/// the request the plan names next. Other reads pass with what they carry.
 pub fn admit_params(
     gate: &Gate,
     record: &mut EgressRecord,
     head: &http::request::Parts,
     body: &[u8],
-    writes: &[BoundRoute],
-    plan: Option<&ApprovedPlan>,
+    binding: &Binding,
 ) -> Result<(), Denial> {
     let method = &head.method;
-    if *method == Method::GET {
+    if !Gate::guards(method, &head.uri) {
         return Ok(());
     }
     let content_type = head.headers.get(http::header::CONTENT_TYPE);
     let params =
         sent::read(method, head.uri.query(), content_type, body).map_err(Denial::Params)?;
     record.params = Some(sent::recorded(&params));
-    gate.check_params(method, &head.uri, &params, writes)?;
-    if let Some(plan) = plan {
+    let answered = |field: &str, value: &str| binding.history.answered(field, value);
+    let admitted = gate.check_params(method, &head.uri, &params, &binding.writes, &answered)?;
+    // A plan holds the writes; the reads between them are the call's own.
+    if let Some(plan) = binding.plan.as_deref().filter(|_| *method != Method::GET) {
         let api_path = head
             .uri
             .path()
@@ -83,6 +86,12 @@ pub fn admit_params(
             .unwrap_or_default();
         plan.admit(method, api_path, &params)
             .map_err(Denial::Plan)?;
+    }
+    if let Some(index) = admitted
+        && binding.writes[index].is_once()
+        && !binding.history.send_once(index)
+    {
+        return Err(Denial::Once);
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::gate::{ClusterIndex, Gate};
+use super::history::CallHistory;
 use super::plan::ApprovedPlan;
 use crate::route::{BoundRoute, Route};
 use crate::tools::JsonObject;
@@ -30,6 +31,11 @@ pub struct Binding {
     /// For a call a person approved: the writes of the plan they saw,
     /// which it must send exactly, in order.
     pub plan: Option<Arc<ApprovedPlan>>,
+    /// The fields of its writes' answers that later requests may carry
+    /// (`pid`): the gate keeps them from each answer.
+    pub answer_fields: Vec<String>,
+    /// What the call has sent and been answered so far.
+    pub history: Arc<CallHistory>,
 }
 
 impl Gate {
@@ -38,10 +44,18 @@ impl Gate {
     /// them. Bound whatever the call's access: read access lets no write
     /// out anyway.
     pub fn bind(&self, routes: &[Route], arguments: &JsonObject) -> Binding {
+        let mut answer_fields: Vec<String> = Vec::new();
+        for field in routes.iter().flat_map(|r| r.params().answered_fields()) {
+            if !answer_fields.iter().any(|f| f == field) {
+                answer_fields.push(field.to_owned());
+            }
+        }
         Binding {
             cluster: self.resolve(arguments.get(CLUSTER_ARG)),
             writes: routes.iter().map(|r| r.bind(arguments)).collect(),
             plan: None,
+            answer_fields,
+            history: Arc::default(),
         }
     }
 

@@ -50,6 +50,14 @@ pub enum Denial {
     /// its tool, bound to its arguments, admits it.
     #[error("not a request this call's tool declares for these arguments")]
     Route,
+    /// A GET of what the gate guards (a guest's files or command output,
+    /// a secret: the class named) that no route of the call's tool
+    /// declares for these arguments.
+    #[error("a guarded read ({0}) this call's tool does not declare for these arguments")]
+    GuardedRead(&'static str),
+    /// A second request of a route the call may send only once.
+    #[error("a request this call may send only once, sent again")]
+    Once,
     /// A write the call's routes admit by method and path, with a
     /// parameter they do not: not declared, not the call's argument, sent
     /// twice, or in a body the gate cannot read.
@@ -143,37 +151,46 @@ impl Gate {
         if !access.allows(method) {
             return Err(Denial::Method);
         }
-        // Reads are any GET under the API; a write must be one the tool
-        // declared, bound to this call's arguments. A call whose route is
-        // its own request has its reads bound too.
-        if *method != Method::GET || writes.iter().any(BoundRoute::binds_reads) {
-            // From the `/` that ends the prefix: `/nodes/...`.
-            let api_path = uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default();
+        // Reads are any GET under the API but the guarded ones; a write,
+        // or a guarded read, must be one the tool declared, bound to this
+        // call's arguments. A call whose route is its own request has its
+        // reads bound too.
+        let api_path = api_path(uri);
+        let guarded = guarded_read(method, api_path);
+        if *method != Method::GET || guarded.is_some() || writes.iter().any(BoundRoute::binds_reads)
+        {
             if !writes.iter().any(|w| w.admits(method, api_path)) {
-                return Err(Denial::Route);
+                return Err(guarded.map_or(Denial::Route, Denial::GuardedRead));
             }
         }
         Ok(index)
     }
 
     /// Decides the parameters `sent` of a request [`Gate::check`] let
-    /// through: a write must carry only what one of the routes that admit
-    /// its method and path lets it carry. Reads carry what they like.
+    /// through: a write, or a guarded read, must carry only what one of
+    /// the routes that admit its method and path lets it carry (`answered`:
+    /// what the call's earlier writes were answered with). The index of
+    /// that route in `writes`; `None` for a read, which carries what it
+    /// likes.
     pub fn check_params(
         &self,
         method: &Method,
         uri: &http::Uri,
         sent: &super::sent::Sent,
         writes: &[BoundRoute],
-    ) -> Result<(), Denial> {
-        if *method == Method::GET {
-            return Ok(());
+        answered: &crate::route::params::Answered<'_>,
+    ) -> Result<Option<usize>, Denial> {
+        let api_path = api_path(uri);
+        if *method == Method::GET && guarded_read(method, api_path).is_none() {
+            return Ok(None);
         }
-        let api_path = uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default();
         let mut refused = None;
-        for route in writes.iter().filter(|w| w.admits(method, api_path)) {
-            match route.admits_params(sent) {
-                Ok(()) => return Ok(()),
+        for (i, route) in writes.iter().enumerate() {
+            if !route.admits(method, api_path) {
+                continue;
+            }
+            match route.admits_params(sent, answered) {
+                Ok(()) => return Ok(Some(i)),
                 Err(why) => {
                     refused.get_or_insert(why);
                 }
@@ -182,6 +199,12 @@ impl Gate {
         Err(Denial::Params(
             refused.unwrap_or_else(|| "no route of the call admits it".into()),
         ))
+    }
+
+    /// Whether `method` on `uri` is a request the gate guards: a write, or
+    /// a [guarded read](guarded_read).
+    pub fn guards(method: &Method, uri: &http::Uri) -> bool {
+        *method != Method::GET || guarded_read(method, api_path(uri)).is_some()
     }
 
     /// The name of the configured cluster whose endpoint `uri` is, for the
@@ -198,6 +221,26 @@ impl Gate {
             .or_else(|| self.endpoints.iter().position(|e| e.endpoint.matches(uri)))
             .map(|i| self.endpoints[i].cluster.clone())
     }
+}
+
+/// The path below `/api2/json`, from the `/` that ends the prefix:
+/// `/nodes/...`, still percent-encoded.
+fn api_path(uri: &http::Uri) -> &str {
+    uri.path().get(API_PREFIX.len() - 1..).unwrap_or_default()
+}
+
+/// The sensitive class whose reads a GET of `api_path` falls in, if any
+/// (each segment decoded once, as pveproxy reads it).
+fn guarded_read(method: &Method, api_path: &str) -> Option<&'static str> {
+    if *method != Method::GET {
+        return None;
+    }
+    // Undecodable reaches no endpoint, but is held like a guarded read
+    // rather than judged by a reading the gate cannot make.
+    let Some(segments) = crate::route::request::decoded_segments(api_path) else {
+        return Some("a path the gate cannot decode");
+    };
+    crate::route::sensitive::guarded_read(&segments).map(|c| c.name)
 }
 
 #[cfg(test)]

@@ -143,10 +143,7 @@ impl WasiHttpHooks for CallHooks {
                     return Err(HttpError::HttpRequestDenied);
                 }
             };
-            let plan = binding.plan.as_deref();
-            if let Err(denial) =
-                admit_params(&gate, &mut record, &parts, &body, &binding.writes, plan)
-            {
+            if let Err(denial) = admit_params(&gate, &mut record, &parts, &body, &binding) {
                 deny(&log, &tool, &budget, record, denial);
                 return Err(HttpError::HttpRequestDenied);
             }

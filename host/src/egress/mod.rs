@@ -9,15 +9,21 @@
 //!   hook and `pve-mcp egress-proxy` both call;
 //! - [`sent`]: a write's parameters, read strictly from query and body;
 //! - [`plan`]: the writes an approved call may send, held in order;
+//! - [`history`]: what a call sent and was answered, for once-only routes
+//!   and answered values;
+//! - [`answer`]: what the gate keeps of an answer (a write's answered
+//!   values, a guarded read's summary);
 //! - [`record`]: each request's record and the call's budget;
 //! - [`hook`]: the wasi:http hook in the sandbox;
 //! - [`forward`]: the request sent upstream and the answer mapped back.
 
 pub mod access;
 pub mod admission;
+pub mod answer;
 pub mod binding;
 pub mod forward;
 pub mod gate;
+pub mod history;
 pub mod hook;
 pub mod plan;
 pub mod record;

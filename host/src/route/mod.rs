@@ -26,9 +26,11 @@ use serde_json::Value;
 
 use placeholder::{JsonObject, PLACEHOLDERS, is_localhost, pattern};
 
-/// The write methods a route may name.
-fn write_method(method: &str) -> Option<Method> {
+/// The methods a route may name: the writes, and `GET` for a read the
+/// gate guards ([`sensitive::guarded_read`]).
+fn route_method(method: &str) -> Option<Method> {
     match method {
+        "GET" => Some(Method::GET),
         "POST" => Some(Method::POST),
         "PUT" => Some(Method::PUT),
         "DELETE" => Some(Method::DELETE),
@@ -55,6 +57,8 @@ pub const CALL_REQUEST: (&str, &str) = ("{method}", "/{path}");
 pub struct Route {
     kind: Kind,
     params: Params,
+    /// A call may send it at most once.
+    once: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +83,7 @@ impl Route {
             return Ok(Route {
                 kind: Kind::CallRequest,
                 params: Params::call_request(),
+                once: false,
             });
         }
         if method == CALL_REQUEST.0 || path == CALL_REQUEST.1 {
@@ -88,8 +93,8 @@ impl Route {
                 CALL_REQUEST.0, CALL_REQUEST.1
             ));
         }
-        let method = write_method(method).ok_or_else(|| {
-            format!("method {method:?} is not a write method (POST, PUT or DELETE)")
+        let method = route_method(method).ok_or_else(|| {
+            format!("method {method:?} is not a write method (POST, PUT or DELETE) or GET")
         })?;
         let rest = path
             .strip_prefix('/')
@@ -124,7 +129,25 @@ impl Route {
         Ok(Route {
             kind: Kind::Template { method, segments },
             params: Params::default(),
+            once: false,
         })
+    }
+
+    /// The route, sent at most once per call when `once`. The call's own
+    /// request is one request anyway.
+    pub fn sent_once(mut self, once: bool) -> Route {
+        self.once = once && !self.is_call_request();
+        self
+    }
+
+    /// Whether a call may send it at most once.
+    pub fn is_once(&self) -> bool {
+        self.once
+    }
+
+    /// Whether it is a read the gate guards: a `GET` route.
+    pub fn is_guarded_read(&self) -> bool {
+        matches!(&self.kind, Kind::Template { method, .. } if *method == Method::GET)
     }
 
     /// The route carrying `params`. The call's own request keeps its own
@@ -230,6 +253,7 @@ impl Route {
             method: method.clone(),
             segments,
             params,
+            once: self.once,
         }
     }
 }
@@ -242,7 +266,9 @@ impl Route {
     /// parameter](destructive) only its harmless values.
     pub fn bind_open(&self, destructive: bool) -> BoundRoute {
         let mut bound = self.bind(&JsonObject::new());
-        if let BoundRoute::Template { params, .. } = &mut bound {
+        if let BoundRoute::Template { params, once, .. } = &mut bound {
+            // Without calls, nothing is a call's first or second request.
+            *once = false;
             *params = self.params.bind_open();
             if !destructive {
                 for d in destructive::DESTRUCTIVE_PARAMS {
@@ -306,6 +332,8 @@ pub enum BoundRoute {
         segments: Vec<Bound>,
         /// The parameters, bound.
         params: BoundParams,
+        /// A call may send it at most once.
+        once: bool,
     },
     /// The call's own request, and the reads that follow a task it starts;
     /// its parameters are the entries of its `params` argument.
@@ -364,13 +392,22 @@ impl BoundRoute {
     /// parameters `sent`; the error says which parameter may not, and why.
     /// The reads a call's own request admits (its task's status and log)
     /// are not held to its parameters.
-    pub fn admits_params(&self, sent: &[(String, String)]) -> Result<(), String> {
+    pub fn admits_params(
+        &self,
+        sent: &[(String, String)],
+        answered: &params::Answered<'_>,
+    ) -> Result<(), String> {
         match self {
             BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
-                params.admits(sent)
+                params.admits(sent, answered)
             }
             BoundRoute::Nothing => Err("no request is admitted".into()),
         }
+    }
+
+    /// Whether a call may send it at most once.
+    pub fn is_once(&self) -> bool {
+        matches!(self, BoundRoute::Template { once: true, .. })
     }
 
     /// The parameters a call bound to this route may send with a value the

@@ -31,6 +31,9 @@ pub enum Otherwise {
     OneOf(Vec<String>),
     /// Any value of this kind.
     Free(ValueKind),
+    /// A value Proxmox answered one of the call's earlier writes with,
+    /// under this name in its `data` (`pid` from `agent/exec`).
+    Answered(String),
 }
 
 /// The kind of a free value.
@@ -142,6 +145,12 @@ impl Params {
                         values.len()
                     ));
                 }
+                Otherwise::Answered(field) if !valid_name(field) => {
+                    return Err(format!(
+                        "the parameter {name} carries the answer's {field:?}, which is not a \
+                         field name"
+                    ));
+                }
                 Otherwise::Free(ValueKind::Text(max)) if *max == 0 || *max > TEXT_MAX => {
                     return Err(format!(
                         "the parameter {name} is free text of up to {max} bytes; the limit is \
@@ -188,6 +197,15 @@ impl Params {
         &self.rules
     }
 
+    /// The fields of a write's answer whose values it carries
+    /// ([`Otherwise::Answered`]).
+    pub fn answered_fields(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().filter_map(|r| match &r.otherwise {
+            Otherwise::Answered(field) => Some(field.as_str()),
+            _ => None,
+        })
+    }
+
     /// The object argument whose entries are parameters too.
     pub fn entries(&self) -> Option<&str> {
         self.entries.as_deref()
@@ -218,7 +236,8 @@ impl Params {
                 let allowed = match given {
                     Some((argument, value)) => Allowed::Argument {
                         argument: argument.clone(),
-                        value: wire(value),
+                        list: value.is_array(),
+                        values: wire_each(value),
                     },
                     None => Allowed::Otherwise(rule.otherwise.clone()),
                 };
@@ -253,9 +272,11 @@ impl Params {
             .rules
             .iter()
             .map(|rule| {
-                let allowed = match &rule.argument {
-                    Some(_) => Allowed::Any,
-                    None => Allowed::Otherwise(rule.otherwise.clone()),
+                let allowed = match (&rule.argument, &rule.otherwise) {
+                    // Without the call, neither its arguments nor its
+                    // answers are known.
+                    (Some(_), _) | (None, Otherwise::Answered(_)) => Allowed::Any,
+                    (None, otherwise) => Allowed::Otherwise(otherwise.clone()),
                 };
                 (rule.name.clone(), allowed)
             })
@@ -294,6 +315,9 @@ impl fmt::Display for Params {
                 (Otherwise::Free(kind), bound) => {
                     write!(f, "{}<{kind}>", if bound { "|" } else { "" })?
                 }
+                (Otherwise::Answered(field), bound) => {
+                    write!(f, "{}<answered {field}>", if bound { "|" } else { "" })?
+                }
             }
         }
         if let Some(entries) = &self.entries {
@@ -321,7 +345,7 @@ impl MaySend {
             Otherwise::Absent => MaySend::Nothing,
             Otherwise::OneOf(values) => MaySend::Only(values.clone()),
             Otherwise::Free(ValueKind::Boolean) => MaySend::Only(vec!["0".into(), "1".into()]),
-            Otherwise::Free(_) => MaySend::Any,
+            Otherwise::Free(_) | Otherwise::Answered(_) => MaySend::Any,
         }
     }
 
@@ -338,11 +362,13 @@ impl MaySend {
 /// What one declared parameter may be in one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Allowed {
-    /// The call gave the argument: exactly its value (`None`: a value no
-    /// parameter can carry).
+    /// The call gave the argument: exactly its value, or for a `list`
+    /// each of its elements in order, the parameter repeated (`None`: a
+    /// value no parameter can carry).
     Argument {
         argument: String,
-        value: Option<String>,
+        list: bool,
+        values: Option<Vec<String>>,
     },
     /// The call did not: what the declaration says.
     Otherwise(Otherwise),
@@ -399,9 +425,9 @@ impl BoundParams {
             };
         }
         match self.each.iter().find(|(n, _)| n == name) {
-            Some((_, Allowed::Argument { value, .. })) => match value {
-                Some(v) => MaySend::Only(vec![v.clone()]),
-                None => MaySend::Nothing,
+            Some((_, Allowed::Argument { values, .. })) => match values {
+                Some(v) if !v.is_empty() => MaySend::Only(v.clone()),
+                _ => MaySend::Nothing,
             },
             Some((_, Allowed::Otherwise(otherwise))) => MaySend::of(otherwise),
             Some((_, Allowed::Any)) => MaySend::Any,
@@ -417,15 +443,37 @@ impl BoundParams {
     }
 
     /// Whether a write may carry exactly `sent` (names and decoded values,
-    /// in the order sent): each parameter once, declared, and with a value
-    /// its declaration admits for this call. The error names the first
-    /// parameter that is not, and why.
-    pub fn admits(&self, sent: &[(String, String)]) -> Result<(), String> {
+    /// in the order sent): each parameter once (a list argument's once per
+    /// element, all of them, in order), declared, and with a value its
+    /// declaration admits for this call. `answered` says whether the call
+    /// was answered `value` under a field's name. The error names the
+    /// first parameter that is not, and why.
+    pub fn admits(&self, sent: &[(String, String)], answered: &Answered<'_>) -> Result<(), String> {
         for (i, (name, value)) in sent.iter().enumerate() {
-            if sent[..i].iter().any(|(n, _)| n == name) {
+            let nth = sent[..i].iter().filter(|(n, _)| n == name).count();
+            if nth > 0 && !self.repeats(name) {
                 return Err(format!("the parameter {} is sent twice", shown(name)));
             }
-            self.admits_one(name, value)?;
+            self.admits_one(name, value, nth, answered)?;
+        }
+        for (name, allowed) in &self.each {
+            let Allowed::Argument {
+                argument,
+                list: true,
+                values: Some(values),
+            } = allowed
+            else {
+                continue;
+            };
+            let count = sent.iter().filter(|(n, _)| n == name).count();
+            if count != 0 && count != values.len() {
+                return Err(format!(
+                    "{} is sent {count} times; it carries the call's argument {argument}, a \
+                     list of {}, each element once and in order",
+                    shown(name),
+                    values.len()
+                ));
+            }
         }
         if let Some(missing) = self
             .required
@@ -440,7 +488,20 @@ impl BoundParams {
         Ok(())
     }
 
-    fn admits_one(&self, name: &str, value: &str) -> Result<(), String> {
+    /// Whether `name` may be sent more than once: it carries a list.
+    fn repeats(&self, name: &str) -> bool {
+        self.each.iter().any(|(n, allowed)| {
+            n == name && matches!(allowed, Allowed::Argument { list: true, .. })
+        })
+    }
+
+    fn admits_one(
+        &self,
+        name: &str,
+        value: &str,
+        nth: usize,
+        answered: &Answered<'_>,
+    ) -> Result<(), String> {
         if let Some((_, only)) = self.restricted.iter().find(|(n, _)| *n == name)
             && !only.contains(&value)
         {
@@ -461,14 +522,21 @@ impl BoundParams {
         };
         let ok = match (rule, entry()) {
             (Some((_, Allowed::Any)), _) | (None, Some((_, None))) => true,
-            (Some((_, Allowed::Argument { argument, value: v })), _) => match v {
+            (
+                Some((
+                    _,
+                    Allowed::Argument {
+                        argument, values, ..
+                    },
+                )),
+                _,
+            ) => match values.as_ref().and_then(|v| v.get(nth)) {
                 Some(v) if v == value => true,
-                _ => {
+                v => {
                     return Err(format!(
                         "{} must carry the call's argument {argument}{}, not {}",
                         shown(name),
-                        v.as_deref()
-                            .map(|v| format!(" ({})", shown_value(name, v)))
+                        v.map(|v| format!(" ({})", shown_value(name, v)))
                             .unwrap_or_default(),
                         shown_value(name, value)
                     ));
@@ -493,6 +561,15 @@ impl BoundParams {
                 Otherwise::Free(kind) if kind.admits(value) => true,
                 Otherwise::Free(kind) => {
                     return Err(format!("{} is not {kind}", shown(name)));
+                }
+                Otherwise::Answered(field) if answered(field, value) => true,
+                Otherwise::Answered(field) => {
+                    return Err(format!(
+                        "{} is {}, which no write of this call was answered with as its \
+                         {field}: a call reads back only what it started",
+                        shown(name),
+                        shown_value(name, value)
+                    ));
                 }
             },
             (None, Some((_, Some(v)))) if v == value => true,
@@ -520,6 +597,31 @@ impl BoundParams {
             ));
         }
         Ok(())
+    }
+}
+
+/// Whether the call was answered `value` under the field `name`
+/// ([`Otherwise::Answered`]).
+pub type Answered<'a> = dyn Fn(&str, &str) -> bool + 'a;
+
+/// A call answered nothing yet, or a binding that never reads answers.
+pub fn nothing_answered(_: &str, _: &str) -> bool {
+    false
+}
+
+/// An argument as the values of a parameter: a list's elements each
+/// ([`wire`]), anything else as one value; `None` when an element is not
+/// a value a form can carry.
+fn wire_each(value: &Value) -> Option<Vec<String>> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::Array(_) | Value::Object(_) | Value::Null => None,
+                v => wire(v),
+            })
+            .collect(),
+        v => wire(v).map(|v| vec![v]),
     }
 }
 
@@ -597,37 +699,67 @@ mod tests {
         let args = json!({"vmid": 550, "storage": "local"});
         let bound = vzdump().bind(args.as_object().unwrap());
         let ok = sent(&[("vmid", "550"), ("storage", "local"), ("remove", "0")]);
-        assert_eq!(bound.admits(&ok), Ok(()));
+        assert_eq!(bound.admits(&ok, &nothing_answered), Ok(()));
         // The F1 backup: another guest, pruning.
         let e = bound
-            .admits(&sent(&[("vmid", "102"), ("remove", "0")]))
+            .admits(
+                &sent(&[("vmid", "102"), ("remove", "0")]),
+                &nothing_answered,
+            )
             .unwrap_err();
         assert!(
             e.contains("`vmid` must carry the call's argument vmid (\"550\")"),
             "{e}"
         );
         let e = bound
-            .admits(&sent(&[("vmid", "550"), ("remove", "1")]))
+            .admits(
+                &sent(&[("vmid", "550"), ("remove", "1")]),
+                &nothing_answered,
+            )
             .unwrap_err();
         assert!(e.contains("`remove` is \"1\", not one of 0"), "{e}");
         let e = bound
-            .admits(&sent(&[("vmid", "550"), ("prune-backups", "keep-last=1")]))
+            .admits(
+                &sent(&[("vmid", "550"), ("prune-backups", "keep-last=1")]),
+                &nothing_answered,
+            )
             .unwrap_err();
         assert!(e.contains("`prune-backups` is not a parameter"), "{e}");
         let e = bound
-            .admits(&sent(&[("vmid", "550"), ("vmid", "550")]))
+            .admits(
+                &sent(&[("vmid", "550"), ("vmid", "550")]),
+                &nothing_answered,
+            )
             .unwrap_err();
         assert!(e.contains("sent twice"), "{e}");
-        assert!(bound.admits(&sent(&[("digest", "ab12")])).is_ok());
-        assert!(bound.admits(&sent(&[("digest", &"a".repeat(65))])).is_err());
+        assert!(
+            bound
+                .admits(&sent(&[("digest", "ab12")]), &nothing_answered)
+                .is_ok()
+        );
+        assert!(
+            bound
+                .admits(&sent(&[("digest", &"a".repeat(65))]), &nothing_answered)
+                .is_err()
+        );
         // Asked to prune, it may send remove=1, and only that.
         let args = json!({"vmid": 550, "prune": true});
         let bound = vzdump().bind(args.as_object().unwrap());
-        assert!(bound.admits(&sent(&[("remove", "1")])).is_ok());
-        assert!(bound.admits(&sent(&[("remove", "0")])).is_err());
+        assert!(
+            bound
+                .admits(&sent(&[("remove", "1")]), &nothing_answered)
+                .is_ok()
+        );
+        assert!(
+            bound
+                .admits(&sent(&[("remove", "0")]), &nothing_answered)
+                .is_err()
+        );
         assert_eq!(bound.may_send("remove"), MaySend::Only(vec!["1".into()]));
         // Left out, a bound parameter with no fallback is not sent.
-        let e = bound.admits(&sent(&[("storage", "local")])).unwrap_err();
+        let e = bound
+            .admits(&sent(&[("storage", "local")]), &nothing_answered)
+            .unwrap_err();
         assert!(e.contains("does not give the argument"), "{e}");
     }
 
@@ -642,19 +774,23 @@ mod tests {
         let bound = params.bind(args.as_object().unwrap());
         assert!(
             bound
-                .admits(&sent(&[
-                    ("description", "x"),
-                    ("onboot", "1"),
-                    ("digest", "f00")
-                ]))
+                .admits(
+                    &sent(&[("description", "x"), ("onboot", "1"), ("digest", "f00")]),
+                    &nothing_answered
+                )
                 .is_ok()
         );
         // The F1 config: what the call never asked for.
         let e = bound
-            .admits(&sent(&[("description", "x"), ("protection", "0")]))
+            .admits(
+                &sent(&[("description", "x"), ("protection", "0")]),
+                &nothing_answered,
+            )
             .unwrap_err();
         assert!(e.contains("`protection` is not a parameter"), "{e}");
-        let e = bound.admits(&sent(&[("cores", "64")])).unwrap_err();
+        let e = bound
+            .admits(&sent(&[("cores", "64")]), &nothing_answered)
+            .unwrap_err();
         assert!(e.contains("entry of the call's argument config"), "{e}");
         assert_eq!(bound.may_send("delete"), MaySend::Nothing);
         assert_eq!(params.could_send("delete"), MaySend::Any);
@@ -665,7 +801,9 @@ mod tests {
         )
         .unwrap();
         let bound = target.bind(json!({"target": "localhost"}).as_object().unwrap());
-        let e = bound.admits(&sent(&[("target", "localhost")])).unwrap_err();
+        let e = bound
+            .admits(&sent(&[("target", "localhost")]), &nothing_answered)
+            .unwrap_err();
         assert!(e.contains("not a value PVE takes"), "{e}");
     }
 
@@ -709,7 +847,9 @@ mod tests {
     fn required_parameters_must_be_sent_and_wire_values_are_proxmoxs() {
         let params = vzdump().requiring("remove");
         let bound = params.bind(json!({"vmid": 550}).as_object().unwrap());
-        let e = bound.admits(&sent(&[("vmid", "550")])).unwrap_err();
+        let e = bound
+            .admits(&sent(&[("vmid", "550")]), &nothing_answered)
+            .unwrap_err();
         assert!(e.contains("leaves out remove"), "{e}");
         assert_eq!(wire(&json!(true)).as_deref(), Some("1"));
         assert_eq!(wire(&json!(102)).as_deref(), Some("102"));

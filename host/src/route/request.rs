@@ -300,7 +300,7 @@ fn normalise_path(raw: &str) -> Result<Vec<String>, String> {
 
 /// The segments of a path as sent, each decoded once; `None` when one
 /// cannot be (a malformed escape, or not UTF-8).
-fn decoded_segments(api_path: &str) -> Option<Vec<String>> {
+pub(crate) fn decoded_segments(api_path: &str) -> Option<Vec<String>> {
     api_path
         .strip_prefix('/')?
         .split('/')

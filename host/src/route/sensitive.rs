@@ -305,6 +305,18 @@ pub fn class_of(request: &ApiRequest) -> Option<&'static Class> {
         .find(|c| c.patterns.iter().any(|p| p.holds(request)))
 }
 
+/// The class of the read side of which `segments` (decoded, below
+/// `/api2/json`) is a GET: a path whose reads leak what is inside a guest
+/// or a secret ([`Methods::Any`]). The gate lets such a GET out only for a
+/// call whose tool declares it as a route, or whose own request it is.
+pub fn guarded_read(segments: &[String]) -> Option<&'static Class> {
+    CLASSES.iter().find(|c| {
+        c.patterns
+            .iter()
+            .any(|p| p.methods == Methods::Any && matches(p.path, segments))
+    })
+}
+
 impl Pattern {
     /// Whether this pattern alone holds `request`: its method and path.
     /// Public so a test can check each pattern against the API schema.

@@ -98,10 +98,11 @@ fn route(r: guest::Route) -> Result<Route, String> {
                     guest::ValueKind::Integer => ValueKind::Integer,
                     guest::ValueKind::Text(max) => ValueKind::Text(max),
                 }),
+                guest::ParamValue::Answered(field) => Otherwise::Answered(field),
             },
         })
         .collect();
     let params = Params::parse(rules, r.entries)
         .map_err(|problem| format!("{} {}: {problem}", r.method, r.path))?;
-    Ok(route.with_params(params))
+    Ok(route.with_params(params).sent_once(r.once))
 }

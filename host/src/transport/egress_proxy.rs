@@ -41,8 +41,8 @@ use super::http::response::{Body, text};
 use super::http::serve::Signals;
 use crate::config::http::NamedToken;
 use crate::egress::{
-    Access, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER, admit_body, admit_head,
-    admit_params,
+    Access, Binding, ClusterIndex, Denial, EgressRecord, Gate, REASON_HEADER, admit_body,
+    admit_head, admit_params,
 };
 use crate::policy::Action;
 use crate::route::BoundRoute;
@@ -67,8 +67,9 @@ pub struct ProxySettings {
 struct Proxy {
     app: Arc<App>,
     gate: Arc<Gate>,
-    /// The writes the policy lets out without a call to bind to.
-    writes: Vec<BoundRoute>,
+    /// The writes the policy lets out without a call to bind to: no
+    /// cluster, no plan, and each route bound open.
+    writes: Binding,
     /// The proxy's token, when it has one.
     token: Option<Tokens>,
     max_response: usize,
@@ -96,7 +97,10 @@ pub async fn run(
     let mut signals = Signals::new().context("listening for SIGTERM and SIGINT")?;
     let proxy = Arc::new(Proxy {
         gate: app.gate(),
-        writes: writes_allowed(&app),
+        writes: Binding {
+            writes: writes_allowed(&app),
+            ..Binding::default()
+        },
         token: settings.token.map(|secret| {
             Tokens::new(&[NamedToken {
                 name: "egress-proxy".into(),
@@ -113,7 +117,7 @@ pub async fn run(
     tracing::info!(
         %base,
         token = proxy.token.is_some(),
-        writes = proxy.writes.len(),
+        writes = proxy.writes.writes.len(),
         "egress proxy ready"
     );
     announce(&base);
@@ -255,7 +259,7 @@ impl Proxy {
             &uri,
             access,
             Some(cluster),
-            &self.writes,
+            &self.writes.writes,
         );
         if let Err(denial) = verdict {
             return self.refuse(record, denial, started).await;
@@ -270,8 +274,7 @@ impl Proxy {
         head.uri = uri.clone();
         head.headers
             .insert(http::header::CONTENT_TYPE, content_type.clone());
-        if let Err(denial) = admit_params(&self.gate, &mut record, &head, &body, &self.writes, None)
-        {
+        if let Err(denial) = admit_params(&self.gate, &mut record, &head, &body, &self.writes) {
             return self.refuse(record, denial, started).await;
         }
         let mut upstream = Request::builder().method(method).uri(uri);

@@ -116,6 +116,7 @@ mod component {
                             path: (*path).into(),
                             params: t.params.iter().map(param).collect(),
                             entries: t.entries.map(Into::into),
+                            once: false,
                         })
                         .collect(),
                     waits: t.waits,
