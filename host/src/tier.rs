@@ -27,7 +27,8 @@ pub enum Tier {
     Read,
     /// It declares routes, none of them destructive.
     Write,
-    /// It declares `destructiveHint`, or a route in [`DESTRUCTIVE`].
+    /// It declares `destructiveHint`, a route in [`DESTRUCTIVE`], or a
+    /// guarded read.
     Destructive,
 }
 
@@ -169,11 +170,15 @@ pub fn raised_by(tool: &ToolInfo) -> Vec<String> {
     names
 }
 
-/// Whether some call of `route` could send a write in [`DESTRUCTIVE`].
+/// Whether some call of `route` could send a write in [`DESTRUCTIVE`], or
+/// it is a guarded read.
 pub fn is_destructive(route: &Route) -> bool {
-    DESTRUCTIVE
-        .iter()
-        .any(|d| route.could_send(&d.method, d.tail))
+    // A guarded read shows what is inside a guest (its files, a command's
+    // output) or a secret: as much harm as most writes, and no undo.
+    route.is_guarded_read()
+        || DESTRUCTIVE
+            .iter()
+            .any(|d| route.could_send(&d.method, d.tail))
 }
 
 #[cfg(test)]

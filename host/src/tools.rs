@@ -59,12 +59,18 @@ impl ToolInfo {
     /// Whether this call of the tool waits, and so takes a wait slot and
     /// gets the longer deadline: a tool that declares it waits, called
     /// without routes (`pve_wait_task` always waits), or a write tool
-    /// called with `wait: true` and without `dry_run: true`. A write tool's
+    /// called with `wait: true` (or a `timeout` above 0: a guest command
+    /// it waits for) and without `dry_run: true`. A write tool's
     /// call that does not ask to wait never queues behind calls that do,
     /// and a component that waits anyway is held to the plain deadline.
     pub fn call_waits(&self, arguments: &JsonObject) -> bool {
         let flag = |name: &str| arguments.get(name) == Some(&serde_json::Value::Bool(true));
-        self.waits && (self.routes.is_empty() || (flag("wait") && !flag("dry_run")))
+        // A command's `timeout` is how long the call waits for it to end.
+        let timeout = arguments
+            .get("timeout")
+            .and_then(serde_json::Value::as_f64)
+            .is_some_and(|t| t > 0.0);
+        self.waits && (self.routes.is_empty() || ((flag("wait") || timeout) && !flag("dry_run")))
     }
 }
 

@@ -61,6 +61,7 @@ alice = "3f1c9a7e5b2d4f608e1a3c5b7d9f1e2a"
 path = "/var/log/pve-mcp/audit.jsonl"
 stderr = false
 include_arguments = true
+record_output = true
 max_size_mib = 64.0
 on_failure = "refuse"
 fsync = true

@@ -512,6 +512,7 @@ pub(crate) mod tests {
             authority: "a".into(),
             path: "/p".into(),
             params: None,
+            answer: None,
             decision: "allow",
             rule: "egress.gate",
             reason: None,

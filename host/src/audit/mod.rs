@@ -127,6 +127,7 @@ pub struct AuditLog {
     sender: mpsc::Sender<Batch>,
     writer: Option<std::thread::JoinHandle<()>>,
     include_arguments: bool,
+    record_output: bool,
     on_failure: OnFailure,
     redactor: Redactor,
 }
@@ -173,6 +174,7 @@ impl AuditLog {
             sender,
             writer: Some(writer),
             include_arguments: settings.include_arguments,
+            record_output: settings.record_output,
             on_failure: settings.on_failure,
             redactor,
         }))
@@ -218,7 +220,7 @@ impl AuditLog {
             approver: None,
             via: None,
         };
-        let records = egress_records(&head, &[request], &self.redactor);
+        let records = egress_records(&head, &[request], &self.redactor, self.record_output);
         if let Err(error) = self.write(records).await {
             tracing::error!("audit record of a proxied request lost ({error})");
         }
@@ -367,7 +369,7 @@ impl CallAudit<'_> {
         if let CallOutcome::Output { structured, .. } = &report.outcome {
             call.task = record::TaskSeen::from_answer(structured);
         }
-        let records = end_records(call, &report.egress, redactor);
+        let records = end_records(call, &report.egress, redactor, self.log.record_output);
         let result = self.log.write(records).await;
         if let Err(error) = result {
             match self.log.on_failure {
@@ -402,7 +404,7 @@ impl Drop for CallAudit<'_> {
                 // A hook panicked mid-push; the call is recorded anyway.
                 Err(poisoned) => poisoned.into_inner().clone(),
             };
-            let records = end_records(call, &egress, &self.log.redactor);
+            let records = end_records(call, &egress, &self.log.redactor, self.log.record_output);
             let _ = self.log.sender.send(Batch { records, ack: None });
         }
     }
@@ -410,7 +412,12 @@ impl Drop for CallAudit<'_> {
 
 /// A call's end record followed by one record per egress decision, the
 /// call's summary of them filled in.
-fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redactor) -> Vec<Record> {
+fn end_records(
+    mut call: CallRecord,
+    egress: &[EgressRecord],
+    redactor: &Redactor,
+    record_output: bool,
+) -> Vec<Record> {
     // The summary of refusals past the cap is no request: it gets its own
     // egress record (`egress.refused-more`) but no place in this list.
     call.upstream = egress
@@ -418,14 +425,20 @@ fn end_records(mut call: CallRecord, egress: &[EgressRecord], redactor: &Redacto
         .filter(|e| !matches!(e.denied, Some(Denial::RefusedMore(_))))
         .map(|e| record::upstream(e, redactor))
         .collect();
-    let mut records = egress_records(&call.head, egress, redactor);
+    let mut records = egress_records(&call.head, egress, redactor, record_output);
     records.insert(0, Record::Call(call));
     records
 }
 
 /// One `egress` record per request of a call with this head (the writer
-/// fills in `call_seq` from the call record before them, if any).
-fn egress_records(head: &CallHead, egress: &[EgressRecord], redactor: &Redactor) -> Vec<Record> {
+/// fills in `call_seq` from the call record before them, if any): a
+/// guarded read's answer with its text only when `record_output`.
+fn egress_records(
+    head: &CallHead,
+    egress: &[EgressRecord],
+    redactor: &Redactor,
+    record_output: bool,
+) -> Vec<Record> {
     egress
         .iter()
         .map(|e| {
@@ -444,6 +457,14 @@ fn egress_records(head: &CallHead, egress: &[EgressRecord], redactor: &Redactor)
                     .params
                     .as_ref()
                     .map(|p| record::redact_arguments(p, redactor)),
+                answer: e.answer.as_ref().map(|a| {
+                    let shown = if record_output {
+                        a.clone()
+                    } else {
+                        crate::egress::answer::without_text(a)
+                    };
+                    record::redact_arguments(&shown, redactor)
+                }),
                 decision: if e.denied.is_some() { "deny" } else { "allow" },
                 rule: record::egress_rule(e.denied.as_ref()),
                 reason: e
@@ -644,6 +665,7 @@ mod tests {
             authority: "h:8006".into(),
             path: "/api2/json/cluster/resources".into(),
             params: None,
+            answer: None,
             denied: None,
             status: None,
             failure: None,

@@ -187,6 +187,11 @@ pub struct EgressEntry {
     /// secrets masked), their `count` and the `sha256` of the whole list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Value>,
+    /// A guarded read's answer as the gate read it: each field of its
+    /// `data`, a string as its `bytes` and `sha256` (and its first 4 KiB
+    /// as `text` under `[audit] record_output = true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<serde_json::Value>,
     /// `allow` or `deny`.
     pub decision: &'static str,
     /// The gate's rule: `egress.gate` when allowed, else which check refused.
@@ -363,6 +368,7 @@ mod tests {
             authority: "h:1".into(),
             path: "/p".into(),
             params: None,
+            answer: None,
             decision: "deny",
             rule: egress_rule(Some(&Denial::Method)),
             reason: Some("method not allowed".into()),

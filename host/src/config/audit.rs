@@ -44,6 +44,10 @@ section! {
     /// What a write failure does to the call.
     on_failure: OnFailure = custom(read_on_failure, OnFailure::Refuse)
         from on_failure: Option<String>;
+    /// Keep the text of what guarded reads answered (a command's output, a
+    /// guest file's first 4 KiB), not only its size and SHA-256.
+    record_output: bool = flag(default false, env "PVE_MCP_AUDIT_RECORD_OUTPUT")
+        from record_output;
     /// `fsync` after every record, so a power loss loses nothing either.
     fsync: bool = flag(default false, env "PVE_MCP_AUDIT_FSYNC") from fsync;
 }

@@ -434,4 +434,86 @@ mod tests {
             Err(Denial::OtherCluster)
         );
     }
+
+    #[test]
+    fn a_guarded_read_leaves_only_through_a_route_that_declares_it() {
+        let gate = Gate::new(vec![endpoint("a", "https://10.0.0.1:8006")]);
+        let bound = gate.resolve(None);
+        let uri = |p: &str| -> http::Uri {
+            format!("https://10.0.0.1:8006/api2/json{p}")
+                .parse()
+                .unwrap()
+        };
+        let read = |p: &str, writes: &[BoundRoute]| {
+            gate.check(&Method::GET, &uri(p), Access::Write, bound, writes)
+        };
+        let file = "/nodes/pve1/qemu/100/agent/file-read";
+        // Any tool's GET of a guest's file, or its encoded spelling, is
+        // refused without a route for it; an ordinary read is not.
+        for path in [
+            file,
+            "/nodes/pve1/qemu/100/agent/file%2Dread",
+            "/nodes/pve1/qemu/100/agent/exec-status",
+            "/nodes/pve1/qemu/100/cloudinit/dump",
+            "/nodes/pve1/journal",
+        ] {
+            assert!(
+                matches!(read(path, &[]), Err(Denial::GuardedRead(_))),
+                "{path}"
+            );
+        }
+        assert_eq!(
+            read("/nodes/pve1/qemu/100/agent/get-osinfo", &[]),
+            Ok(ClusterIndex(0))
+        );
+        let route = crate::route::Route::parse("GET", "/nodes/{node}/qemu/{vmid}/agent/file-read")
+            .unwrap()
+            .with_params(
+                crate::route::Params::parse(
+                    vec![crate::route::params::ParamRule {
+                        name: "file".into(),
+                        argument: Some("path".into()),
+                        otherwise: crate::route::params::Otherwise::Absent,
+                    }],
+                    None,
+                )
+                .unwrap(),
+            );
+        let args = serde_json::json!({"vmid": 100, "path": "/var/log/syslog"});
+        let writes = [route.bind(args.as_object().unwrap())];
+        assert_eq!(read(file, &writes), Ok(ClusterIndex(0)));
+        assert!(matches!(
+            read("/nodes/pve1/qemu/101/agent/file-read", &writes),
+            Err(Denial::GuardedRead(_))
+        ));
+        // Its query is held to the route like a write's body.
+        let params = |file: &str| vec![("file".to_string(), file.to_string())];
+        let nothing = crate::route::params::nothing_answered;
+        assert_eq!(
+            gate.check_params(
+                &Method::GET,
+                &uri(file),
+                &params("/var/log/syslog"),
+                &writes,
+                &nothing
+            ),
+            Ok(Some(0))
+        );
+        assert!(matches!(
+            gate.check_params(
+                &Method::GET,
+                &uri(file),
+                &params("/etc/shadow"),
+                &writes,
+                &nothing
+            ),
+            Err(Denial::Params(_))
+        ));
+        // An ordinary read carries what it likes.
+        let osinfo = uri("/nodes/pve1/qemu/100/agent/get-osinfo");
+        assert_eq!(
+            gate.check_params(&Method::GET, &osinfo, &params("x"), &writes, &nothing),
+            Ok(None)
+        );
+    }
 }

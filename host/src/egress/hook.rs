@@ -15,10 +15,12 @@ use wasmtime_wasi_http::{
 
 use super::access::Access;
 use super::admission::{admit_body, admit_head, admit_params};
+use super::answer;
 use super::binding::Binding;
 use super::forward::forward;
 use super::gate::Gate;
 use super::record::{CallBudget, EgressLog, complete, count_sent, deny, deny_more, push};
+use crate::upstream::UpstreamFailure;
 
 /// A denied request's body is read (up to these bounds) before the denial
 /// is returned: wstd writes the body while it waits for the response, and
@@ -155,12 +157,32 @@ impl WasiHttpHooks for CallHooks {
             if !count_sent(&log, &tool, &budget, &record) {
                 return Err(HttpError::HttpRequestDenied);
             }
+            // The answers the gate reads: a write's when later requests may
+            // carry what it answered, a guarded read's for its record.
+            let keeps_answer = if parts.method == http::Method::GET {
+                Gate::guards(&parts.method, &parts.uri)
+            } else {
+                !binding.answer_fields.is_empty()
+            };
+            let is_read = parts.method == http::Method::GET;
             let request = Request::from_parts(parts, Full::new(body));
             // Recorded as it leaves (no status yet) and completed when the
             // answer comes: a call cancelled while this waits still shows
             // that the request was sent.
             let slot = push(&log, record.clone());
-            let result = forward(&endpoint.upstream, request, max_response).await;
+            let result = match forward(&endpoint.upstream, request, max_response).await {
+                Ok(response) if keeps_answer && response.status().is_success() => {
+                    kept(response, |body| {
+                        if is_read {
+                            record.answer = answer::summary(body);
+                        } else {
+                            binding.history.remember(&binding.answer_fields, body);
+                        }
+                    })
+                    .await
+                }
+                other => other,
+            };
             record.elapsed = started.elapsed();
             match &result {
                 Ok(response) => record.status = Some(response.status().as_u16()),
@@ -183,6 +205,28 @@ impl WasiHttpHooks for CallHooks {
             Ok((response, Box::new(async { Ok(()) }) as IoFuture))
         })
     }
+}
+
+/// The response with its body read whole and shown to `keep` first, then
+/// handed on as it came; a body that fails (over the cap, cut off) fails
+/// the guest's read the same way it would have streamed.
+async fn kept(
+    response: Response<WasiBody>,
+    keep: impl FnOnce(&[u8]),
+) -> Result<Response<WasiBody>, (UpstreamFailure, HttpError)> {
+    let (parts, body) = response.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let failure = UpstreamFailure::Other(format!("the answer could not be read: {e}"));
+            return Err((failure, e));
+        }
+    };
+    keep(&bytes);
+    let body = Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    Ok(Response::from_parts(parts, body))
 }
 
 async fn drain(body: WasiBody) {

@@ -59,6 +59,9 @@ pub struct EgressRecord {
     /// [`super::sent::recorded`]); `None` for a read, or a write refused
     /// before they were read.
     pub params: Option<serde_json::Value>,
+    /// The summary of a guarded read's answer (see [`super::answer`]),
+    /// made from what Proxmox answered.
+    pub answer: Option<serde_json::Value>,
     /// The denial, if the gate refused it.
     pub denied: Option<Denial>,
     /// Upstream status, when a response arrived.
@@ -80,6 +83,7 @@ impl EgressRecord {
             authority: bounded(uri.authority().map(|a| a.as_str()).unwrap_or_default()),
             path: bounded(uri.path()),
             params: None,
+            answer: None,
             denied: None,
             status: None,
             failure: None,
@@ -288,6 +292,7 @@ fn summarise(records: &mut Vec<EgressRecord>, tool: &str, n: usize) {
                 authority: String::new(),
                 path: String::new(),
                 params: None,
+                answer: None,
                 denied: Some(Denial::RefusedMore(more)),
                 status: None,
                 failure: None,
@@ -345,6 +350,7 @@ mod tests {
             authority: "pve1:8006".into(),
             path: "/api2/json/version".into(),
             params: None,
+            answer: None,
             denied: None,
             status: None,
             failure: None,

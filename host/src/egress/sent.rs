@@ -152,12 +152,19 @@ pub fn recorded(sent: &Sent) -> Value {
         hash.update(b"&");
         let name = cut(name, RECORDED_VALUE);
         let value = cut(value, RECORDED_VALUE);
-        if total + name.len() + value.len() > RECORDED_TOTAL || params.contains_key(&name) {
+        if total + name.len() + value.len() > RECORDED_TOTAL {
             left += 1;
             continue;
         }
         total += name.len() + value.len();
-        params.insert(name, Value::String(value));
+        // A name sent again (a list's elements) keeps every value, in order.
+        match params.get_mut(&name) {
+            Some(Value::Array(values)) => values.push(Value::String(value)),
+            Some(first) => *first = Value::Array(vec![first.take(), Value::String(value)]),
+            None => {
+                params.insert(name, Value::String(value));
+            }
+        }
     }
     if left > 0 {
         params.insert("…".into(), Value::String(format!("{left} more not shown")));
@@ -174,7 +181,11 @@ fn cut(text: &str, max: usize) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…[{} bytes]", &text[..end], text.len())
+    let hash: String = Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}…[{} bytes, sha256 {hash}]", &text[..end], text.len())
 }
 
 #[cfg(test)]

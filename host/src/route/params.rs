@@ -866,4 +866,71 @@ mod tests {
         let many: Vec<String> = (0..64).map(|i| format!("value-{i}")).collect();
         assert!(bounded_list(&many).chars().count() <= 201);
     }
+
+    #[test]
+    fn a_list_argument_is_its_elements_in_order_and_an_answer_only_what_was_answered() {
+        let exec = Params::parse(
+            vec![
+                rule("command", Some("command"), Otherwise::Absent),
+                rule("input-data", Some("input"), Otherwise::Absent),
+            ],
+            None,
+        )
+        .unwrap();
+        let args = json!({"command": ["systemctl", "status", "nginx"]});
+        let bound = exec.bind(args.as_object().unwrap());
+        let argv = |v: &[&str]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|a| ("command".to_string(), a.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            bound.admits(&argv(&["systemctl", "status", "nginx"]), &nothing_answered),
+            Ok(())
+        );
+        for other in [
+            &["systemctl", "restart", "nginx"][..],
+            &["systemctl", "nginx", "status"],
+            &["systemctl", "status", "nginx", "--now"],
+        ] {
+            let e = bound.admits(&argv(other), &nothing_answered).unwrap_err();
+            assert!(e.contains("`command`"), "{other:?}: {e}");
+        }
+        let e = bound
+            .admits(&argv(&["systemctl", "status"]), &nothing_answered)
+            .unwrap_err();
+        assert!(e.contains("sent 2 times"), "{e}");
+        // No input argument: no stdin either.
+        let mut with_input = argv(&["systemctl", "status", "nginx"]);
+        with_input.push(("input-data".into(), "rm -rf /".into()));
+        assert!(bound.admits(&with_input, &nothing_answered).is_err());
+        // A scalar argument is still sent once.
+        let scalar = exec.bind(json!({"command": "df"}).as_object().unwrap());
+        let e = scalar
+            .admits(&argv(&["df", "df"]), &nothing_answered)
+            .unwrap_err();
+        assert!(e.contains("sent twice"), "{e}");
+
+        let status = Params::parse(
+            vec![rule("pid", None, Otherwise::Answered("pid".into()))],
+            None,
+        )
+        .unwrap();
+        let bound = status.bind(&JsonObject::new());
+        let pid = |p: &str| vec![("pid".to_string(), p.to_string())];
+        let answered = |field: &str, value: &str| field == "pid" && value == "4242";
+        assert_eq!(bound.admits(&pid("4242"), &answered), Ok(()));
+        let e = bound.admits(&pid("4241"), &answered).unwrap_err();
+        assert!(e.contains("reads back only what it started"), "{e}");
+        assert!(bound.admits(&pid("4242"), &nothing_answered).is_err());
+        assert_eq!(bound.chosen_by_the_tool().count(), 0);
+        // Bound to no call (the egress proxy), any pid.
+        assert!(
+            status
+                .bind_open()
+                .admits(&pid("1"), &nothing_answered)
+                .is_ok()
+        );
+        assert_eq!(status.to_string(), "pid=<answered pid>");
+    }
 }

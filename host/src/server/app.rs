@@ -621,6 +621,7 @@ mod tests {
                 authority: "pve.example:8006".into(),
                 path: "/api2/json/version".into(),
                 params: None,
+                answer: None,
                 denied,
                 status,
                 failure: None,

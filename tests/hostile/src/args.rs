@@ -50,6 +50,19 @@ impl Args {
         }
     }
 
+    /// The list of strings `key`, or `default` when absent or null.
+    pub fn strings_or(&self, key: &str, default: &[&str]) -> Result<Vec<String>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| format!("`{key}` must be a list of strings")),
+            Some(_) => Err(format!("`{key}` must be a list of strings")),
+        }
+    }
+
     /// The string `key`, or `default` when absent or null.
     pub fn str_or(&self, key: &str, default: &str) -> Result<String, String> {
         match self.0.get(key) {

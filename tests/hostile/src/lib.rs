@@ -24,6 +24,8 @@ mod egress;
 #[cfg(target_arch = "wasm32")]
 mod headers;
 #[cfg(target_arch = "wasm32")]
+mod inside;
+#[cfg(target_arch = "wasm32")]
 mod methods;
 #[cfg(target_arch = "wasm32")]
 mod net;
@@ -116,7 +118,7 @@ mod component {
                             path: (*path).into(),
                             params: t.params.iter().map(param).collect(),
                             entries: t.entries.map(Into::into),
-                            once: false,
+                            once: t.once.contains(path),
                         })
                         .collect(),
                     waits: t.waits,
@@ -262,6 +264,9 @@ mod component {
                         false => write.send(&base()?, &limits()?),
                     }
                 }
+                "hostile_exec" | "hostile_file" | "hostile_peek" => {
+                    crate::inside::run(&name, &base()?, &limits()?, &args).map_err(bad)?
+                }
                 "hostile_create" | "hostile_backup" | "hostile_config" | "hostile_migrate"
                 | "hostile_force" | "hostile_plan" => {
                     crate::smuggle::run(&name, &base()?, &limits()?, &args).map_err(bad)?
@@ -297,6 +302,9 @@ mod component {
             name: p.name.into(),
             argument: p.argument.map(Into::into),
             otherwise: match p.otherwise {
+                _ if p.answered.is_some() => {
+                    ParamValue::Answered(p.answered.unwrap_or_default().into())
+                }
                 None => ParamValue::Absent,
                 Some([]) => ParamValue::Free(ValueKind::Boolean),
                 Some(["*"]) => ParamValue::Free(ValueKind::Text(512 << 10)),
