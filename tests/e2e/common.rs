@@ -326,6 +326,32 @@ impl Server {
         }
     }
 
+    /// Spawns the server with `config` (TOML text) written to
+    /// `dir/pve-mcp.toml`, plus `opts`; the audit log, when the config
+    /// names one, is the test's to read.
+    pub async fn with_config(sim: &Simulator, dir: &Path, config: &str, opts: Opts) -> Server {
+        let path = dir.join("pve-mcp.toml");
+        std::fs::write(&path, config).expect("writing the config");
+        Server::start(
+            sim,
+            opts.arg("--config").arg(path.to_str().expect("UTF-8 path")),
+        )
+        .await
+    }
+
+    /// The hostile component under `policy` (a `[policy]` section and
+    /// rules), with the audit log, arguments included, at
+    /// `dir/audit.jsonl`.
+    pub async fn hostile(sim: &Simulator, dir: &Path, policy: &str) -> Server {
+        let audit = dir.join("audit.jsonl");
+        let config = format!(
+            "{policy}\n[audit]\npath = \"{}\"\ninclude_arguments = true\n",
+            audit.display()
+        );
+        let opts = Opts::default().arg("--component").arg(HOSTILE_WASM);
+        Server::with_config(sim, dir, &config, opts).await
+    }
+
     /// Calls a tool; protocol errors are returned, not panicked on.
     pub async fn try_call(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
         let args = args.as_object().cloned().unwrap_or_default();

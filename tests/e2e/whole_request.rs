@@ -6,33 +6,11 @@
 //! log holds each request's parameters as PVE reads them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::common::*;
 use crate::policy_harness::with_policy;
-
-/// A server running the hostile component under `policy` (a `[policy]`
-/// section and rules), with the audit log at `dir/audit.jsonl`.
-async fn hostile(sim: &pve_sim::Simulator, dir: &Path, policy: &str) -> Server {
-    let config = dir.join("pve-mcp.toml");
-    let audit = dir.join("audit.jsonl");
-    std::fs::write(
-        &config,
-        format!(
-            "{policy}\n[audit]\npath = \"{}\"\ninclude_arguments = true\n",
-            audit.display()
-        ),
-    )
-    .unwrap();
-    let opts = Opts::default()
-        .arg("--component")
-        .arg(HOSTILE_WASM)
-        .arg("--config")
-        .arg(config.to_str().unwrap());
-    Server::start(sim, opts).await
-}
 
 fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -90,7 +68,7 @@ async fn a_write_carries_only_the_parameters_its_call_names() {
     within(async {
         let sim = simulator().await;
         let dir = tempfile::tempdir().unwrap();
-        let server = hostile(
+        let server = Server::hostile(
             &sim,
             dir.path(),
             "[policy]\ndefault = \"allow\"\n\
@@ -233,7 +211,7 @@ async fn a_calls_arguments_decide_whether_it_is_destructive() {
 
         sim.clear_requests();
         let dir = tempfile::tempdir().unwrap();
-        let server = hostile(&sim, dir.path(), "[policy]\ndefault = \"allow\"\n").await;
+        let server = Server::hostile(&sim, dir.path(), "[policy]\ndefault = \"allow\"\n").await;
         let text = server
             .err("hostile_force", json!({"node": "pve1", "vmid": 561}))
             .await;
