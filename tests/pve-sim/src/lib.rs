@@ -59,6 +59,25 @@
 //!   `QEMU guest agent is not running`. LXC `interfaces`: running CTs 106
 //!   (`10.0.0.106/24`), 107; stopped 108/200 → `CT <id> not running`.
 //!   Guest IPv4 is `10.0.<vmid/250>.<vmid%250>`.
+//! - **Guest agent** (`agent/info`, `get-osinfo`, `get-host-name`,
+//!   `get-fsinfo`, `get-users`, `get-timezone`, `get-time`, `get-vcpus`,
+//!   `exec`, `exec-status`, `file-read`, `file-write`): the same checks and
+//!   texts as above, in PVE's order (config on the node, agent configured,
+//!   VM running, agent answering). VM 100 runs Debian 12 (qemu-ga 7.2.11,
+//!   host name = VM name): `/` is `sda2`, ext4, 4 GiB and 95 % full,
+//!   `/boot` is `sda1`; files `/etc/hostname`, `/etc/os-release`,
+//!   `/etc/passwd`, `/etc/shadow`, `/var/log/syslog` (2,000 lines) and the
+//!   binary `/usr/bin/tool`. `exec` runs a fake interpreter (the table in
+//!   `guest_exec.rs`: `df -h`, `systemctl status`, `cat`, `sleep`, `seq`,
+//!   ...; output kept up to 1 MiB, qemu-ga keeps 16 MiB); an unknown
+//!   program is `Agent error: Guest agent command failed, error was
+//!   'Failed to execute child process “x” (No such file or directory)'`.
+//!   A finished process is reported once, then its pid is `Agent error:
+//!   Invalid parameter 'pid'`. File writes persist per VM. With
+//!   [`Shapes::Real`], VM 111's agent answers every command with its
+//!   `Unsupported` error (200 for the passthrough reads, `Agent error:`
+//!   500 for exec and files). [`SimConfig::pve8_nodes`] gives PVE 8's
+//!   `VM.Monitor` checks and `file-read` without `count`/`decode`/`offset`.
 //! - **Tasks** (newest first; node lists need Sys.Audit or ownership):
 //!   pve1 has 7 finished tasks, among them [`LONG_LOG_UPID`] (vzdump, OK,
 //!   413 log lines), `qmstart 100` by `root@pam!mcp` (OK), `qmstart 104`
@@ -156,6 +175,8 @@ mod auth;
 mod conf;
 mod errors;
 mod faults;
+mod guest_exec;
+mod guest_os;
 mod handlers;
 mod log;
 mod params;
@@ -296,6 +317,14 @@ pub struct SimConfig {
     /// How long the worker tasks of write requests take (default
     /// [`DEFAULT_TASK_DURATION`]); see also [`Simulator::set_task_duration`].
     pub task_duration: Duration,
+    /// Nodes that run PVE 8 instead of 9 (e.g. `["pve2"]`, a cluster in
+    /// mid-upgrade). On them the guest agent endpoints check PVE 8's single
+    /// `VM.Monitor` instead of `VM.GuestAgent.*`, and `agent/file-read`
+    /// takes only `file` (`count`, `decode`, `offset` answer 400 `property
+    /// is not defined in schema ...`, even with a PVE 9 `apidata.json`
+    /// loaded) and always returns decoded content. Each node on a
+    /// request's way checks with its own release's privileges.
+    pub pve8_nodes: Vec<String>,
 }
 
 impl Default for SimConfig {
@@ -308,6 +337,7 @@ impl Default for SimConfig {
             cluster: ClusterFlavor::Primary,
             shapes: Shapes::Schema,
             task_duration: DEFAULT_TASK_DURATION,
+            pve8_nodes: Vec::new(),
         }
     }
 }

@@ -37,6 +37,10 @@ struct Args {
     /// How long the worker tasks of write requests take, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = pve_sim::DEFAULT_TASK_DURATION.as_millis() as u64)]
     task_ms: u64,
+    /// A node that runs PVE 8 (its agent endpoints check `VM.Monitor`,
+    /// file-read takes no count/decode/offset); repeat for more.
+    #[arg(long = "pve8-node", value_name = "NODE")]
+    pve8_nodes: Vec<String>,
 }
 
 #[tokio::main]
@@ -67,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
             Shapes::Schema
         },
         task_duration: std::time::Duration::from_millis(args.task_ms),
+        pve8_nodes: args.pve8_nodes,
         ..SimConfig::default()
     };
     let sim = Simulator::start_on(cfg, args.port).await?;

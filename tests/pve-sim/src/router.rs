@@ -29,6 +29,10 @@ pub(crate) struct Route {
     /// Parameters the handler accepts, path parameters included. Used to
     /// answer 400 like PVE when no `apidata.json` is loaded.
     pub spec: MethodSchema,
+    /// What a node running PVE 8 checks instead, where that differs: its
+    /// permission and its parameter spec (which then also overrides a
+    /// loaded `apidata.json`, a PVE 9 schema).
+    pub pve8: Option<(Perm, Option<MethodSchema>)>,
 }
 
 impl Route {
@@ -51,6 +55,7 @@ impl Route {
             proxyto: None,
             allowtoken: true,
             spec: MethodSchema::strict(vec![]),
+            pve8: None,
         }
     }
 
@@ -89,6 +94,25 @@ impl Route {
     pub fn no_token(mut self) -> Route {
         self.allowtoken = false;
         self
+    }
+
+    /// PVE 8's permission, and its parameters when they differ.
+    pub fn pve8(mut self, perm: Perm, props: Option<Vec<(&str, Prop)>>) -> Route {
+        self.pve8 = Some((perm, props.map(MethodSchema::strict)));
+        self
+    }
+
+    /// The permission a node checks (`pve8`: it runs PVE 8).
+    pub fn perm_on(&self, pve8: bool) -> Perm {
+        match &self.pve8 {
+            Some((perm, _)) if pve8 => *perm,
+            _ => self.perm,
+        }
+    }
+
+    /// PVE 8's own parameter spec, when the route has one.
+    pub fn pve8_spec(&self) -> Option<&MethodSchema> {
+        self.pve8.as_ref().and_then(|(_, spec)| spec.as_ref())
     }
 
     pub fn params(mut self, props: Vec<(&str, Prop)>) -> Route {

@@ -106,6 +106,8 @@ fn primary(scenario: &Scenario) -> Cluster {
         generation: 0,
         work: crate::work::Work::default(),
         resource_cache: Mutex::new(ResourceCache::default()),
+        pve8_nodes: Vec::new(),
+        guest_os: BTreeMap::new(),
     }
 }
 
@@ -1113,5 +1115,7 @@ fn secondary() -> Cluster {
         generation: 0,
         work: crate::work::Work::default(),
         resource_cache: Mutex::new(ResourceCache::default()),
+        pve8_nodes: Vec::new(),
+        guest_os: BTreeMap::new(),
     }
 }

@@ -78,8 +78,10 @@ pub(crate) async fn start(cfg: SimConfig, port: u16) -> anyhow::Result<Started> 
     let material = tls::generate()?;
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
+    let mut cluster = seed::build_flavor(&cfg.scenario, &cfg.cluster, cfg.shapes);
+    cluster.pve8_nodes = cfg.pve8_nodes.clone();
     let shared = Arc::new(Shared {
-        cluster: RwLock::new(seed::build_flavor(&cfg.scenario, &cfg.cluster, cfg.shapes)),
+        cluster: RwLock::new(cluster),
         cfg,
         log: RequestLog::default(),
         violations: Mutex::new(Vec::new()),
@@ -474,25 +476,35 @@ async fn process(
         ));
     }
     let p = Params::new(&raw, &path_params);
-    check_permission(route.perm, ident.as_ref(), &p)?;
-
-    let node = {
+    // Every node on the way checks with its own release's rules: the one
+    // that received the call, then the one it is proxied to.
+    let (local, local_pve8) = {
         let c = read(&shared.cluster);
-        match route.proxyto {
+        (c.local_node.clone(), c.is_pve8(&c.local_node))
+    };
+    check_permission(route.perm_on(local_pve8), ident.as_ref(), &p)?;
+
+    let (node, node_pve8) = {
+        let c = read(&shared.cluster);
+        let node = match route.proxyto {
             Some(param) => resolve_node(&c, p.path(param))?,
             None => c.local_node.clone(),
-        }
+        };
+        let pve8 = c.is_pve8(&node);
+        (node, pve8)
     };
+    if node != local {
+        check_permission(route.perm_on(node_pve8), ident.as_ref(), &p)?;
+    }
 
-    let errors = match schema_errors {
-        Some(e) => e,
-        None => {
-            let mut all = raw.clone();
-            for (k, v) in &path_params {
-                all.insert(k.clone(), vec![v.clone()]);
-            }
-            route.spec.validate(&all)
-        }
+    let mut all = raw.clone();
+    for (k, v) in &path_params {
+        all.insert(k.clone(), vec![v.clone()]);
+    }
+    let errors = match (route.pve8_spec().filter(|_| node_pve8), schema_errors) {
+        (Some(spec), _) => spec.validate(&all),
+        (None, Some(e)) => e,
+        (None, None) => route.spec.validate(&all),
     };
     if !errors.is_empty() {
         return Err(ApiError::params(errors));

@@ -331,11 +331,31 @@ pub(crate) struct Cluster {
     /// Running worker tasks and their timing.
     pub work: crate::work::Work,
     pub resource_cache: Mutex<ResourceCache>,
+    /// Nodes that run PVE 8 (qemu-server 8): their agent endpoints check
+    /// `VM.Monitor` and `file-read` takes no `count`/`decode`/`offset`.
+    pub pve8_nodes: Vec<String>,
+    /// The inside of the VMs the guest agent was asked about, by vmid
+    /// (seeded on first use by [`Cluster::guest_os_mut`]).
+    pub guest_os: BTreeMap<u32, crate::guest_os::GuestOs>,
 }
 
 impl Cluster {
     pub fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// Whether `node` runs PVE 8 rather than 9.
+    pub fn is_pve8(&self, node: &str) -> bool {
+        self.pve8_nodes.iter().any(|n| n == node)
+    }
+
+    /// The guest OS of VM `vmid`, seeded from the guest on first use.
+    pub fn guest_os_mut(&mut self, vmid: u32) -> Option<&mut crate::guest_os::GuestOs> {
+        if !self.guest_os.contains_key(&vmid) {
+            let os = crate::guest_os::GuestOs::seed(self.guests.get(&vmid)?);
+            self.guest_os.insert(vmid, os);
+        }
+        self.guest_os.get_mut(&vmid)
     }
 
     /// The guest with this vmid if its config lives on `node` with `kind`

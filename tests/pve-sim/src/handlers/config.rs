@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::Ctx;
 use crate::errors::{ApiError, HandlerResult, Reply};
 use crate::seed::{T0, mix};
-use crate::state::{Guest, GuestKind, RunState};
+use crate::state::{Guest, GuestKind};
 
 fn find<'c>(
     c: &'c crate::state::Cluster,
@@ -405,29 +405,9 @@ fn addr(ip: &str, ty: &str, prefix: u32) -> Value {
     json!({"ip-address": ip, "ip-address-type": ty, "prefix": prefix})
 }
 
-/// `agent/network-get-interfaces`: PVE's `agent_available` checks, then
-/// the agent's own answer under `result`.
-pub(crate) fn agent_network(ctx: &Ctx<'_>) -> HandlerResult {
-    let c = ctx.cluster();
-    let g = find(&c, ctx, GuestKind::Qemu)?;
-    if !g.agent {
-        return Err(ApiError::new(500, "No QEMU guest agent configured\n"));
-    }
-    if g.run == RunState::Stopped {
-        return Err(ApiError::new(
-            500,
-            format!("VM {} is not running\n", g.vmid),
-        ));
-    }
-    if g.agent_hangs || g.run == RunState::Paused {
-        return Err(ApiError::new(500, "QEMU guest agent is not running\n"));
-    }
-    if let Some((class, desc)) = g.agent_error {
-        // qemu-server's Agent.pm hands the agent's answer back unchecked.
-        return Ok(Reply::Data(
-            json!({"result": {"error": {"class": class, "desc": desc}}}),
-        ));
-    }
+/// What `guest-network-get-interfaces` answers for `g` (the agent
+/// endpoints are in [`super::agent`]).
+pub(crate) fn agent_interfaces(g: &Guest) -> Value {
     let v = u64::from(g.vmid);
     let s = &g.stats;
     let lo = json!({
@@ -454,7 +434,7 @@ pub(crate) fn agent_network(ctx: &Ctx<'_>) -> HandlerResult {
             "tx-bytes": s.netin, "tx-packets": s.netin / 1_100, "tx-errs": 0, "tx-dropped": 0,
         },
     });
-    Ok(Reply::Data(json!({ "result": [lo, eth0] })))
+    json!([lo, eth0])
 }
 
 /// `GET /nodes/{node}/lxc/{vmid}/interfaces`.

@@ -2,6 +2,9 @@
 
 mod access;
 mod act;
+mod agent;
+mod agent_exec;
+mod agent_file;
 mod backup;
 mod cluster;
 mod config;
@@ -106,6 +109,7 @@ fn config_params() -> Vec<(&'static str, Prop)> {
 
 pub(crate) fn routes() -> Vec<Route> {
     let mut all = read_routes();
+    all.extend(agent::routes());
     all.extend(write_routes::routes());
     all
 }
@@ -183,16 +187,6 @@ fn read_routes() -> Vec<Route> {
             .perm(VM_AUDIT)
             .proxy("node")
             .params(node_vmid()),
-        Route::get(
-            "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
-            config::agent_network,
-        )
-        .perm(Perm::check_any(
-            "/vms/{vmid}",
-            &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],
-        ))
-        .proxy("node")
-        .params(node_vmid()),
         Route::get(
             "/nodes/{node}/lxc/{vmid}/interfaces",
             config::lxc_interfaces,

@@ -115,6 +115,22 @@ impl Prop {
         Prop::of(Ty::Number)
     }
 
+    /// `type => 'array'` whose every element must match `items`.
+    pub fn array(items: Prop) -> Self {
+        let mut p = Prop::of(Ty::Array);
+        p.items = Some(Box::new(items));
+        p
+    }
+
+    /// `maximum`.
+    pub fn max(mut self, max: i64) -> Self {
+        self.maximum = Some(Bound {
+            value: max as f64,
+            text: max.to_string(),
+        });
+        self
+    }
+
     /// A Perl regex the whole value must match.
     pub fn pattern(mut self, re: &str) -> Self {
         self.pattern = Some(Pattern::new(re));

@@ -1,6 +1,7 @@
 //! End-to-end tests over real HTTPS: a hyper client that trusts only the
 //! simulator's CA talks to a running simulator.
 
+mod agent;
 mod auth;
 mod endpoints;
 mod faults;
