@@ -82,12 +82,13 @@ pub fn route_table(tools: &[ToolInfo]) -> String {
                 } else {
                     params
                 };
-                format!("{r}  params: {params}")
+                let once = if r.is_once() { " (once per call)" } else { "" };
+                format!("{r}{once}  params: {params}")
             }
         });
         let first = routes
             .next()
-            .unwrap_or_else(|| "- (reads only: GET under /api2/json/)".into());
+            .unwrap_or_else(|| "- (reads only: GET under /api2/json/, no guarded read)".into());
         out.push_str(&format!("{:width$}  {first}\n", tool.name));
         for route in routes {
             out.push_str(&format!("{:width$}  {route}\n", ""));
