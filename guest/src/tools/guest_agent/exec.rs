@@ -286,6 +286,7 @@ mod tests {
         assert_eq!(s["stdout_bytes"], 31);
         assert_eq!(s["stderr"], "");
         assert_eq!(s["stdout_truncated"], false);
+        assert_eq!(s["requests"][0]["params"]["command"], json!(["df", "-h"]));
         assert!(out.summary.contains("ended with exit code 0"), "{}", out.summary);
     }
 
