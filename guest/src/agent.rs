@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use crate::error::{ToolError, quoted};
+use crate::resolve::Target;
 
 /// The agent's answer to `command` for `label` (e.g. "VM 101"), or a tool
 /// error quoting the agent's own error class and description and saying
@@ -34,6 +35,53 @@ pub fn result<'a>(data: &'a Value, label: &str, command: &str) -> Result<&'a Val
         field("class"),
         field("desc"),
     )))
+}
+
+/// Turns the failures of an agent-backed request for `target` into
+/// instructions: no agent configured, the agent not running or not
+/// answering, the VM not running, and the agent's own error (qemu-server's
+/// `Agent error: ...`, a 500), quoted. Anything else is returned as it is.
+pub fn explain(target: &Target, e: ToolError) -> ToolError {
+    let ToolError::Upstream(msg) = &e else {
+        return e;
+    };
+    let lower = msg.to_ascii_lowercase();
+    let label = target.label();
+    let vmid = target.vmid;
+    let text = if lower.contains("no qemu guest agent configured") {
+        format!(
+            "{label} has no QEMU guest agent configured. Enable the agent option \
+             (pve_set_vm_config with {{\"agent\": \"1\"}}, or qm set {vmid} --agent enabled=1), \
+             then a full stop and start of the VM, and install qemu-guest-agent inside the guest."
+        )
+    } else if lower.contains("guest agent is not running") {
+        format!(
+            "The QEMU guest agent in {label} is not running: install the qemu-guest-agent \
+             package inside the guest and start its service (e.g. systemctl enable --now \
+             qemu-guest-agent; on Windows the QEMU Guest Agent service from the virtio drivers)."
+        )
+    } else if lower.contains("agent error") {
+        let hint = if lower.contains("no such file") || lower.contains("failed to execute") {
+            " Check that the program or file exists in the guest; give a program's full \
+             path (e.g. /usr/bin/df)."
+        } else if lower.contains("permission denied") || lower.contains("access is denied") {
+            " The guest refused access: check the file's permissions (the agent usually runs \
+             as root, or SYSTEM on Windows) and any SELinux or AppArmor policy."
+        } else {
+            ""
+        };
+        format!("The QEMU guest agent in {label} failed the command.{hint}")
+    } else if lower.contains("got timeout") {
+        format!(
+            "The QEMU guest agent in {label} did not answer in time: it may be busy, hung or \
+             not installed. Check it inside the guest (systemctl status qemu-guest-agent)."
+        )
+    } else if lower.contains("not running") {
+        format!("{label} is not running; start it first (pve_start_vm).")
+    } else {
+        return e;
+    };
+    ToolError::Upstream(format!("{text} Proxmox said: {msg}"))
 }
 
 #[cfg(test)]

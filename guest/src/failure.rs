@@ -180,6 +180,9 @@ fn forbidden(message: &str, said: &str) -> String {
     } else {
         privs.to_owned()
     };
+    if let Some(text) = guest_agent_privilege(path, &alternatives, &needed, said) {
+        return text;
+    }
     let role = if alternatives.iter().any(|p| AUDITOR_PRIVS.contains(p)) {
         "PVEAuditor".to_owned()
     } else {
@@ -191,6 +194,42 @@ fn forbidden(message: &str, said: &str) -> String {
          privilege-separated token (the default) needs the ACL on the token itself, not only \
          on its user."
     )
+}
+
+/// The 403 fix for the guest agent's privileges, which Proxmox renamed:
+/// PVE 9's `VM.GuestAgent.*` are PVE 8's `VM.Monitor`. No built-in role
+/// holds just them, so the fix makes one.
+fn guest_agent_privilege(
+    path: &str,
+    alternatives: &[&str],
+    needed: &str,
+    said: &str,
+) -> Option<String> {
+    let pve9 = alternatives
+        .iter()
+        .find(|p| p.starts_with("VM.GuestAgent."))
+        .copied();
+    if pve9.is_none() && alternatives != ["VM.Monitor"] {
+        return None;
+    }
+    let (names, privs) = match pve9 {
+        Some(p) => (
+            format!("{needed} (PVE 8: VM.Monitor)"),
+            format!("{p} (PVE 8: VM.Monitor)"),
+        ),
+        None => (
+            format!(
+                "{needed} (PVE 9: VM.GuestAgent.Audit, .FileRead, .FileWrite or .Unrestricted)"
+            ),
+            "VM.Monitor (PVE 9: VM.GuestAgent.Unrestricted)".to_owned(),
+        ),
+    };
+    Some(format!(
+        "Permission denied: the API token lacks {names} on {path} ({said}). Grant it with a \
+         role that holds it, e.g. pveum role add PVEMCPAgent --privs {privs}, then pveum acl \
+         modify {path} --tokens 'user@realm!tokenname' --roles PVEMCPAgent; a \
+         privilege-separated token (the default) needs the ACL on the token itself."
+    ))
 }
 
 /// Splits `Permission check failed (/vms/100, VM.Audit)` into its ACL path
@@ -541,6 +580,26 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("--roles <a role with VM.Console>"), "{m}");
+
+        let m = http(
+            403,
+            Some("Permission check failed (/vms/100, VM.GuestAgent.Unrestricted)"),
+            "",
+        );
+        for needle in [
+            "lacks VM.GuestAgent.Unrestricted (PVE 8: VM.Monitor) on /vms/100",
+            "pveum role add PVEMCPAgent --privs VM.GuestAgent.Unrestricted (PVE 8: VM.Monitor)",
+            "pveum acl modify /vms/100 --tokens 'user@realm!tokenname' --roles PVEMCPAgent",
+        ] {
+            assert!(m.contains(needle), "{needle}: {m}");
+        }
+        let m = http(
+            403,
+            Some("Permission check failed (/vms/100, VM.Monitor)"),
+            "",
+        );
+        assert!(m.contains("PVE 9: VM.GuestAgent."), "{m}");
+        assert!(m.contains("--privs VM.Monitor"), "{m}");
 
         let m = http(403, Some("Permission check failed (user != root@pam)"), "");
         assert!(m.starts_with("Permission denied (HTTP 403"), "{m}");

@@ -160,16 +160,24 @@ impl WriteRequest {
         (self.method != Method::Delete).then(|| self.form())
     }
 
-    /// The request as a plan shows it.
+    /// The request as a plan shows it; a parameter sent more than once
+    /// (`command=df&command=-h`) as the list of its values, in order.
     pub fn planned(&self) -> PlannedRequest {
+        let mut params = Map::new();
+        for (k, v) in &self.params {
+            match params.get_mut(k) {
+                None => {
+                    params.insert(k.clone(), v.json());
+                }
+                // A value is never a list itself (`Param::json`).
+                Some(Value::Array(values)) => values.push(v.json()),
+                Some(first) => *first = Value::Array(vec![first.take(), v.json()]),
+            }
+        }
         PlannedRequest {
             method: self.method,
             path: self.path.full(),
-            params: self
-                .params
-                .iter()
-                .map(|(k, v)| (k.clone(), v.json()))
-                .collect(),
+            params,
         }
     }
 }
@@ -183,7 +191,8 @@ pub struct PlannedRequest {
     /// The full API path, e.g. /api2/json/nodes/pve1/qemu/100/status/start
     pub path: String,
     /// The parameters exactly as sent (booleans as 1/0); in the query string for a
-    /// DELETE, in the body otherwise
+    /// DELETE, in the body otherwise; one sent more than once as the list of
+    /// its values
     pub params: Map<String, Value>,
 }
 
@@ -217,6 +226,16 @@ mod tests {
                 .clone()
         );
         assert_eq!(r.planned().path, "/api2/json/nodes/pve1/qemu/100/snapshot");
+    }
+
+    #[test]
+    fn a_repeated_parameter_is_sent_in_order_and_planned_as_a_list() {
+        let r = WriteRequest::new(Method::Post, path().lit("agent").lit("exec"))
+            .text("command", Some("df"))
+            .text("command", Some("-h"))
+            .text("command", Some("/"));
+        assert_eq!(r.body().unwrap(), "command=df&command=-h&command=%2F");
+        assert_eq!(r.planned().params["command"], json!(["df", "-h", "/"]));
     }
 
     #[test]

@@ -111,42 +111,11 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VmIps>, ToolError> {
         VmType::Qemu => base.lit("agent").lit("network-get-interfaces"),
         VmType::Lxc => base.lit("interfaces"),
     };
-    let data = pve.get(&path).map_err(|e| explain(&target, e))?;
+    let data = pve.get(&path).map_err(|e| agent::explain(&target, e))?;
     if target.vm_type == VmType::Qemu {
         agent::result(&data, &target.label(), "network-get-interfaces")?;
     }
     Ok(shape(&target, &data))
-}
-
-/// Turns the guest-agent and stopped-guest failures into instructions.
-fn explain(target: &Target, e: ToolError) -> ToolError {
-    let ToolError::Upstream(msg) = &e else {
-        return e;
-    };
-    let lower = msg.to_ascii_lowercase();
-    let label = target.label();
-    let text = if lower.contains("no qemu guest agent configured") {
-        format!(
-            "{label} has no QEMU guest agent configured, so Proxmox cannot ask it for its IP \
-             addresses. Enable the agent option (qm set {} --agent enabled=1, then a full stop \
-             and start of the VM) and install qemu-guest-agent inside the guest.",
-            target.vmid
-        )
-    } else if lower.contains("guest agent is not running") {
-        format!(
-            "The QEMU guest agent in {label} is not running: install the qemu-guest-agent \
-             package inside the guest and start its service (e.g. systemctl enable --now \
-             qemu-guest-agent; on Windows the QEMU Guest Agent service from the virtio drivers)."
-        )
-    } else if lower.contains("not running") {
-        format!(
-            "{label} is not running, so it has no IP addresses to report; start it first \
-             (pve_get_vm_status shows its state)."
-        )
-    } else {
-        return e;
-    };
-    ToolError::Upstream(format!("{text} Proxmox said: {msg}"))
 }
 
 /// Why an address is not in the flat list, if it is excluded.
@@ -381,7 +350,7 @@ mod tests {
                 "QEMU guest agent is not running",
                 "install the qemu-guest-agent package",
             ),
-            ("VM 101 is not running", "is not running, so it has no IP"),
+            ("VM 101 is not running", "is not running; start it first"),
         ] {
             let mut pve = FakePve::default().failing(AGENT, up(msg));
             let e = call(

@@ -124,6 +124,7 @@ registry! {
     delete_vm: [TOOL] in "guests",
     backup: [BACKUP, RESTORE] in "backups",
     api_request: [TOOL] in "api",
+    guest_agent: [INFO, EXEC, FILE_READ, FILE_WRITE] in "agent",
 }
 
 /// The tool called `name`.
@@ -325,8 +326,10 @@ mod tests {
                         continue;
                     }
                     let path = route.path;
+                    // GET: a read the host guards (a guest's files, a
+                    // command's output), held to its route like a write.
                     assert!(
-                        ["POST", "PUT", "DELETE"].contains(&route.method),
+                        ["POST", "PUT", "DELETE", "GET"].contains(&route.method),
                         "{}",
                         tool.name
                     );
