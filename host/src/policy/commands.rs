@@ -201,9 +201,8 @@ impl CommandPatterns {
         let mut best: Option<(&ArgvPattern, Reach)> = None;
         for pattern in &self.patterns {
             let reach = pattern.reach(argv);
-            if reach.miss.is_none() {
-                return None;
-            }
+            // A pattern that matches ends the search: no mismatch.
+            reach.miss.as_ref()?;
             // Strictly longer only: the first written wins a tie.
             if best.as_ref().is_none_or(|(_, b)| reach.matched > b.matched) {
                 best = Some((pattern, reach));

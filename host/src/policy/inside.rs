@@ -61,25 +61,32 @@ pub fn show_list(items: &[String]) -> String {
     format!("[{}]", shown.join(","))
 }
 
-fn property_type<'t>(tool: &'t ToolInfo, name: &str) -> Option<&'t Value> {
-    tool.input_schema
-        .get("properties")?
-        .as_object()?
-        .get(name)?
-        .get("type")
+/// Whether the tool's argument `name` is declared of JSON type `ty`, alone
+/// or among others (`"type": ["array", "null"]`).
+fn has_type(tool: &ToolInfo, name: &str, ty: &str) -> bool {
+    let declared = tool
+        .input_schema
+        .get("properties")
+        .and_then(|p| p.get(name))
+        .and_then(|a| a.get("type"));
+    match declared {
+        Some(Value::String(t)) => t == ty,
+        Some(Value::Array(types)) => types.iter().any(|t| t.as_str() == Some(ty)),
+        _ => false,
+    }
 }
 
 /// Whether the tool takes an argv to run in a guest: a `command`
 /// argument of type array.
 pub fn runs_commands(tool: &ToolInfo) -> bool {
-    property_type(tool, COMMAND_ARG).and_then(Value::as_str) == Some("array")
+    has_type(tool, COMMAND_ARG, "array")
 }
 
 /// Whether the tool takes a `path` argument the policy can bound: a
 /// string, and not a tool whose route is its call's own request (whose
 /// `path` is a Proxmox API path, judged by its sensitive classes).
 pub fn takes_path(tool: &ToolInfo) -> bool {
-    property_type(tool, PATH_ARG).and_then(Value::as_str) == Some("string")
+    has_type(tool, PATH_ARG, "string")
         && !tool.routes.iter().any(crate::route::Route::is_call_request)
 }
 
@@ -382,6 +389,9 @@ pub(crate) mod tests {
     #[test]
     fn tools_are_known_by_their_schema_and_routes() {
         assert!(runs_commands(&exec_tool()));
+        let mut nullable = exec_tool();
+        nullable.input_schema["properties"]["command"]["type"] = json!(["array", "null"]);
+        assert!(runs_commands(&nullable));
         assert!(!runs_commands(&read_tool()));
         assert!(names_guest_files(&read_tool()));
         // A `path` that is not a guest file: a Proxmox ACL path.

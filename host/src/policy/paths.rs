@@ -36,10 +36,12 @@ impl GuestPath {
             return Err(format!("it is longer than {MAX_PATH_BYTES} bytes"));
         }
         if let Some(c) = path.chars().find(|c| c.is_control()) {
-            return Err(format!("it holds the control character {:?}", c));
+            return Err(format!("it holds the control character {c:?}"));
         }
         let bytes = path.as_bytes();
-        let (drive, rest, separators): (Option<char>, &str, &[char]) = if path.starts_with('/') {
+        let (drive, rest, separators): (Option<char>, &str, &[char]) = if let Some(rest) =
+            path.strip_prefix('/')
+        {
             // On a Windows guest `\` separates too, and elsewhere it is a
             // file name's character: which file it names depends on the
             // guest, so the policy cannot judge it.
@@ -48,7 +50,7 @@ impl GuestPath {
                     "it holds a backslash, which separates segments on a Windows guest and not elsewhere, so which file it names depends on the guest".into(),
                 );
             }
-            (None, &path[1..], &['/'])
+            (None, rest, &['/'])
         } else if bytes.len() >= 3
             && bytes[0].is_ascii_alphabetic()
             && bytes[1] == b':'
