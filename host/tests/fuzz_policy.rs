@@ -74,6 +74,16 @@ write = true
 rate_limit = "1/s"
 conditions = [{ arg = "vmid", op = "eq", value = 100 }]
 "#,
+    r#"[policy]
+default = "deny"
+[policy.tools.exec]
+action = "require_approval"
+commands = [["systemctl", "status", "*"], ["df", "-h"], ["bash", "/opt/x.sh"], ["ls", "**"]]
+conditions = [{ arg = "vmid", op = "lt", value = 200 }]
+[policy.tools.fileread]
+action = "allow"
+paths = ["/var/log/*", "/etc/hostname", "/srv/app/**", "C:\\Logs\\*", "D:/data/**/*.txt"]
+"#,
 ];
 
 /// The guest's tools as the host sees them (from the checked-in schemas),
@@ -95,6 +105,17 @@ static TOOLS: LazyLock<Vec<ToolInfo>> = LazyLock::new(|| {
         .collect();
     let poke = serde_json::json!({"type": "object", "properties": {"vmid": {}, "node": {}}});
     tools.push(tool("poke", poke.as_object().unwrap().clone(), false));
+    // A tool that runs guest commands, and one that names guest files.
+    let exec = serde_json::json!({"type": "object", "properties": {"vmid": {},
+        "command": {"type": "array", "items": {"type": "string"}}}});
+    tools.push(tool("exec", exec.as_object().unwrap().clone(), false));
+    let fileread = serde_json::json!({"type": "object", "properties": {"vmid": {},
+        "path": {"type": "string"}}});
+    tools.push(tool(
+        "fileread",
+        fileread.as_object().unwrap().clone(),
+        true,
+    ));
     assert!(
         tools.len() > 10,
         "the guest's schemas are missing in {}",
@@ -162,11 +183,18 @@ fn decide_all(policy: Policy, arguments: &JsonObject) -> Result<(), TestCaseErro
 /// Arguments a caller might send: the tools' argument names with hostile
 /// values, lists among them.
 fn arguments() -> impl Strategy<Value = JsonObject> {
-    fuzz_gen::value_with_keys(&["vmid", "node", "timeframe", "limit", "cluster"]).prop_map(|v| {
-        match v {
-            Value::Object(o) => o,
-            other => [("vmid".to_string(), other)].into_iter().collect(),
-        }
+    fuzz_gen::value_with_keys(&[
+        "vmid",
+        "node",
+        "timeframe",
+        "limit",
+        "cluster",
+        "command",
+        "path",
+    ])
+    .prop_map(|v| match v {
+        Value::Object(o) => o,
+        other => [("vmid".to_string(), other)].into_iter().collect(),
     })
 }
 

@@ -234,6 +234,9 @@ impl Approvals {
         who: &str,
     ) -> String {
         let preview = redact::preview(arguments, &self.redactor);
+        // A guest command or file is named whole on its own line, whatever
+        // the arguments' fold left out.
+        let inside = redact::inside(arguments, &self.redactor);
         let will_send = match plan {
             Some(plan) => format!(
                 "\nWill send (from a dry run; nothing is sent until you approve): {}",
@@ -247,7 +250,7 @@ impl Approvals {
             ""
         };
         format!(
-            "Approve a call to {tool}?\nArguments: {preview}{will_send}{folded}\nRequested by: {who}\nApproving runs this call once."
+            "Approve a call to {tool}?\nArguments: {preview}{inside}{will_send}{folded}\nRequested by: {who}\nApproving runs this call once."
         )
     }
 
@@ -571,6 +574,61 @@ mod tests {
             !approvals
                 .question("t", &short, None, "x")
                 .contains("folded")
+        );
+    }
+
+    /// A guest command's argv is named whole in the form, and the record's
+    /// hash covers the exact arguments though the content is not shown.
+    #[tokio::test]
+    async fn a_guest_call_names_its_argv_and_hashes_the_exact_content() {
+        let (approvals, store) = approvals();
+        let argv: Vec<String> = (0..40)
+            .map(|i| format!("--flag-{i}={}", "v".repeat(30)))
+            .collect();
+        let args = json!({"vmid": 100, "command": argv})
+            .as_object()
+            .unwrap()
+            .clone();
+        let question = approvals.question("pve_guest_exec", &args, None, "token:a");
+        // The arguments fold past 1000 chars; the command line does not.
+        assert!(
+            question.contains("Command (40 arguments, exactly as run): [\"--flag-0="),
+            "{question}"
+        );
+        assert!(
+            question.contains(&format!("\"--flag-39={}\"]", "v".repeat(30))),
+            "{question}"
+        );
+        let write = |content: &str| {
+            json!({"vmid": 100, "path": "/etc/motd", "content": content})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        for content in ["hello", "hellO"] {
+            refused(
+                approvals
+                    .authorize(
+                        None,
+                        &Caller::stdio(),
+                        "pve_guest_file_write",
+                        &write(content),
+                        None,
+                    )
+                    .await,
+            );
+        }
+        let listed = store.list(now_ms()).await.unwrap();
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        assert_ne!(listed[0].arguments_hash, listed[1].arguments_hash);
+        assert!(
+            listed
+                .iter()
+                .all(|a| !a.arguments.contains("hello") && !a.arguments.contains("hellO"))
+        );
+        assert!(
+            listed[0].arguments.contains("[not shown: 5 bytes, sha256 "),
+            "{listed:?}"
         );
     }
 

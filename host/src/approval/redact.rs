@@ -9,6 +9,12 @@
 //! bytes the whole has and its SHA-256. The approval form in a client
 //! ([`preview`]) and the terminal table fold long values for reading, and
 //! each fold says how much it left out.
+//!
+//! A call inside a guest is shown as exactly what it touches: the form
+//! names its argv and path on lines of their own ([`inside`]), and the
+//! `content` of a file write is shown as its size and SHA-256, never
+//! itself (it may be megabytes). The approval's hash still covers the
+//! exact arguments, content included.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -31,7 +37,7 @@ const FORM_TEXT: usize = 1000;
 /// The complete redacted canonical JSON of the arguments, for the
 /// approval record (folded, saying so, only past [`MAX_SHOWN`] bytes).
 pub fn record_arguments(arguments: &JsonObject, redactor: &Redactor) -> String {
-    bound(&redacted(arguments, redactor), MAX_SHOWN)
+    bound(&redacted(&summarised(arguments), redactor), MAX_SHOWN)
 }
 
 /// The complete plan, redacted, for the approval record (folded, saying
@@ -43,10 +49,79 @@ pub fn record_plan(plan: &str, redactor: &Redactor) -> String {
 /// The redacted arguments folded for an approval form: each long string,
 /// and the whole, folded with a note of how much was left out.
 pub fn preview(arguments: &JsonObject, redactor: &Redactor) -> String {
-    let shown = redact_value(&Value::Object(arguments.clone()), None, Some(FORM_STRING));
+    let shown = redact_value(
+        &Value::Object(summarised(arguments)),
+        None,
+        Some(FORM_STRING),
+    );
     let text = canonical_json(&shown);
     let text = redactor.redact(&text).into_owned();
     fold(&text, FORM_TEXT, "")
+}
+
+/// Longest argv or path text an approval form shows on its own line.
+const FORM_INSIDE: usize = 4000;
+
+/// Whether the arguments write a guest file: a `path` string beside a
+/// `content` string (`pve_list_storage`'s `content` is a filter, and it
+/// has no `path`).
+fn writes_a_file(arguments: &JsonObject) -> Option<&str> {
+    arguments.get("path").and_then(Value::as_str)?;
+    arguments.get("content").and_then(Value::as_str)
+}
+
+/// `1234 bytes, sha256 …` of the content as given.
+fn content_summary(content: &str) -> String {
+    let hex: String = Sha256::digest(content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{} bytes, sha256 {hex}", content.len())
+}
+
+/// The arguments with a file write's `content` replaced by its size and
+/// SHA-256 (of the string as given, so it can be checked against the
+/// file the agent meant to write).
+fn summarised(arguments: &JsonObject) -> JsonObject {
+    let mut shown = arguments.clone();
+    if let Some(content) = writes_a_file(arguments) {
+        let summary = format!("[not shown: {}]", content_summary(content));
+        shown.insert("content".into(), Value::String(summary));
+    }
+    shown
+}
+
+/// For a call inside a guest, the lines an approval form shows besides
+/// the arguments: the exact argv (every element quoted), the exact path,
+/// and a written content's size and SHA-256; empty for other calls.
+pub fn inside(arguments: &JsonObject, redactor: &Redactor) -> String {
+    let mut lines = String::new();
+    if let Some(Value::Array(argv)) = arguments.get("command") {
+        let quoted: Vec<String> = argv.iter().map(canonical_json).collect();
+        let text = format!("[{}]", quoted.join(", "));
+        lines.push_str(&format!(
+            "\nCommand ({} arguments, exactly as run): {}",
+            argv.len(),
+            fold(&redactor.redact(&text), FORM_INSIDE, "")
+        ));
+    }
+    // `pve_api_request`'s `path` is an API path, shown in its plan.
+    if let Some(path) = arguments.get("path").and_then(Value::as_str)
+        && !arguments.contains_key("method")
+    {
+        let text = canonical_json(&Value::String(path.into()));
+        lines.push_str(&format!(
+            "\nPath (exactly): {}",
+            fold(&redactor.redact(&text), FORM_INSIDE, "")
+        ));
+    }
+    if let Some(content) = writes_a_file(arguments) {
+        lines.push_str(&format!(
+            "\nContent (not shown): {}",
+            content_summary(content)
+        ));
+    }
+    lines
 }
 
 /// The complete redacted canonical arguments.
@@ -201,6 +276,73 @@ mod tests {
             &text[text.len() - 120..]
         );
         assert!(text.len() <= MAX_SHOWN + 120);
+    }
+
+    #[test]
+    fn a_guest_call_shows_its_exact_argv_and_path() {
+        let args = obj(json!({"vmid": 100, "command": ["systemctl", "status", "a b\"c", ""]}));
+        let lines = inside(&args, &Redactor::default());
+        assert_eq!(
+            lines,
+            "\nCommand (4 arguments, exactly as run): [\"systemctl\", \"status\", \"a b\\\"c\", \"\"]"
+        );
+        // The record keeps every element, quoted.
+        let record = record_arguments(&args, &Redactor::default());
+        assert!(
+            record.contains(r#""command":["systemctl","status","a b\"c",""]"#),
+            "{record}"
+        );
+        let read = obj(json!({"vmid": 100, "path": "/var/log/syslog"}));
+        assert_eq!(
+            inside(&read, &Redactor::default()),
+            "\nPath (exactly): \"/var/log/syslog\""
+        );
+        // An API request's path is in its plan, not here.
+        let api = obj(json!({"method": "GET", "path": "/version"}));
+        assert_eq!(inside(&api, &Redactor::default()), "");
+        // A known secret on a command line is still hidden.
+        let secret = "5f0c1e1a-0000-4000-8000-123456789abc";
+        let redactor = Redactor::new([Secret::new(secret)]);
+        let args = obj(json!({"command": ["curl", "-u", secret]}));
+        assert!(!inside(&args, &redactor).contains(secret));
+    }
+
+    #[test]
+    fn a_written_content_is_shown_as_its_size_and_hash() {
+        let content = "x".repeat(100_000);
+        let args =
+            obj(json!({"vmid": 100, "path": "/etc/motd", "content": content, "encoding": "utf-8"}));
+        let hex: String = Sha256::digest(content.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let record = record_arguments(&args, &Redactor::default());
+        assert!(!record.contains("xxxx"), "{record}");
+        assert!(
+            record.contains(&format!(
+                r#""content":"[not shown: 100000 bytes, sha256 {hex}]""#
+            )) && record.contains(r#""path":"/etc/motd""#),
+            "{record}"
+        );
+        assert!(!record.contains("folded"), "{record}");
+        let form = preview(&args, &Redactor::default());
+        assert!(
+            !form.contains("xxxx") && form.contains("100000 bytes"),
+            "{form}"
+        );
+        let lines = inside(&args, &Redactor::default());
+        assert!(
+            lines.ends_with(&format!(
+                "\nContent (not shown): 100000 bytes, sha256 {hex}"
+            )),
+            "{lines}"
+        );
+        // A storage filter named `content` is an ordinary argument.
+        let filter = obj(json!({"content": "backup"}));
+        assert_eq!(
+            record_arguments(&filter, &Redactor::default()),
+            r#"{"content":"backup"}"#
+        );
     }
 
     #[test]

@@ -107,6 +107,12 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
             if e.action != Action::Deny {
                 details.extend(e.limits.iter().map(|l| format!("limit {}", l.describe())));
                 details.extend(e.conditions.iter().map(|c| format!("if {c}")));
+                if let Some(c) = e.commands {
+                    details.push(format!("{} command patterns", c.patterns().len()));
+                }
+                if let Some(p) = e.paths {
+                    details.push(format!("{} path patterns", p.patterns().len()));
+                }
             }
             if let Some((raised, d)) = when_destructive(policy, tool) {
                 let approver = match d.action {
@@ -159,11 +165,17 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
     for r in &rows {
         out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
     }
+    // A valid policy can still leave a guest open: said after the table,
+    // where a person reading it ends.
+    for warning in crate::policy::inside::warnings(policy, tools) {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
     out
 }
 
 /// The effective decision per tool, as JSON.
 pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
+    let tools_in = tools;
     let tools: Vec<Value> = tools
         .iter()
         .map(|tool| {
@@ -184,6 +196,8 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
                     "limit": l.rate.to_string(),
                     "scope": l.scope.key(),
                 })).collect::<Vec<_>>(),
+                "commands": e.commands.map(|c| c.patterns().iter().map(|p| p.written()).collect::<Vec<_>>()),
+                "paths": e.paths.map(|p| p.patterns().iter().map(|p| p.written()).collect::<Vec<_>>()),
                 "conditions": e.conditions.iter().map(|c| json!({
                     "rule": c.name,
                     "condition": c.to_string(),
@@ -206,5 +220,47 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
         "state": state(policy),
         "state_failure": policy.state_failure.as_str(),
         "tools": tools,
+        "warnings": crate::policy::inside::warnings(policy, tools_in),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::inside::tests::exec_tool;
+
+    #[test]
+    fn an_exec_tool_without_commands_is_warned_about() {
+        let tools = vec![exec_tool()];
+        let open = Policy::parse(
+            "[policy.tools.pve_guest_exec]\naction = \"allow\"\n",
+            "p.toml",
+            &tools,
+        )
+        .unwrap();
+        let text = table(&open, &tools);
+        assert!(
+            text.contains("\nwarning: pve_guest_exec may run any command in a guest"),
+            "{text}"
+        );
+        assert_eq!(
+            as_json(&open, &tools)["warnings"].as_array().unwrap().len(),
+            1
+        );
+        let bounded = Policy::parse(
+            "[policy.tools.pve_guest_exec]\naction = \"allow\"\ncommands = [[\"df\", \"-h\"]]\n",
+            "p.toml",
+            &tools,
+        )
+        .unwrap();
+        let text = table(&bounded, &tools);
+        assert!(
+            !text.contains("warning:") && text.contains("1 command patterns"),
+            "{text}"
+        );
+        assert_eq!(
+            as_json(&bounded, &tools)["tools"][0]["commands"],
+            serde_json::json!([["df", "-h"]])
+        );
+    }
 }

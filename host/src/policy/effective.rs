@@ -1,7 +1,9 @@
 //! A tool's verdict before its arguments and counters are looked at: what
 //! `pve-mcp policy check` prints and where [`super::Engine::decide`] starts.
 
+use super::commands::CommandPatterns;
 use super::conditions::Condition;
+use super::paths::PathPatterns;
 use super::rate_limit::RateLimit;
 use super::rules::{self, Action, Approver, DEFAULT_RULE, DefaultMode, Policy};
 use crate::egress::Access;
@@ -31,6 +33,11 @@ pub struct Effective<'a> {
     pub conditions: Vec<&'a Condition>,
     /// Limits counted on every call.
     pub limits: Vec<&'a RateLimit>,
+    /// The argv patterns of the tool's own rule (`commands`): the `"*"`
+    /// table never has them.
+    pub commands: Option<&'a CommandPatterns>,
+    /// The path patterns of the tool's own rule (`paths`).
+    pub paths: Option<&'a PathPatterns>,
 }
 
 impl Policy {
@@ -58,6 +65,8 @@ impl Policy {
                 Approver::Client
             });
         let limits = rules().flat_map(|r| r.limits.iter()).collect();
+        let commands = own.and_then(|r| r.commands.as_ref());
+        let paths = own.and_then(|r| r.paths.as_ref());
         let hider = own
             .filter(|r| r.hide.is_some())
             .or(any.filter(|r| r.hide.is_some()))
@@ -77,6 +86,8 @@ impl Policy {
                 approver,
                 conditions,
                 limits,
+                commands,
+                paths,
             };
         }
         let write = own.and_then(|r| r.write).or(any.and_then(|r| r.write));
@@ -123,6 +134,8 @@ impl Policy {
             approver,
             conditions,
             limits,
+            commands,
+            paths,
         }
     }
 

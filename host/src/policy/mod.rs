@@ -15,17 +15,23 @@
 //!    judged by that request: a sensitive class R does not name → denied;
 //!    a GET runs read-only; a write needs R to let the tool write;
 //! 4. every condition of R and of W must hold;
-//! 5. every rate limit of R and of W must have budget (reserved atomically,
+//! 5. a tool that runs a guest command or names a guest file ([`inside`])
+//!    must keep to R's `commands` and `paths` (and never start a shell R
+//!    does not name): else denied, before anything runs;
+//! 6. every rate limit of R and of W must have budget (reserved atomically,
 //!    all or none);
-//! 6. `require_approval` → a person decides; otherwise allowed.
+//! 7. `require_approval` → a person decides; otherwise allowed.
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+pub mod commands;
 pub mod conditions;
 mod decision;
 mod effective;
+pub mod inside;
+pub mod paths;
 pub mod rate_limit;
 pub mod reload;
 mod request;
@@ -140,6 +146,12 @@ impl Engine {
                     reason: why,
                 };
             }
+        }
+        // Before the rate limits: a refused command spends no budget.
+        if let Some((rule, reason)) =
+            inside::refusal(tool, effective.commands, effective.paths, arguments)
+        {
+            return Decision::Deny { rule, reason };
         }
         let permit = match self.reserve(&policy, caller, &effective.limits).await {
             Ok(permit) => permit,
@@ -280,6 +292,42 @@ mod tests {
             .decide(&caller, &poke, &args(json!({"vmid": 100})))
             .await;
         assert!(matches!(again, Decision::RequireApproval(_)), "{again:?}");
+    }
+
+    #[tokio::test]
+    async fn a_command_no_pattern_matches_is_refused_before_it_runs() {
+        let exec = inside::tests::exec_tool();
+        let mut tools = effective::tests::tools();
+        tools.push(exec.clone());
+        let text = "[policy.tools.pve_guest_exec]\naction = \"allow\"\nrate_limit = \"1/day\"\n\
+                    commands = [[\"systemctl\", \"status\", \"*\"], [\"df\", \"-h\"]]\n";
+        let engine = Engine::default();
+        engine.replace(Policy::parse(text, "p.toml", &tools).unwrap());
+        let caller = Caller::stdio();
+        let call = |argv: serde_json::Value| args(json!({"vmid": 100, "command": argv}));
+        let refused = engine
+            .decide(
+                &caller,
+                &exec,
+                &call(json!(["systemctl", "restart", "nginx"])),
+            )
+            .await;
+        assert_eq!(refused.rule(), "policy.tools.pve_guest_exec.commands");
+        assert_eq!(
+            refused.refusal_text().unwrap(),
+            "Denied by policy (policy.tools.pve_guest_exec.commands): command [\"systemctl\",\"restart\",\"nginx\"] \
+             matches no pattern in [policy.tools.pve_guest_exec] commands; the closest is \
+             [\"systemctl\",\"status\",\"*\"], which wants \"status\" at argument 2, not \"restart\""
+        );
+        let shell = engine
+            .decide(&caller, &exec, &call(json!(["bash", "-c", "df -h"])))
+            .await;
+        assert!(matches!(shell, Decision::Deny { .. }), "{shell:?}");
+        // Refusals spent no budget: the one call a day still runs.
+        let allowed = engine
+            .decide(&caller, &exec, &call(json!(["df", "-h"])))
+            .await;
+        assert!(matches!(allowed, Decision::Allow(_)), "{allowed:?}");
     }
 
     #[test]

@@ -10,7 +10,9 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::commands::CommandPatterns;
 use super::conditions::{Condition, Op};
+use super::paths::PathPatterns;
 use super::rate_limit::{Rate, RateLimit, Scope};
 // The policy reads the file itself (with spans, and again on reload),
 // through the same reader as the configuration's sections.
@@ -137,6 +139,12 @@ pub struct Rule {
     /// The sensitive classes (`route::sensitive`) this tool's own rule
     /// opens to its calls' own requests; only a tool's own table has them.
     pub sensitive: Vec<&'static str>,
+    /// The argv patterns a guest command must match (`commands`); only a
+    /// tool's own table has them.
+    pub commands: Option<CommandPatterns>,
+    /// The path patterns a guest file must match (`paths`); only a tool's
+    /// own table has them.
+    pub paths: Option<PathPatterns>,
 }
 
 /// Where the rate-limit counters live.
@@ -360,6 +368,9 @@ struct FileRule {
     #[serde(default)]
     conditions: Vec<Spanned<FileCondition>>,
     sensitive: Option<Spanned<Vec<String>>>,
+    // Read as any value so that a malformed list gets its own message.
+    commands: Option<Spanned<toml::Value>>,
+    paths: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -370,7 +381,7 @@ struct FileCondition {
     value: Spanned<toml::Value>,
 }
 
-const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, approver (operator, client), rate_limit, rate_limit_per_token, rate_limit_global, conditions, sensitive";
+const RULE_KEYS: &str = "action (allow, deny, require_approval), reason, hide, write, approver (operator, client), rate_limit, rate_limit_per_token, rate_limit_global, conditions, sensitive, commands, paths";
 
 fn at(
     text: &str,
@@ -581,10 +592,25 @@ fn check_rule(
             at(text, file, &key("sensitive"), list.span(), problem, fix)
         })?,
     };
+    let commands = match &rule.commands {
+        None => None,
+        Some(list) => Some(super::inside::parse_commands(info, list.get_ref()).map_err(
+            |(problem, fix)| at(text, file, &key("commands"), list.span(), problem, fix),
+        )?),
+    };
+    let paths =
+        match &rule.paths {
+            None => None,
+            Some(list) => Some(super::inside::parse_paths(info, list.get_ref()).map_err(
+                |(problem, fix)| at(text, file, &key("paths"), list.span(), problem, fix),
+            )?),
+        };
     Ok(Rule {
         name,
         action,
         sensitive,
+        commands,
+        paths,
         reason: rule.reason.map(|r| r.into_inner()),
         hide: rule.hide.map(|h| h.into_inner()),
         write: rule.write.map(|w| w.into_inner()),
