@@ -157,11 +157,11 @@ impl Gate {
         // reads bound too.
         let api_path = api_path(uri);
         let guarded = guarded_read(method, api_path);
-        if *method != Method::GET || guarded.is_some() || writes.iter().any(BoundRoute::binds_reads)
-        {
-            if !writes.iter().any(|w| w.admits(method, api_path)) {
-                return Err(guarded.map_or(Denial::Route, Denial::GuardedRead));
-            }
+        let bound = *method != Method::GET
+            || guarded.is_some()
+            || writes.iter().any(BoundRoute::binds_reads);
+        if bound && !writes.iter().any(|w| w.admits(method, api_path)) {
+            return Err(guarded.map_or(Denial::Route, Denial::GuardedRead));
         }
         Ok(index)
     }
