@@ -77,7 +77,10 @@ pub fn explain(target: &Target, e: ToolError) -> ToolError {
              not installed. Check it inside the guest (systemctl status qemu-guest-agent)."
         )
     } else if lower.contains("not running") {
-        format!("{label} is not running; start it first (pve_start_vm).")
+        format!(
+            "{label} is not running; start it first (pve_start_vm; pve_get_vm_status shows \
+             its state)."
+        )
     } else {
         return e;
     };

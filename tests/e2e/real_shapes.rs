@@ -230,6 +230,18 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             ]),
         ),
         (
+            "pve_guest_agent_info",
+            json!({"vmid": 100, "what": ["info", "osinfo", "hostname", "fsinfo", "users",
+                "timezone", "time", "vcpus"]}),
+            Expect::Ok(|o| {
+                assert!(o["hostname"].is_string(), "{o}");
+                assert!(o["os"]["pretty_name"].is_string(), "{o}");
+                assert!(o["filesystems"][0]["mountpoint"].is_string(), "{o}");
+                assert!(o["vcpus"]["online"].as_u64() > Some(0), "{o}");
+                assert_eq!(o["unavailable"], json!([]), "{o}");
+            }),
+        ),
+        (
             "pve_list_ha",
             json!({}),
             Expect::Ok(|o| {

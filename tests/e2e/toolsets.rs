@@ -96,7 +96,7 @@ async fn a_call_through_the_pair_is_recorded_as_the_named_tools() {
             .and_then(|i| i.instructions.clone())
             .unwrap_or_default();
         assert!(
-            instructions.contains("Toolsets offered: discover, access, api"),
+            instructions.contains("Toolsets offered: discover, access, agent, api"),
             "{instructions}"
         );
         assert!(instructions.contains("pve_search_tools"), "{instructions}");

@@ -38,6 +38,9 @@ DESTRUCTIVE = {
     "pve_delete_vm",
     "pve_restore_vm",
     "pve_api_request",
+    "pve_guest_exec",
+    "pve_guest_file_read",
+    "pve_guest_file_write",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
@@ -118,10 +121,29 @@ async def exercise(client, label, person):
     # The generic tool: the clone made above, started through its own path.
     await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 
+    # Inside a guest: only what the demo's policy names runs, once a person
+    # saw the exact argv or path in the form.
+    ran = await act("pve_guest_exec", {"vmid": 100, "command": ["df", "-h"]}, sent=None)
+    check(ran.get("exit_code") == 0 and "Filesystem" in ran.get("stdout", ""), f"[{label}] exec: {ran}")
+    check(any('["df","-h"]' in m for m in person.asked), f"[{label}] the exec form did not show the argv: {person.asked}")
+    forms = len(person.asked)
+    refused = await client.call_tool("pve_guest_exec", {"vmid": 100, "command": ["rm", "-rf", "/"]})
+    check(refused.is_error and "closest" in text_of(refused), f"[{label}] rm was not refused: {text_of(refused)}")
+    check(len(person.asked) == forms, f"[{label}] a refused exec asked a person")
+    await act("pve_guest_file_write", {"vmid": 100, "path": "/tmp/py-note", "content": "hello"}, sent=None)
+    read = await act("pve_guest_file_read", {"vmid": 100, "path": "/tmp/py-note"}, sent=None)
+    check(read.get("content") == "hello", f"[{label}] file read: {read}")
+
     check(called == WRITES, f"[{label}] not called: {sorted(WRITES - called)}")
     check(len(person.asked) == len(DESTRUCTIVE), f"[{label}] {len(person.asked)} approval forms for {len(DESTRUCTIVE)} destructive calls: {person.asked}")
-    check(all("POST" in m or "PUT" in m or "DELETE" in m for m in person.asked),
-          f"[{label}] an approval form did not show the planned request: {person.asked}")
+    # A write's form shows the request its dry run planned; a guarded read
+    # (a guest file read) has no dry run, and its form names the file.
+    def shows_what_runs(m):
+        if "pve_guest_file_read" in m:
+            return 'Path (exactly): "/tmp/py-note"' in m and "Will send" not in m
+        return "Will send" in m and any(verb in m for verb in ("POST", "PUT", "DELETE"))
+    check(all(shows_what_runs(m) for m in person.asked),
+          f"[{label}] an approval form did not show what would run: {person.asked}")
     print(f"python-sdk writes [{label}]: all {len(WRITES)} write tools ok, {len(person.asked)} approved by form")
 
 

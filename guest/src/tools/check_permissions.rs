@@ -42,6 +42,11 @@ pub struct Need {
     pub alternatives: Vec<String>,
     /// Which tools need it on which path, for people.
     pub needed_for: String,
+    /// Only ever named after another privilege that does instead (PVE 8's
+    /// `VM.Monitor`): shown, but never missing by itself, as that other
+    /// one is checked.
+    #[serde(default)]
+    pub stand_in: bool,
 }
 
 /// [`NEEDS`], read.
@@ -57,8 +62,10 @@ pub fn derive_needs(tools: &[&Tool]) -> Vec<Need> {
     // privilege → (alternatives, [(path, [tool])])
     type Uses = Vec<(&'static str, Vec<&'static str>)>;
     let mut found: Vec<(&str, Option<Vec<&str>>, Uses)> = Vec::new();
+    let mut first: Vec<&str> = Vec::new();
     for tool in tools {
         for p in tool.privileges {
+            first.extend(p.any_of.first());
             for name in p.any_of {
                 let at = match found.iter().position(|(n, _, _)| n == name) {
                     Some(at) => at,
@@ -98,6 +105,7 @@ pub fn derive_needs(tools: &[&Tool]) -> Vec<Need> {
                 .map(|(path, by)| format!("on {path} by {}", by.join(", ")))
                 .collect::<Vec<_>>()
                 .join("; "),
+            stand_in: !first.contains(&name),
         })
         .collect()
 }
@@ -277,7 +285,10 @@ pub fn shape(
                 has.0.insert(name.clone(), granted(name));
                 // One that is granted instead covers the need (the guest
                 // agent's privilege was renamed in PVE 9).
-                if !granted(name) && !need.alternatives.iter().any(|a| granted(a)) {
+                if !need.stand_in
+                    && !granted(name)
+                    && !need.alternatives.iter().any(|a| granted(a))
+                {
                     missing.push(name.clone());
                 }
             }
@@ -418,6 +429,24 @@ mod tests {
         assert_eq!(s["paths"][2]["path"], "/vms/100");
         assert_eq!(s["has"], Value::Null);
         assert_eq!(s["total"], 3);
+    }
+
+    /// A PVE 9 token holds the guest agent's new privileges and never
+    /// PVE 8's `VM.Monitor`, which only ever stands in for them.
+    #[test]
+    fn pve_8s_name_is_never_missing_beside_pve_9s() {
+        let mut pve = FakePve::default().with(
+            "/access/permissions?path=%2Fvms%2F100",
+            json!({"/vms/100": {"VM.GuestAgent.Audit": 1, "VM.GuestAgent.Unrestricted": 1}}),
+        );
+        let out = call(&mut pve, json!({"path": "/vms/100"})).unwrap();
+        let s = &out.structured;
+        assert_eq!(s["has"]["VM.Monitor"], false);
+        let missing = s["missing"].as_array().unwrap();
+        for covered in ["VM.Monitor", "VM.GuestAgent.FileRead", "VM.GuestAgent.Audit"] {
+            assert!(!missing.contains(&json!(covered)), "{missing:?}");
+        }
+        assert!(missing.contains(&json!("VM.Audit")), "{missing:?}");
     }
 
     #[test]

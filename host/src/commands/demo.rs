@@ -69,7 +69,9 @@ fn demo_cluster(simulator: &Simulator) -> anyhow::Result<Cluster> {
 
 /// The policy `demo --writes` runs: every write tool allowed, every
 /// destructive one behind an approval the person at the client gives
-/// through its form. Generated from the tools, so a new tool is covered.
+/// through its form, and commands and files inside the guests bounded as
+/// a careful operator would ([`DEMO_COMMANDS`], [`DEMO_PATHS`]). Generated
+/// from the tools, so a new tool is covered.
 fn writes_policy(tools: &[ToolInfo]) -> String {
     let mut text = String::from("[policy]\ndefault = \"read-only\"\n");
     for tool in tools {
@@ -79,9 +81,20 @@ fn writes_policy(tools: &[ToolInfo]) -> String {
             Tier::Destructive => "action = \"require_approval\"\napprover = \"client\"\n",
         };
         text.push_str(&format!("[policy.tools.{}]\n{rule}", tool.name));
+        if crate::policy::inside::runs_commands(tool) {
+            text.push_str(&format!("commands = {DEMO_COMMANDS}\n"));
+        }
+        if crate::policy::inside::names_guest_files(tool) {
+            text.push_str(&format!("paths = {DEMO_PATHS}\n"));
+        }
     }
     text
 }
+
+/// The commands the demo lets run inside its VMs: looking, not changing.
+const DEMO_COMMANDS: &str = r#"[["systemctl", "status", "*"], ["df", "-h"], ["uname", "-a"], ["journalctl", "-u", "*", "-n", "*", "--no-pager"]]"#;
+/// The files the demo lets the file tools name inside its VMs.
+const DEMO_PATHS: &str = r#"["/etc/hostname", "/etc/os-release", "/var/log/*", "/tmp/*"]"#;
 
 /// What the demo offers: `[tools]`, `--toolsets`, `--read-only`, and over
 /// HTTP each token's own toolsets.

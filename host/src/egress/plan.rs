@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::record::bounded;
 use super::sent::Sent;
 use crate::endpoint::API_PREFIX;
-use crate::route::params::wire;
+use crate::route::params::wire_each;
 
 /// One write of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,9 +42,18 @@ impl PlannedWrite {
             .unwrap_or(path);
         let params = match request.get("params") {
             None | Some(Value::Null) => Vec::new(),
+            // A list is a parameter sent once per element, in order (the
+            // guest's plans never hold a list as one value).
             Some(Value::Object(map)) => map
                 .iter()
-                .filter_map(|(k, v)| wire(v).map(|v| (k.clone(), v)))
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| {
+                    let values = wire_each(v)?;
+                    Some(values.into_iter().map(|v| (k.clone(), v)))
+                })
+                .collect::<Option<Vec<_>>>()?
+                .into_iter()
+                .flatten()
                 .collect(),
             Some(_) => return None,
         };
@@ -69,10 +78,12 @@ impl PlannedWrite {
                 bounded(&self.path)
             ));
         }
+        // Names in any order, but a name sent more than once (an argv)
+        // keeps the order of its values: the sort is stable.
         let mut planned = self.params.clone();
         let mut sent = sent.clone();
-        planned.sort();
-        sent.sort();
+        planned.sort_by(|a, b| a.0.cmp(&b.0));
+        sent.sort_by(|a, b| a.0.cmp(&b.0));
         if planned != sent {
             let names = |p: &Sent| {
                 p.iter()
@@ -92,16 +103,14 @@ impl PlannedWrite {
 }
 
 impl fmt::Display for PlannedWrite {
-    /// `POST /api2/json/nodes/pve1/qemu {"vmid":"560","name":"scratch"}`.
+    /// `POST /api2/json/nodes/pve1/qemu {"vmid":"560","name":"scratch"}`,
+    /// the parameters as the audit records them: an argv as its list,
+    /// secrets masked, a long value (a file's content) cut with its size
+    /// and SHA-256, so a person reads what is sent without a wall of it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} /api2/json{}", self.method, self.path)?;
         if !self.params.is_empty() {
-            let map: serde_json::Map<String, Value> = self
-                .params
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                .collect();
-            write!(f, " {}", Value::Object(map))?;
+            write!(f, " {}", super::sent::recorded(&self.params)["values"])?;
         }
         Ok(())
     }
@@ -145,6 +154,49 @@ impl ApprovedPlan {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A list in a plan is a parameter sent once per element, and the
+    /// approved call must send them in that order: `rm -rf /` is not
+    /// `/ -rf rm`.
+    #[test]
+    fn a_planned_argv_is_held_in_its_order() {
+        let planned = PlannedWrite::from_answer(&json!({
+            "method": "POST", "path": "/nodes/pve1/qemu/100/agent/exec",
+            "params": {"command": ["df", "-h"], "input-data": null}
+        }))
+        .unwrap();
+        let argv = |a: &str, b: &str| -> Sent {
+            vec![("command".into(), a.into()), ("command".into(), b.into())]
+        };
+        assert_eq!(planned.params, argv("df", "-h"));
+        assert_eq!(
+            planned.to_string(),
+            r#"POST /api2/json/nodes/pve1/qemu/100/agent/exec {"command":["df","-h"]}"#
+        );
+        let plan = ApprovedPlan::new(vec![planned.clone()]);
+        let e = plan
+            .admit(
+                &Method::POST,
+                "/nodes/pve1/qemu/100/agent/exec",
+                &argv("-h", "df"),
+            )
+            .unwrap_err();
+        assert!(e.contains("other parameters than the plan"), "{e}");
+        let plan = ApprovedPlan::new(vec![planned]);
+        plan.admit(
+            &Method::POST,
+            "/nodes/pve1/qemu/100/agent/exec",
+            &argv("df", "-h"),
+        )
+        .unwrap();
+        // A list of lists is no plan a form can send.
+        assert!(
+            PlannedWrite::from_answer(&json!({
+                "method": "POST", "path": "/x", "params": {"command": [["df"]]}
+            }))
+            .is_none()
+        );
+    }
 
     #[test]
     fn an_approved_call_sends_its_plan_and_nothing_else() {

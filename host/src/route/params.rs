@@ -612,7 +612,7 @@ pub fn nothing_answered(_: &str, _: &str) -> bool {
 /// An argument as the values of a parameter: a list's elements each
 /// ([`wire`]), anything else as one value; `None` when an element is not
 /// a value a form can carry.
-fn wire_each(value: &Value) -> Option<Vec<String>> {
+pub fn wire_each(value: &Value) -> Option<Vec<String>> {
     match value {
         Value::Array(items) => items
             .iter()

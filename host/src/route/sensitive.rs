@@ -70,8 +70,17 @@ pub const CLASSES: &[Class] = &[
     Class {
         name: "access",
         why: "users, groups, roles, realms, API tokens, ACLs, passwords, TFA and tickets: one \
-              write grants any privilege, and a new token's secret is in the answer",
-        patterns: &[any(&["access", "**"])],
+              write grants any privilege, and a new token's secret is in the answer (the \
+              token's own `/access/permissions` is an ordinary read: every client asks it)",
+        patterns: &[
+            any(&["access"]),
+            any(&[
+                "access",
+                "users|groups|roles|acl|domains|openid|tfa|ticket|vncticket|password",
+                "**",
+            ]),
+            writes(&["access", "**"]),
+        ],
     },
     Class {
         name: "node-shell",
@@ -370,6 +379,7 @@ mod tests {
             ("GET", "/access/users", "access"),
             ("PUT", "/access/acl", "access"),
             ("POST", "/access/users/a@pve/token/t", "access"),
+            ("POST", "/access/permissions", "access"),
             ("POST", "/nodes/pve1/execute", "node-shell"),
             ("POST", "/nodes/pve1/termproxy", "node-shell"),
             ("GET", "/nodes/pve1/vncwebsocket", "node-shell"),
@@ -505,6 +515,7 @@ mod tests {
             ("GET", "/nodes/pve1/storage/local/content"),
             ("GET", "/cluster/ha/resources"),
             ("GET", "/nodes/pve1/network"),
+            ("GET", "/access/permissions"),
         ] {
             assert_eq!(class_name(method, path), None, "{method} {path}");
         }

@@ -435,7 +435,9 @@ impl App {
         arguments: &JsonObject,
         binding: &Binding,
     ) -> Result<Option<HostPlan>, String> {
-        if tool.routes.is_empty() {
+        // A guarded read has no plan to hold (no dry run either): its
+        // route binds it to the arguments the person approves.
+        if tool.routes.iter().all(|r| r.is_guarded_read()) {
             return Ok(None);
         }
         let mut dry = arguments.clone();
