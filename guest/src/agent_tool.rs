@@ -1,7 +1,9 @@
-//! The QEMU guest agent toolset (`agent`): what a running VM's agent
-//! reports (`pve_guest_agent_info`), a command run in it
-//! (`pve_guest_exec`), and a file read from or written to it
-//! (`pve_guest_file_read`, `pve_guest_file_write`).
+//! What the QEMU guest agent tools (toolset `agent`) share: their input
+//! (`vmid`, optional `node`), the check that a VM can answer, and the
+//! agent's paths. The tools: what a running VM's agent reports
+//! (`pve_guest_agent_info`), a command run in it (`pve_guest_exec`), and a
+//! file read from or written to it (`pve_guest_file_read`,
+//! `pve_guest_file_write`).
 //!
 //! QEMU VMs only: a container has no agent, and `pct exec` has no API
 //! endpoint. Every tool first finds the guest (refusing a container), then
@@ -18,18 +20,6 @@ use crate::fetch;
 use crate::json as pj;
 use crate::path::ApiPath;
 use crate::resolve::{Target, Wanted};
-
-pub mod args;
-pub mod base64;
-pub mod exec;
-pub mod file_read;
-pub mod file_write;
-pub mod info;
-
-pub use exec::TOOL as EXEC;
-pub use file_read::TOOL as FILE_READ;
-pub use file_write::TOOL as FILE_WRITE;
-pub use info::TOOL as INFO;
 
 /// Declares the input struct of an agent tool: `vmid` and `node` (looked
 /// up when missing; there is no `vm_type`, a VM is the only kind), then
@@ -125,7 +115,10 @@ pub fn get_object(
     target: &Target,
     path: &ApiPath,
 ) -> Result<Map<String, Value>, ToolError> {
-    match pve.get(path).map_err(|e| crate::agent::explain(target, e))? {
+    match pve
+        .get(path)
+        .map_err(|e| crate::agent::explain(target, e))?
+    {
         Value::Object(o) => Ok(o),
         other => Err(fetch::unexpected(path, "an object", &other)),
     }
@@ -186,8 +179,16 @@ mod tests {
     #[test]
     fn containers_stopped_vms_and_vms_without_agent_are_refused() {
         for (mut pve, vmid, needle) in [
-            (fake(), 200, "VM 200 is a container; pct exec has no API endpoint"),
-            (with_status(json!({"status": "stopped"})), 100, "pve_start_vm"),
+            (
+                fake(),
+                200,
+                "VM 200 is a container; pct exec has no API endpoint",
+            ),
+            (
+                with_status(json!({"status": "stopped"})),
+                100,
+                "pve_start_vm",
+            ),
             (
                 with_status(json!({"status": "running", "qmpstatus": "paused", "agent": 1})),
                 100,

@@ -34,8 +34,10 @@
 
 pub mod action;
 pub mod agent;
+pub mod agent_tool;
 pub mod api;
 pub mod arg;
+pub mod base64;
 pub mod cluster;
 pub mod error;
 pub mod failure;

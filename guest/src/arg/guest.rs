@@ -25,16 +25,26 @@ impl GuestPath {
         let example = "e.g. \"/etc/hostname\" or \"C:\\\\Windows\\\\win.ini\"";
         let Value::String(s) = v else {
             return Err(match v {
-                Value::Null => format!("missing required argument; pass an absolute path, {example}"),
-                other => format!("must be an absolute path string, {example}, not {}", json_kind(other)),
+                Value::Null => {
+                    format!("missing required argument; pass an absolute path, {example}")
+                }
+                other => format!(
+                    "must be an absolute path string, {example}, not {}",
+                    json_kind(other)
+                ),
             });
         };
         let shown = quoted(s, arg::SHOWN_MAX);
         if s.len() > PATH_MAX {
-            return Err(format!("must be at most {PATH_MAX} bytes (got {})", s.len()));
+            return Err(format!(
+                "must be at most {PATH_MAX} bytes (got {})",
+                s.len()
+            ));
         }
         if s.chars().any(char::is_control) {
-            return Err(format!("{shown} holds a NUL or control character; remove it"));
+            return Err(format!(
+                "{shown} holds a NUL or control character; remove it"
+            ));
         }
         let bytes = s.as_bytes();
         let rest = if let Some(rest) = s.strip_prefix('/') {
@@ -46,7 +56,9 @@ impl GuestPath {
         {
             &s[3..]
         } else {
-            return Err(format!("{shown} is not an absolute path; pass one, {example}"));
+            return Err(format!(
+                "{shown} is not an absolute path; pass one, {example}"
+            ));
         };
         if rest.is_empty() {
             return Ok(GuestPath(s.clone()));
@@ -101,7 +113,12 @@ impl Argv {
                 ));
             }
             Value::Null => return Err(format!("missing required argument; {example}")),
-            other => return Err(format!("must be a list of strings, {example}, not {}", json_kind(other))),
+            other => {
+                return Err(format!(
+                    "must be a list of strings, {example}, not {}",
+                    json_kind(other)
+                ));
+            }
         };
         if items.is_empty() || items.len() > ARGV_MAX {
             return Err(format!(
@@ -112,13 +129,21 @@ impl Argv {
         let mut argv = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let Value::String(s) = item else {
-                return Err(format!("element {i} must be a string, not {}", json_kind(item)));
+                return Err(format!(
+                    "element {i} must be a string, not {}",
+                    json_kind(item)
+                ));
             };
             if s.is_empty() {
-                return Err(format!("element {i} is empty; leave it out or give it a value"));
+                return Err(format!(
+                    "element {i} is empty; leave it out or give it a value"
+                ));
             }
             if s.len() > ARG_MAX {
-                return Err(format!("element {i} is longer than {ARG_MAX} bytes ({})", s.len()));
+                return Err(format!(
+                    "element {i} is longer than {ARG_MAX} bytes ({})",
+                    s.len()
+                ));
             }
             if s.contains('\0') {
                 return Err(format!("element {i} holds a NUL character; remove it"));
@@ -216,8 +241,16 @@ mod tests {
             assert!(e.contains(needle), "{bad:?}: {e}");
         }
         let long = format!("/{}", "a".repeat(PATH_MAX));
-        assert!(GuestPath::from_json(&json!(long)).unwrap_err().contains("4096 bytes"));
-        assert!(GuestPath::from_json(&json!(1)).unwrap_err().contains("not a number"));
+        assert!(
+            GuestPath::from_json(&json!(long))
+                .unwrap_err()
+                .contains("4096 bytes")
+        );
+        assert!(
+            GuestPath::from_json(&json!(1))
+                .unwrap_err()
+                .contains("not a number")
+        );
     }
 
     #[test]
@@ -245,7 +278,10 @@ mod tests {
         assert!(Bytes::<4>::from_json(&json!("abcd")).is_ok());
         // Two characters, six bytes.
         let e = Bytes::<4>::from_json(&json!("€€")).unwrap_err();
-        assert!(e.contains("6 bytes, more than Proxmox's limit of 4 bytes"), "{e}");
+        assert!(
+            e.contains("6 bytes, more than Proxmox's limit of 4 bytes"),
+            "{e}"
+        );
         assert!(Bytes::<4>::from_json(&json!("")).is_err());
     }
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::error::quoted;
 
+pub mod guest;
 pub mod snapname;
 pub mod time;
 

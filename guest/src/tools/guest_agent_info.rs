@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{agent_input, agent_path, prepare};
+use crate::agent_tool::{agent_input, agent_path, prepare};
 use crate::agent;
 use crate::api::Pve;
 use crate::arg::{choice, deserialize_from_json, fixed_schema, json_kind, one_of};
@@ -383,7 +383,7 @@ fn summary(label: &str, out: &AgentInfo) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::fake;
+    use crate::agent_tool::testing::fake;
     use super::*;
     use crate::api::fake::FakePve;
     use crate::tool::testing::assert_valid_output;

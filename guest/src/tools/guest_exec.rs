@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::args::{Argv, Bytes};
-use super::{agent_input, agent_path, prepare};
+use crate::arg::guest::{Argv, Bytes};
+use crate::agent_tool::{agent_input, agent_path, prepare};
 use crate::agent;
 use crate::api::Pve;
 use crate::arg::{Flag, Int};
@@ -251,7 +251,7 @@ fn shown_command(argv: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fake, with_status};
+    use crate::agent_tool::testing::{fake, with_status};
     use super::*;
     use crate::api::fake::FakePve;
     use crate::tool::testing::assert_valid_output;

@@ -8,8 +8,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::args::GuestPath;
-use super::{agent_input, agent_path, base64, get_object, prepare};
+use crate::arg::guest::GuestPath;
+use crate::agent_tool::{agent_input, agent_path, get_object, prepare};
+use crate::base64;
 use crate::api::Pve;
 use crate::arg::{Int, choice};
 use crate::error::ToolError;
@@ -161,7 +162,7 @@ fn latin1_bytes(content: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::fake;
+    use crate::agent_tool::testing::fake;
     use super::*;
     use crate::tool::testing::assert_valid_output;
     use serde_json::json;
@@ -245,7 +246,7 @@ mod tests {
             assert!(e.message().starts_with(needle), "{needle}: {e}");
             assert!(pve.requests.is_empty());
         }
-        let mut pve = super::super::testing::with_status(json!({"status": "stopped"}));
+        let mut pve = crate::agent_tool::testing::with_status(json!({"status": "stopped"}));
         let e = TOOL.call(&mut pve, r#"{"vmid": 100, "path": "/a"}"#).unwrap_err();
         assert!(e.message().contains("pve_start_vm"), "{e}");
         assert!(!pve.requests.iter().any(|r| r.contains("file-read")));

@@ -5,8 +5,9 @@
 //! base64 is checked here and goes as given with `encode=0`. Proxmox takes
 //! at most 61440 bytes of `content` either way.
 
-use super::args::{Bytes, GuestPath};
-use super::{agent_input, agent_path, base64, prepare};
+use crate::arg::guest::{Bytes, GuestPath};
+use crate::agent_tool::{agent_input, agent_path, prepare};
+use crate::base64;
 use crate::action::{self, ActionOutput, Execution, Prepared};
 use crate::api::Pve;
 use crate::arg::{Flag, choice};
@@ -109,7 +110,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{fake, with_status};
+    use crate::agent_tool::testing::{fake, with_status};
     use super::*;
     use crate::tool::testing::assert_valid_output;
     use serde_json::{Value, json};

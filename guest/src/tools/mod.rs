@@ -124,7 +124,10 @@ registry! {
     delete_vm: [TOOL] in "guests",
     backup: [BACKUP, RESTORE] in "backups",
     api_request: [TOOL] in "api",
-    guest_agent: [INFO, EXEC, FILE_READ, FILE_WRITE] in "agent",
+    guest_agent_info: [TOOL] in "agent",
+    guest_exec: [TOOL] in "agent",
+    guest_file_read: [TOOL] in "agent",
+    guest_file_write: [TOOL] in "agent",
 }
 
 /// The tool called `name`.
