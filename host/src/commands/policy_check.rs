@@ -167,7 +167,7 @@ pub fn table(policy: &Policy, tools: &[ToolInfo]) -> String {
     }
     // A valid policy can still leave a guest open: said after the table,
     // where a person reading it ends.
-    for warning in crate::policy::inside::warnings(policy, tools) {
+    for warning in crate::policy::unbounded::warnings(policy, tools) {
         out.push_str(&format!("warning: {warning}\n"));
     }
     out
@@ -220,7 +220,7 @@ pub fn as_json(policy: &Policy, tools: &[ToolInfo]) -> Value {
         "state": state(policy),
         "state_failure": policy.state_failure.as_str(),
         "tools": tools,
-        "warnings": crate::policy::inside::warnings(policy, tools_in),
+        "warnings": crate::policy::unbounded::warnings(policy, tools_in),
     })
 }
 

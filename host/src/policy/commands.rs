@@ -8,7 +8,16 @@
 //! `sudo` or `env`) is refused unless a matching pattern names it as a
 //! literal: `"*"` never lets a shell in, because a shell runs any command.
 
-use super::inside::{Mismatch, show_list, show_value};
+use super::shown::{show_list, show_value};
+
+/// Where an argv stops matching the closest pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The closest pattern, as written.
+    pub closest: String,
+    /// Where it differs, e.g. `wants "status" at argument 2, not "restart"`.
+    pub differs: String,
+}
 
 /// The most elements one pattern may have: argv patterns are short, and a
 /// longer one is more likely a mistake than a command.

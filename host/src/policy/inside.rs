@@ -13,53 +13,13 @@ use serde_json::Value;
 
 use super::commands::{self, ArgvPattern, CommandPatterns};
 use super::paths::{GuestPath, PathPattern, PathPatterns};
-use super::rules::{Policy, rule_name};
+use super::shown::{rule_name, show_list, show_value};
 use crate::tools::{JsonObject, ToolInfo};
 
 /// The argument holding a guest command's argv.
 pub const COMMAND_ARG: &str = "command";
 /// The argument holding a guest file's path.
 pub const PATH_ARG: &str = "path";
-
-/// The longest argument a message shows whole, in characters.
-const SHOWN_CHARS: usize = 200;
-/// The most list elements a message shows.
-const SHOWN_ITEMS: usize = 32;
-
-/// Where an argv stops matching the closest pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mismatch {
-    /// The closest pattern, as written.
-    pub closest: String,
-    /// Where it differs, e.g. `wants "status" at argument 2, not "restart"`.
-    pub differs: String,
-}
-
-/// One value quoted as JSON, folded past [`SHOWN_CHARS`] characters.
-pub fn show_value(value: &str) -> String {
-    match value.char_indices().nth(SHOWN_CHARS) {
-        None => Value::String(value.into()).to_string(),
-        Some((cut, _)) => format!(
-            "{}…(+{} chars)",
-            Value::String(value[..cut].into()),
-            value[cut..].chars().count()
-        ),
-    }
-}
-
-/// A list quoted as JSON, each element by [`show_value`], at most
-/// [`SHOWN_ITEMS`] of them, e.g. `["systemctl","status","*"]`.
-pub fn show_list(items: &[String]) -> String {
-    let mut shown: Vec<String> = items
-        .iter()
-        .take(SHOWN_ITEMS)
-        .map(|s| show_value(s))
-        .collect();
-    if items.len() > SHOWN_ITEMS {
-        shown.push(format!("…(+{} more)", items.len() - SHOWN_ITEMS));
-    }
-    format!("[{}]", shown.join(","))
-}
 
 /// Whether the tool's argument `name` is declared of JSON type `ty`, alone
 /// or among others (`"type": ["array", "null"]`).
@@ -301,36 +261,11 @@ fn path_refusal(own: &str, paths: Option<&PathPatterns>, value: Option<&Value>) 
     ))
 }
 
-/// What `pve-mcp policy check` warns about: a tool that runs guest
-/// commands with no `commands` list, or names guest files with no
-/// `paths` list, and is not denied outright.
-pub fn warnings(policy: &Policy, tools: &[ToolInfo]) -> Vec<String> {
-    let mut out = Vec::new();
-    for tool in tools {
-        let e = policy.effective(tool);
-        if e.action == super::Action::Deny {
-            continue;
-        }
-        let table = rule_name(&tool.name);
-        if runs_commands(tool) && e.commands.is_none() {
-            out.push(format!(
-                "{} may run any command in a guest (every program but a shell): [{table}] has no commands list; add one, e.g. commands = [[\"systemctl\", \"status\", \"*\"]]",
-                tool.name
-            ));
-        }
-        if names_guest_files(tool) && e.paths.is_none() {
-            out.push(format!(
-                "{} may touch any file in a guest: [{table}] has no paths list; add one, e.g. paths = [\"/var/log/*\"]",
-                tool.name
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::policy::rules::Policy;
+    use crate::policy::unbounded::warnings;
     use serde_json::json;
 
     /// `pve_guest_exec`: a `command` argv.

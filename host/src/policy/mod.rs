@@ -36,6 +36,8 @@ pub mod rate_limit;
 pub mod reload;
 mod request;
 pub mod rules;
+mod shown;
+pub mod unbounded;
 
 pub use decision::{Decision, Grant, Permit};
 pub use effective::Effective;

@@ -12,7 +12,7 @@
 //! whole segment `**` for any number of segments (zero included); nothing
 //! else is special, and matching is exact and case-sensitive.
 
-use super::inside::show_value;
+use super::shown::show_value;
 
 /// The most segments one pattern may have.
 pub const MAX_SEGMENTS: usize = 64;

@@ -184,17 +184,7 @@ impl Default for Policy {
     }
 }
 
-/// The name a rule for `tool` has in decisions and the audit log.
-pub fn rule_name(tool: &str) -> String {
-    if tool
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        format!("policy.tools.{tool}")
-    } else {
-        format!("policy.tools.{tool:?}")
-    }
-}
+pub use super::shown::rule_name;
 
 /// The policy line that enables `tool`, for the refusals that say how to
 /// lift them: the one place this advice is written.
