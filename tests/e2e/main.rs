@@ -26,6 +26,7 @@ mod foreign_hosts;
 mod fuzz_gen;
 mod fuzz_http;
 mod fuzz_stdio;
+mod guest_agent;
 mod guest_agent_gate;
 mod guest_progress;
 mod hostile;
