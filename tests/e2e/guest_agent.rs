@@ -111,7 +111,11 @@ async fn exec_sends_the_argv_once_and_reads_the_status_of_its_own_pid() {
             .await;
         assert_eq!(dry["sent"], false, "{dry}");
         assert!(sim.writes().is_empty());
-        assert!(agent_requests(&sim).is_empty(), "{:?}", agent_requests(&sim));
+        assert!(
+            agent_requests(&sim).is_empty(),
+            "{:?}",
+            agent_requests(&sim)
+        );
         assert_eq!(
             dry["requests"],
             json!([{
@@ -124,7 +128,10 @@ async fn exec_sends_the_argv_once_and_reads_the_status_of_its_own_pid() {
         // The real call sends what the dry run planned, once, then polls
         // the pid Proxmox answered with.
         let ran = server
-            .ok("pve_guest_exec", json!({"vmid": 100, "command": ["df", "-h"]}))
+            .ok(
+                "pve_guest_exec",
+                json!({"vmid": 100, "command": ["df", "-h"]}),
+            )
             .await;
         assert_eq!(ran["requests"], dry["requests"]);
         assert_eq!(ran["exited"], true, "{ran}");
@@ -133,7 +140,10 @@ async fn exec_sends_the_argv_once_and_reads_the_status_of_its_own_pid() {
         assert!(stdout.starts_with("Filesystem"), "{ran}");
         assert_eq!(ran["stdout_bytes"], stdout.len() as u64);
         assert_eq!(ran["stdout_truncated"], false);
-        assert_eq!(writes(&sim), ["POST /nodes/pve1/qemu/100/agent/exec command=df\0-h"]);
+        assert_eq!(
+            writes(&sim),
+            ["POST /nodes/pve1/qemu/100/agent/exec command=df\0-h"]
+        );
         let pid = ran["pid"].as_u64().expect("a pid");
         let asked = agent_requests(&sim);
         let status: Vec<&String> = asked.iter().filter(|r| r.contains("exec-status")).collect();
@@ -168,7 +178,10 @@ async fn exec_sends_the_argv_once_and_reads_the_status_of_its_own_pid() {
             .await;
         assert_eq!(unit["exit_code"], 4, "{unit}");
         assert!(
-            unit["stderr"].as_str().unwrap().contains("could not be found"),
+            unit["stderr"]
+                .as_str()
+                .unwrap()
+                .contains("could not be found"),
             "{unit}"
         );
 
@@ -259,6 +272,34 @@ async fn a_file_is_written_and_read_back_with_its_parameters_on_the_wire() {
         assert_eq!(bytes["content"], "AAEC/w==", "{bytes}");
         assert_eq!(bytes["bytes"], 4, "{bytes}");
         assert_no_schema_violations(&sim);
+
+        // The log names the file and holds its content as size and
+        // digest, in the call's arguments and in the request sent alike.
+        server.stop().await;
+        let log = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+        assert!(!log.contains("written by e2e"), "{log}");
+        let shown = format!(
+            "[not shown: 15 bytes, sha256 {}]",
+            sha256_hex(b"written by e2e\n")
+        );
+        let records = audit_records(&dir.path().join("audit.jsonl"));
+        let write = |kind: &str, method: Option<&str>| {
+            records
+                .iter()
+                .find(|r| {
+                    r["kind"] == kind
+                        && r["tool"] == "pve_guest_file_write"
+                        && method.is_none_or(|m| r["method"] == m)
+                })
+                .unwrap_or_else(|| panic!("no {kind} record of the write: {log}"))
+                .clone()
+        };
+        let call = write("call", None);
+        assert_eq!(call["args"]["content"], shown.as_str(), "{call}");
+        assert_eq!(call["args"]["path"], "/tmp/e2e-note", "{call}");
+        let sent = write("egress", Some("POST"));
+        assert_eq!(sent["params"]["values"]["content"], shown.as_str(), "{sent}");
+        assert_eq!(sent["params"]["values"]["file"], "/tmp/e2e-note", "{sent}");
     })
     .await;
 }
@@ -338,6 +379,14 @@ async fn guests_the_agent_cannot_reach_are_refused_with_the_fix() {
             agent_requests(&sim).is_empty(),
             "{:?}",
             agent_requests(&sim)
+        );
+        // An agent configured but not answering is known only once asked.
+        let message = server
+            .err("pve_guest_exec", json!({"vmid": 103, "command": df}))
+            .await;
+        assert!(
+            message.contains("agent in VM 103 is not running: install the qemu-guest-agent"),
+            "{message}"
         );
     })
     .await;

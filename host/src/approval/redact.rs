@@ -20,6 +20,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::canonical::canonical_json;
+use crate::egress::guest_file::{content_summary, summarised, writes_a_file};
 use crate::secret::{MASK, Redactor, holds_private_key, is_secret_name};
 use crate::tools::JsonObject;
 
@@ -61,35 +62,6 @@ pub fn preview(arguments: &JsonObject, redactor: &Redactor) -> String {
 
 /// Longest argv or path text an approval form shows on its own line.
 const FORM_INSIDE: usize = 4000;
-
-/// Whether the arguments write a guest file: a `path` string beside a
-/// `content` string (`pve_list_storage`'s `content` is a filter, and it
-/// has no `path`).
-fn writes_a_file(arguments: &JsonObject) -> Option<&str> {
-    arguments.get("path").and_then(Value::as_str)?;
-    arguments.get("content").and_then(Value::as_str)
-}
-
-/// `1234 bytes, sha256 …` of the content as given.
-fn content_summary(content: &str) -> String {
-    let hex: String = Sha256::digest(content.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("{} bytes, sha256 {hex}", content.len())
-}
-
-/// The arguments with a file write's `content` replaced by its size and
-/// SHA-256 (of the string as given, so it can be checked against the
-/// file the agent meant to write).
-fn summarised(arguments: &JsonObject) -> JsonObject {
-    let mut shown = arguments.clone();
-    if let Some(content) = writes_a_file(arguments) {
-        let summary = format!("[not shown: {}]", content_summary(content));
-        shown.insert("content".into(), Value::String(summary));
-    }
-    shown
-}
 
 /// For a call inside a guest, the lines an approval form shows besides
 /// the arguments: the exact argv (every element quoted), the exact path,

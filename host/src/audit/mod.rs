@@ -237,8 +237,10 @@ impl AuditLog {
     ) -> CallAudit<'_> {
         let r = |s: &str| self.redactor.redact(s).into_owned();
         let args = self.include_arguments.then(|| {
+            // A guest file's content as its size and SHA-256, as the
+            // egress record and the approval show it.
             record::redact_arguments(
-                &serde_json::Value::Object(arguments.clone()),
+                &serde_json::Value::Object(crate::egress::guest_file::summarised(arguments)),
                 &self.redactor,
             )
         });

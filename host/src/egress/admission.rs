@@ -74,16 +74,16 @@ pub fn admit_params(
     let content_type = head.headers.get(http::header::CONTENT_TYPE);
     let params =
         sent::read(method, head.uri.query(), content_type, body).map_err(Denial::Params)?;
-    record.params = Some(sent::recorded(&params));
+    let api_path = head
+        .uri
+        .path()
+        .get(API_PREFIX.len() - 1..)
+        .unwrap_or_default();
+    record.params = Some(sent::recorded(api_path, &params));
     let answered = |field: &str, value: &str| binding.history.answered(field, value);
     let admitted = gate.check_params(method, &head.uri, &params, &binding.writes, &answered)?;
     // A plan holds the writes; the reads between them are the call's own.
     if let Some(plan) = binding.plan.as_deref().filter(|_| *method != Method::GET) {
-        let api_path = head
-            .uri
-            .path()
-            .get(API_PREFIX.len() - 1..)
-            .unwrap_or_default();
         plan.admit(method, api_path, &params)
             .map_err(Denial::Plan)?;
     }

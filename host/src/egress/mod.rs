@@ -23,6 +23,7 @@ pub mod answer;
 pub mod binding;
 pub mod forward;
 pub mod gate;
+pub mod guest_file;
 pub mod history;
 pub mod hook;
 pub mod plan;

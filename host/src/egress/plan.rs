@@ -110,7 +110,11 @@ impl fmt::Display for PlannedWrite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} /api2/json{}", self.method, self.path)?;
         if !self.params.is_empty() {
-            write!(f, " {}", super::sent::recorded(&self.params)["values"])?;
+            write!(
+                f,
+                " {}",
+                super::sent::recorded(&self.path, &self.params)["values"]
+            )?;
         }
         Ok(())
     }

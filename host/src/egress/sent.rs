@@ -8,6 +8,7 @@ use http::HeaderValue;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::guest_file;
 use crate::route::request::shown;
 use crate::secret::{MASK, holds_private_key, is_secret_name};
 
@@ -131,18 +132,23 @@ const RECORDED_VALUE: usize = 256;
 /// The most bytes of names and values one record keeps.
 const RECORDED_TOTAL: usize = 2048;
 
-/// The parameters as a record keeps them: an object of at most
-/// [`RECORDED_TOTAL`] bytes (each value at most [`RECORDED_VALUE`]),
-/// secrets and private keys masked, with `"…"` counting what was left out
+/// The parameters of a request to `api_path` as a record keeps them: an
+/// object of at most [`RECORDED_TOTAL`] bytes (each value at most
+/// [`RECORDED_VALUE`]), secrets and private keys masked, a guest file's
+/// content as its size and SHA-256, with `"…"` counting what was left out
 /// and `"sha256"` of the whole list (as masked) in a field of its own.
-pub fn recorded(sent: &Sent) -> Value {
+pub fn recorded(api_path: &str, sent: &Sent) -> Value {
     let mut params = Map::new();
     let mut total = 0;
     let mut hash = Sha256::new();
     let mut left = 0;
     for (name, value) in sent {
+        let summary;
         let value = if is_secret_name(name) || holds_private_key(value) {
             MASK
+        } else if guest_file::is_content(api_path, name) {
+            summary = guest_file::not_shown(value);
+            summary.as_str()
         } else {
             value.as_str()
         };
@@ -273,7 +279,7 @@ mod tests {
             .map(|i| (format!("p{i}"), "x".repeat(1000)))
             .collect();
         sent.push(("password".into(), "hunter2".into()));
-        let r = recorded(&sent);
+        let r = recorded("/nodes/pve1/qemu/100/config", &sent);
         assert!(
             r.to_string().len() < RECORDED_TOTAL + 600,
             "{}",
@@ -288,7 +294,32 @@ mod tests {
         );
         assert!(!r.to_string().contains("hunter2"));
         assert_eq!(r["sha256"].as_str().unwrap().len(), 64);
-        let small = recorded(&vec![("password".into(), "hunter2".into())]);
+        let small = recorded("/version", &vec![("password".into(), "hunter2".into())]);
         assert_eq!(small["values"]["password"], MASK);
+    }
+
+    /// A guest file's content is recorded as its size and digest, also
+    /// behind an encoded path; a `content` elsewhere (a storage's content
+    /// types) is an ordinary value.
+    #[test]
+    fn a_guest_files_content_is_recorded_as_its_size_and_digest() {
+        let sent: Sent = vec![
+            ("content".into(), "db_password=hunter2\n".into()),
+            ("file".into(), "/etc/app.conf".into()),
+        ];
+        for path in [
+            "/nodes/pve1/qemu/100/agent/file-write",
+            "/nodes/pve1/qemu/100/agent/file%2Dwrite",
+        ] {
+            let r = recorded(path, &sent);
+            assert!(!r.to_string().contains("hunter2"), "{r}");
+            assert_eq!(
+                r["values"]["content"],
+                guest_file::not_shown("db_password=hunter2\n")
+            );
+            assert_eq!(r["values"]["file"], "/etc/app.conf");
+        }
+        let storage = recorded("/storage", &vec![("content".into(), "iso,vztmpl".into())]);
+        assert_eq!(storage["values"]["content"], "iso,vztmpl");
     }
 }
