@@ -180,6 +180,27 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             }),
         ),
         (
+            "pve_list_storage_content",
+            json!({"node": "pve1", "storage": "pbs-main"}),
+            Expect::Ok(|o| {
+                // The same PBS answer as a volume list: in volid order,
+                // with the owner and the verification state.
+                assert_eq!(o["total"], 3);
+                let vm = o["volumes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|v| v["volid"] == "pbs-main:backup/vm/100/2026-11-28T01:00:12Z")
+                    .unwrap_or_else(|| panic!("no VM backup: {o}"));
+                assert_fields(
+                    "vm backup",
+                    vm,
+                    json!({"content": "backup", "vmid": 100, "format": "pbs-vm",
+                           "verification": "ok", "created": "2026-11-28T01:00:12Z"}),
+                );
+            }),
+        ),
+        (
             "pve_list_snapshots",
             json!({"vmid": 100}),
             Expect::Ok(|o| assert_eq!(o["current_parent"], "kernel_617")),

@@ -31,6 +31,7 @@ EVERY_TOOL = {
     "pve_get_vm_config": {"vmid": 100},
     "pve_list_storage": {"node": "pve1"},
     "pve_list_backups": {"node": "pve1", "storage": "nfs-backup"},
+    "pve_list_storage_content": {"node": "pve1", "storage": "local", "content": "iso"},
     "pve_get_task_status": {"upid": LONG_LOG_UPID},
     "pve_list_snapshots": {"vmid": 100},
     "pve_list_tasks": {"node": "pve1"},

@@ -103,6 +103,7 @@ registry! {
     list_resources: [TOOL] in "cluster",
     get_vm_config: [TOOL] in "guests",
     list_storage: [TOOL] in "storage",
+    list_storage_content: [TOOL] in "storage",
     list_backups: [TOOL] in "backups",
     get_task_status: [TOOL] in "tasks",
     list_snapshots: [TOOL] in "snapshots",
