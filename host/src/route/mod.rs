@@ -350,9 +350,10 @@ impl BoundRoute {
     }
 
     /// Whether `method` on `api_path` (the path after `/api2/json`, as
-    /// sent, still percent-encoded) is this write. A segment is compared as
-    /// sent: PVE's patterns admit no `%`, so an encoded `/` or `..` never
-    /// matches.
+    /// sent, still percent-encoded) is this write. Each segment is
+    /// compared decoded once, as pveproxy reads it (a UPID's `:` travels
+    /// as `%3A`); a path that does not decode, or a segment that decodes
+    /// to a `/`, a `\`, `.` or `..`, matches nothing.
     pub fn admits(&self, method: &Method, api_path: &str) -> bool {
         let (own, segments) = match self {
             BoundRoute::Template {
@@ -364,10 +365,16 @@ impl BoundRoute {
         if method != own {
             return false;
         }
-        let Some(rest) = api_path.strip_prefix('/') else {
+        let Some(decoded) = request::decoded_segments(api_path) else {
             return false;
         };
-        let mut sent = rest.split('/');
+        if decoded
+            .iter()
+            .any(|s| s.contains(['/', '\\']) || s == "." || s == "..")
+        {
+            return false;
+        }
+        let mut sent = decoded.iter().map(String::as_str);
         for bound in segments {
             let Some(segment) = sent.next() else {
                 return false;
@@ -487,6 +494,33 @@ mod tests {
         assert!(!bad.admits(&Method::POST, "/nodes/a%2Fb/qemu/105/status/start"));
         let object = start.bind(&args(json!({"vmid": {"x": 1}})));
         assert!(!object.admits(&Method::POST, "/nodes/pve1/qemu/105/status/start"));
+    }
+
+    /// A UPID's `:` (and its `@` and `!`) travel escaped; the segment is
+    /// compared as pveproxy decodes it, still bound to the call's UPID.
+    #[test]
+    fn an_escaped_segment_is_compared_decoded() {
+        let stop = Route::parse("DELETE", "/nodes/{node}/tasks/{upid}").unwrap();
+        let upid = "UPID:pve1:00041A00:10BE6D64:6B130741:qmstart:104:root@pam!mcp:";
+        let escaped = |u: &str| {
+            u.replace(':', "%3A")
+                .replace('@', "%40")
+                .replace('!', "%21")
+        };
+        let bound = stop.bind(&args(json!({ "upid": upid })));
+        let delete = |p: String| bound.admits(&Method::DELETE, &p);
+        assert!(delete(format!("/nodes/pve1/tasks/{}", escaped(upid))));
+        assert!(delete(format!("/nodes/pve1/tasks/{upid}")));
+        let other = upid.replace("104", "108");
+        for path in [
+            format!("/nodes/pve1/tasks/{}", escaped(&other)),
+            format!("/nodes/pve1/tasks/{}%2F..", escaped(upid)),
+            format!("/nodes/pve1/tasks/{}/x", escaped(upid)),
+            format!("/nodes/pve1/tasks/%2E%2E/{}", escaped(upid)),
+            format!("/nodes/pve1/tasks/{}%ZZ", escaped(upid)),
+        ] {
+            assert!(!delete(path.clone()), "{path}");
+        }
     }
 
     #[test]
