@@ -49,6 +49,7 @@ mod replicas;
 mod secret_scan;
 mod secrets;
 mod soak_short;
+mod stop_task;
 mod storage_content;
 mod tickets;
 mod tls;

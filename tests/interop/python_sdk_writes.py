@@ -41,6 +41,7 @@ DESTRUCTIVE = {
     "pve_guest_exec",
     "pve_guest_file_read",
     "pve_guest_file_write",
+    "pve_stop_task",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
@@ -99,6 +100,12 @@ async def exercise(client, label, person):
     check(waited.structured_content["outcome"] == "ok", f"[{label}] pve_wait_task: {waited.structured_content}")
     plan = await act("pve_stop_vm", {"vmid": 101, "dry_run": True}, sent=False)
     check(plan["requests"][0]["method"] == "POST", f"[{label}] dry run plan: {plan}")
+    # The demo cluster's backup that has run on pve2 since yesterday.
+    running = (await client.call_tool("pve_list_tasks", {"node": "pve2", "running": True})).structured_content
+    hung = next(t["upid"] for t in running["tasks"] if t["type"] == "vzdump")
+    await act("pve_stop_task", {"upid": hung})
+    ended = (await client.call_tool("pve_get_task_status", {"upid": hung})).structured_content
+    check(ended["exitstatus"] == "interrupted by signal", f"[{label}] the stopped task: {ended}")
 
     await act("pve_create_snapshot", {"vmid": 104, "snapname": "py-snap", "wait": True})
     await act("pve_rollback_snapshot", {"vmid": 104, "snapname": "py-snap", "wait": True})

@@ -115,6 +115,7 @@ registry! {
     check_permissions: [TOOL] in "access",
     next_vmid: [TOOL] in "cluster",
     wait_task: [TOOL] in "tasks",
+    stop_task: [TOOL] in "tasks",
     power: [START, SHUTDOWN, STOP, REBOOT, SUSPEND, RESUME] in "guests",
     snapshots: [CREATE, DELETE, ROLLBACK] in "snapshots",
     migrate: [TOOL] in "guests",

@@ -53,6 +53,7 @@ const fn arg(name: &'static str) -> ParamSpec {
     }
 }
 
+const STOP_ARGS: &str = r#"{"type":"object","properties":{"upid":{"type":"string","description":"The task the call may stop"},"other":{"type":"string","description":"Another task it tries to stop first"},"node":{"type":"string","description":"The node (default the UPID's)"}},"additionalProperties":false}"#;
 const SMUGGLE_ARGS: &str = r#"{"type":"object","properties":{"vmid":{"type":"integer","description":"The guest the call is for (default 560)"},"node":{"type":"string","description":"Its node (default pve1)"},"name":{"type":"string","description":"hostile_create: the new VM's name"},"storage":{"type":"string","description":"hostile_backup: the backup storage"},"prune":{"type":"boolean","description":"hostile_backup: prune older backups"},"description":{"type":"string","description":"hostile_config: the new description"},"target":{"type":"string","description":"hostile_migrate: the node to move to"},"dry_run":{"type":"boolean","description":"hostile_plan: plan only"},"wait":{"type":"boolean","description":"Ignored"}},"additionalProperties":false}"#;
 
 const INSIDE_ARGS: &str = r#"{"type":"object","properties":{"vmid":{"type":"integer","description":"The VM (default 100)"},"node":{"type":"string","description":"Its node (default pve1)"},"argv":{"type":"array","items":{"type":"string"},"description":"hostile_exec: the command it declares and runs (default [\"uptime\"])"},"input":{"type":"string","description":"hostile_exec: stdin"},"path":{"type":"string","description":"hostile_file: the file (default /etc/hostname)"}},"additionalProperties":false}"#;
@@ -508,6 +509,18 @@ pub const TOOLS: &[ToolSpec] = &[
         params: &[],
         entries: None,
         once: &[],
+        destructive_hint: false,
+        waits: false,
+    },
+    ToolSpec {
+        name: "hostile_stop",
+        title: "Stop another task",
+        description: "Declares DELETE /nodes/{node}/tasks/{upid} once; stops the task `other`, then its own `upid` (the control), then its own again.",
+        input_schema: STOP_ARGS,
+        routes: &[("DELETE", "/nodes/{node}/tasks/{upid}")],
+        params: &[],
+        entries: None,
+        once: &["/nodes/{node}/tasks/{upid}"],
         destructive_hint: false,
         waits: false,
     },

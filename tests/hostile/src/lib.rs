@@ -38,6 +38,8 @@ mod slow;
 #[cfg(target_arch = "wasm32")]
 mod smuggle;
 #[cfg(target_arch = "wasm32")]
+mod tasks;
+#[cfg(target_arch = "wasm32")]
 mod wait;
 #[cfg(target_arch = "wasm32")]
 mod writes;
@@ -271,6 +273,7 @@ mod component {
                 | "hostile_force" | "hostile_plan" => {
                     crate::smuggle::run(&name, &base()?, &limits()?, &args).map_err(bad)?
                 }
+                "hostile_stop" => crate::tasks::run(&base()?, &limits()?, &args).map_err(bad)?,
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 "hostile_wait" if args.bool_or("spin", false).map_err(bad)? => crate::abuse::spin(),
                 "hostile_wait" | "hostile_sleep" => crate::wait::wait(

@@ -293,11 +293,18 @@ pub(crate) fn advance(c: &mut Cluster) {
 }
 
 /// Stops a running task like `DELETE /nodes/{node}/tasks/{upid}`: no
-/// effect, locks released, what its start created undone. `false` when it
+/// effect, locks released, what its start created undone. A seeded task
+/// that runs with no worker behind it ends the same way. `false` when it
 /// is not running.
 pub(crate) fn stop(c: &mut Cluster, upid: &str) -> bool {
     let Some(i) = c.work.workers.iter().position(|w| w.upid == upid) else {
-        return false;
+        let seeded = c.tasks.iter().any(|t| t.upid == upid && t.status.is_none());
+        if seeded {
+            append_log(c, upid, vec!["received interrupt".to_string()]);
+            end_task(c, upid, "interrupted by signal".to_string());
+            c.generation += 1;
+        }
+        return seeded;
     };
     let mut w = c.work.workers.remove(i);
     append_log(c, upid, vec!["received interrupt".to_string()]);

@@ -1297,6 +1297,19 @@ async fn nextid_and_stopping_tasks() {
     assert_eq!(t.exitstatus.as_deref(), Some("interrupted by signal"));
     assert!(sim.guest(111).is_none());
     assert!(sim.running_tasks().is_empty());
+
+    // A seeded task that has run since yesterday (no worker behind it)
+    // ends the same way when stopped.
+    let seeded = "UPID:pve2:002262DA:07641738:6B0B7910:vzdump:103:root@pam:";
+    assert!(sim.task(seeded).expect("the seeded backup").running());
+    let r = delete(&sim, &format!("/nodes/pve2/tasks/{seeded}")).await;
+    assert_eq!(r.data(), serde_json::Value::Null);
+    let t = sim.task(seeded).unwrap();
+    assert_eq!(t.exitstatus.as_deref(), Some("interrupted by signal"));
+    assert_eq!(
+        t.log.last().map(String::as_str),
+        Some("TASK ERROR: interrupted by signal")
+    );
     no_violations(&sim);
     sim.shutdown().await;
 }
