@@ -51,6 +51,7 @@ mod secrets;
 mod soak_short;
 mod stop_task;
 mod storage_content;
+mod templates;
 mod tickets;
 mod tls;
 mod tool_docs;

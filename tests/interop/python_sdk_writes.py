@@ -42,6 +42,7 @@ DESTRUCTIVE = {
     "pve_guest_file_read",
     "pve_guest_file_write",
     "pve_stop_task",
+    "pve_convert_to_template",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
@@ -125,6 +126,7 @@ async def exercise(client, label, person):
     archive = backups["backups"][0]["volid"]
     await act("pve_restore_vm", {"archive": archive, "vmid": 163, "node": "pve1", "wait": True})
     await act("pve_delete_vm", {"vmid": 163, "purge": True, "wait": True})
+    await act("pve_convert_to_template", {"vmid": 161})
     # The generic tool: the clone made above, started through its own path.
     await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 

@@ -120,6 +120,7 @@ registry! {
     snapshots: [CREATE, DELETE, ROLLBACK] in "snapshots",
     migrate: [TOOL] in "guests",
     clone_vm: [TOOL] in "guests",
+    convert_to_template: [TOOL] in "provisioning",
     create_guest: [QEMU, LXC] in "guests",
     resize_disk: [TOOL] in "guests",
     set_config: [TOOL] in "guests",

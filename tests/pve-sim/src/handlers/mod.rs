@@ -18,6 +18,7 @@ mod rrd;
 mod snapshot_write;
 mod storage;
 mod tasks;
+mod template;
 mod write_routes;
 
 pub(crate) use config::{config_digest, render as render_config, size_str};

@@ -3,7 +3,7 @@
 //! The specs check what the reference lists; when the official schema is
 //! loaded it is the one that validates.
 
-use super::{backup, config_write, lifecycle, power, snapshot_write, tasks};
+use super::{backup, config_write, lifecycle, power, snapshot_write, tasks, template};
 use crate::perms::Perm;
 use crate::router::Route;
 use crate::schema::Prop;
@@ -392,6 +392,18 @@ pub(crate) fn routes() -> Vec<Route> {
                 ("destroy-unreferenced-disks", b()),
                 ("force", b()),
             ])),
+        // Templates.
+        Route::post(
+            "/nodes/{node}/qemu/{vmid}/template",
+            template::qemu_template,
+        )
+        .perm(ALLOCATE)
+        .proxy("node")
+        .params(with(vec![("disk", Prop::string().optional())])),
+        Route::post("/nodes/{node}/lxc/{vmid}/template", template::lxc_template)
+            .perm(ALLOCATE)
+            .proxy("node")
+            .params(base()),
         // Resize.
         Route::put(
             "/nodes/{node}/qemu/{vmid}/resize",

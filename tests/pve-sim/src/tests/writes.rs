@@ -888,6 +888,42 @@ async fn migrations_move_guests() {
 }
 
 #[tokio::test]
+async fn templates_are_made_of_stopped_guests_only() {
+    let sim = sim().await;
+    let r = post(&sim, "/nodes/pve1/qemu/101/template", "").await;
+    assert_eq!(
+        message(&r),
+        "you can't convert a VM to template if VM is running\n"
+    );
+    let r = post(&sim, "/nodes/pve1/qemu/900/template", "").await;
+    assert_eq!(message(&r), "you can't convert a template to a template\n");
+    // A VM through its task.
+    let t = run(&sim, post(&sim, "/nodes/pve1/qemu/104/template", "").await).await;
+    assert_eq!(t.task_type, "qmtemplate");
+    assert_eq!(t.exitstatus.as_deref(), Some("OK"));
+    assert!(sim.guest(104).unwrap().template);
+    // A container with a snapshot stays what it is; without, it changes
+    // at once (no task).
+    run(
+        &sim,
+        post(&sim, "/nodes/pve1/lxc/108/snapshot", "snapname=s1").await,
+    )
+    .await;
+    let r = post(&sim, "/nodes/pve1/lxc/108/template", "").await;
+    assert_eq!(
+        message(&r),
+        "you can't convert a CT to template if it has snapshots\n"
+    );
+    assert!(!sim.guest(108).unwrap().template);
+    run(&sim, delete(&sim, "/nodes/pve1/lxc/108/snapshot/s1").await).await;
+    let r = post(&sim, "/nodes/pve1/lxc/108/template", "").await;
+    assert_eq!(r.data(), serde_json::Value::Null);
+    assert!(sim.guest(108).unwrap().template);
+    no_violations(&sim);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
 async fn deletes_remove_guests() {
     let sim = sim().await;
     let r = delete(&sim, "/nodes/pve1/qemu/101").await;
