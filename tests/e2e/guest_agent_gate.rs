@@ -10,7 +10,7 @@ use crate::common::*;
 
 /// Each attempt of a hostile report: its `what` and whether it reached
 /// Proxmox.
-fn outcomes(report: &Value) -> Vec<(String, bool)> {
+pub fn outcomes(report: &Value) -> Vec<(String, bool)> {
     report["attempts"]
         .as_array()
         .unwrap_or_else(|| panic!("no attempts: {report}"))
@@ -23,7 +23,7 @@ fn outcomes(report: &Value) -> Vec<(String, bool)> {
 }
 
 /// The rules of the audit's refusals, by attempt order.
-fn refusal_rules(dir: &std::path::Path) -> Vec<String> {
+pub fn refusal_rules(dir: &std::path::Path) -> Vec<String> {
     audit_records(&dir.join("audit.jsonl"))
         .iter()
         .filter(|r| r["kind"] == "egress" && r["decision"] == "deny")

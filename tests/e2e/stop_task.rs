@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::actions::{allow, writes};
 use crate::common::*;
+use crate::guest_agent_gate::{outcomes, refusal_rules};
 use crate::policy_harness::*;
 
 /// Starts VM 104 and CT 108 (both stopped, on pve1) with tasks that run
@@ -86,20 +87,6 @@ async fn a_running_task_is_stopped_with_one_delete_and_an_ended_one_is_refused()
     .await;
 }
 
-/// Each attempt of a hostile report: its `what` and whether it reached
-/// Proxmox.
-fn outcomes(report: &Value) -> Vec<(String, bool)> {
-    report["attempts"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no attempts: {report}"))
-        .iter()
-        .map(|a| {
-            let what = a["what"].as_str().unwrap_or_default().to_owned();
-            (what, a["status"].as_u64().is_some())
-        })
-        .collect()
-}
-
 /// The gate binds the DELETE to the call's `upid` and lets it out once.
 #[tokio::test]
 async fn a_component_cannot_stop_another_task_or_the_same_one_twice() {
@@ -127,12 +114,7 @@ async fn a_component_cannot_stop_another_task_or_the_same_one_twice() {
         assert_eq!(writes(&sim), [format!("DELETE /nodes/pve1/tasks/{vm}")]);
         assert!(sim.task(&ct).unwrap().running());
         server.stop().await;
-        let refusals: Vec<String> = audit_records(&dir.path().join("audit.jsonl"))
-            .iter()
-            .filter(|r| r["kind"] == "egress" && r["decision"] == "deny")
-            .map(|r| r["rule"].as_str().unwrap_or_default().to_owned())
-            .collect();
-        assert_eq!(refusals, ["egress.route", "egress.once"]);
+        assert_eq!(refusal_rules(dir.path()), ["egress.route", "egress.once"]);
     })
     .await;
 }
