@@ -56,6 +56,7 @@ pub mod task;
 pub mod task_wait;
 pub mod tool;
 pub mod tools;
+pub mod volume;
 pub mod write;
 
 mod bindings {

@@ -13,6 +13,7 @@ use crate::format;
 use crate::json as pj;
 use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
+use crate::volume::ContentEntry;
 
 /// Default for `limit`.
 pub const DEFAULT_LIMIT: u64 = 50;
@@ -118,29 +119,20 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<BackupList>, ToolError>
 }
 
 fn record(e: &Map<String, Value>) -> Option<Backup> {
-    let volid = pj::text(e.get("volid"))?;
-    let size = pj::uint(e.get("size"));
-    let ctime = pj::uint(e.get("ctime"));
-    let verification = e
-        .get("verification")
-        .and_then(Value::as_object)
-        .and_then(|v| pj::text(v.get("state")));
-    let notes = pj::text(e.get("notes"))
-        .and_then(|n| n.lines().next().map(str::to_owned))
-        .filter(|n| !n.is_empty());
+    let entry = ContentEntry::read(e)?;
     Some(Backup {
-        volid,
-        vmid: pj::uint(e.get("vmid")),
+        size_human: entry.size_human(),
+        created: entry.created(),
+        vmid: entry.vmid,
         subtype: pj::text(e.get("subtype")),
-        format: pj::text(e.get("format")),
-        size,
-        size_human: size.map(format::bytes),
-        ctime,
-        created: ctime.map(|t| format::iso_utc(t as i64)),
-        notes,
-        protected: pj::flag(e.get("protected")),
+        format: entry.format,
+        size: entry.size,
+        ctime: entry.ctime,
+        notes: entry.notes,
+        protected: entry.protected,
         encrypted: pj::text(e.get("encrypted")).is_some_and(|s| s != "0"),
-        verification,
+        verification: entry.verification,
+        volid: entry.volid,
     })
 }
 

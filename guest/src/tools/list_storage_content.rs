@@ -11,9 +11,9 @@ use crate::arg::{NodeName, StorageId, Vmid, choice};
 use crate::error::ToolError;
 use crate::fetch;
 use crate::format;
-use crate::json as pj;
 use crate::paging::{self, Limit, Offset, Page, PageInfo};
 use crate::path::ApiPath;
+use crate::volume::ContentEntry;
 use crate::tool::{Answer, Tool, read_tool};
 
 /// Default for `limit`.
@@ -145,25 +145,20 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<VolumeList>, ToolError>
 }
 
 fn record(e: &Map<String, Value>) -> Option<Volume> {
-    let volid = pj::text(e.get("volid"))?;
-    let size = pj::uint(e.get("size"));
-    let notes = pj::text(e.get("notes"))
-        .and_then(|n| n.lines().next().map(|l| l.chars().take(NOTE_MAX).collect::<String>()))
-        .filter(|n| !n.is_empty());
+    let entry = ContentEntry::read(e)?;
     Some(Volume {
-        volid,
-        content: pj::text(e.get("content")),
-        format: pj::text(e.get("format")),
-        size,
-        size_human: size.map(format::bytes),
-        vmid: pj::uint(e.get("vmid")),
-        created: pj::uint(e.get("ctime")).map(|t| format::iso_utc(t as i64)),
-        notes,
-        protected: pj::flag(e.get("protected")),
-        verification: e
-            .get("verification")
-            .and_then(Value::as_object)
-            .and_then(|v| pj::text(v.get("state"))),
+        size_human: entry.size_human(),
+        created: entry.created(),
+        notes: entry
+            .notes
+            .map(|n| n.chars().take(NOTE_MAX).collect::<String>()),
+        volid: entry.volid,
+        content: entry.content,
+        format: entry.format,
+        size: entry.size,
+        vmid: entry.vmid,
+        protected: entry.protected,
+        verification: entry.verification,
     })
 }
 
