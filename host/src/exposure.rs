@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::error::ConfigError;
 use crate::tier::Tier;
-use crate::tools::{DISCOVER, ToolInfo};
+use crate::tools::{ALL_TOOLSETS, DEFAULT_TOOLSETS, DISCOVER, ToolInfo, offered_by_default};
 
 /// One narrowing: the server's, or a token's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,8 +28,9 @@ pub struct Filter {
 
 impl Filter {
     /// A filter of these toolsets (`None`: every one) and read-only switch,
-    /// named under `key` for errors; every name must be one of `known` or
-    /// `discover`.
+    /// named under `key` for errors; every name must be one of `known`,
+    /// `discover`, `default` (the toolsets offered when none are named) or
+    /// `all`.
     pub fn new(
         toolsets: Option<&[String]>,
         read_only: bool,
@@ -39,23 +40,49 @@ impl Filter {
         let toolsets = match toolsets {
             None => None,
             Some(names) => {
-                if let Some(unknown) = names.iter().find(|n| *n != DISCOVER && !known.contains(*n))
-                {
-                    let mut all: Vec<&str> = known.iter().map(String::as_str).collect();
-                    all.push(DISCOVER);
-                    return Err(ConfigError::new(
-                        key,
-                        format!("{unknown:?} is not a toolset of this server"),
-                        format!("name some of {}", all.join(", ")),
-                    ));
+                let mut named = BTreeSet::new();
+                for name in names {
+                    match name.as_str() {
+                        ALL_TOOLSETS => named.extend(known.iter().cloned()),
+                        DEFAULT_TOOLSETS => {
+                            named.extend(known.iter().filter(|s| offered_by_default(s)).cloned())
+                        }
+                        DISCOVER => {
+                            named.insert(name.clone());
+                        }
+                        _ if known.contains(name) => {
+                            named.insert(name.clone());
+                        }
+                        unknown => {
+                            let mut all: Vec<&str> = known.iter().map(String::as_str).collect();
+                            all.extend([DISCOVER, DEFAULT_TOOLSETS, ALL_TOOLSETS]);
+                            return Err(ConfigError::new(
+                                key,
+                                format!("{unknown:?} is not a toolset of this server"),
+                                format!("name some of {}", all.join(", ")),
+                            ));
+                        }
+                    }
                 }
-                Some(names.iter().cloned().collect())
+                Some(named)
             }
         };
         Ok(Filter {
             toolsets,
             read_only,
         })
+    }
+
+    /// The server's filter: as [`Filter::new`], but naming no toolsets
+    /// offers the default ones rather than every one.
+    pub fn server(
+        toolsets: Option<&[String]>,
+        read_only: bool,
+        key: &str,
+        known: &BTreeSet<String>,
+    ) -> Result<Filter, ConfigError> {
+        let default = [DEFAULT_TOOLSETS.to_string()];
+        Filter::new(Some(toolsets.unwrap_or(&default)), read_only, key, known)
     }
 
     fn discover(&self) -> bool {
@@ -137,8 +164,17 @@ impl View<'_> {
             } else {
                 "your token is given"
             };
+            let hint = if std::ptr::eq(filter, self.server) {
+                format!(
+                    "; a server offers it when started with --toolsets naming {} (e.g. \
+                     default,{})",
+                    tool.toolset, tool.toolset
+                )
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "{} is not offered here: its toolset {} is not among those {whose} ({})",
+                "{} is not offered here: its toolset {} is not among those {whose} ({}){hint}",
                 tool.name,
                 tool.toolset,
                 named.join(", ")
@@ -173,6 +209,15 @@ impl View<'_> {
         }
         sets
     }
+
+    /// The toolsets of `tools` this caller does not reach, for the
+    /// server's instructions to name.
+    pub fn others(&self, tools: &[ToolInfo]) -> Vec<String> {
+        Exposure::known(tools)
+            .into_iter()
+            .filter(|s| !self.filters().all(|f| f.reaches(s)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -188,7 +233,7 @@ mod tests {
     }
 
     fn known() -> BTreeSet<String> {
-        ["guests", "tasks", "api"]
+        ["guests", "tasks", "api", "agent"]
             .iter()
             .map(|s| s.to_string())
             .collect()
@@ -241,11 +286,54 @@ mod tests {
     }
 
     #[test]
+    fn a_server_naming_none_offers_the_default_toolsets_and_all_offers_every_one() {
+        let list = tool("pve_list_vms", "guests", false);
+        let info = tool("pve_guest_agent_info", "agent", false);
+        let tools = [list.clone(), info.clone()];
+        let server = Filter::server(None, false, "tools.toolsets", &known()).unwrap();
+        let exposure = Exposure::new(server, HashMap::new());
+        let view = exposure.view(None);
+        assert!(view.lists(&list));
+        let e = view.offers(&info).unwrap_err();
+        assert!(
+            e.contains(
+                "its toolset agent is not among those this server enables (api, guests, \
+                 tasks); a server offers it when started with --toolsets naming agent (e.g. \
+                 default,agent)"
+            ),
+            "{e}"
+        );
+        assert_eq!(view.toolsets(&tools), ["guests"]);
+        assert_eq!(view.others(&tools), ["agent"]);
+        let named = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            let f = Filter::server(Some(&names), false, "k", &known()).unwrap();
+            Exposure::new(f, HashMap::new())
+        };
+        assert!(
+            named(&["default", "agent"])
+                .view(None)
+                .offers(&info)
+                .is_ok()
+        );
+        assert!(named(&["all"]).view(None).offers(&info).is_ok());
+        assert!(named(&["discover"]).view(None).offers(&info).is_ok());
+        assert!(named(&["default"]).view(None).offers(&info).is_err());
+        // A token that names none narrows nothing further.
+        let tokens = HashMap::from([(Arc::from("t"), filter(None, false))]);
+        let all = Exposure::new(named(&["all"]).server, tokens);
+        assert!(all.view(Some("t")).offers(&info).is_ok());
+    }
+
+    #[test]
     fn an_unknown_toolset_is_an_error_naming_the_known_ones() {
         let names = vec!["guests".to_string(), "gests".to_string()];
         let e = Filter::new(Some(&names), false, "tools.toolsets", &known()).unwrap_err();
         let text = e.to_string();
         assert!(text.contains("\"gests\" is not a toolset"), "{text}");
-        assert!(text.contains("api, guests, tasks, discover"), "{text}");
+        assert!(
+            text.contains("agent, api, guests, tasks, discover, default, all"),
+            "{text}"
+        );
     }
 }

@@ -174,6 +174,22 @@ pub fn valid_tool_name(name: &str) -> bool {
 /// The toolset the host keeps for itself: the discovery pair
 /// (`pve_search_tools`, `pve_call_tool`).
 pub const DISCOVER: &str = "discover";
+/// The toolsets a server offers only when they are named (`--toolsets
+/// default,agent`, or `all`): with every toolset, the read-only default
+/// list would outgrow its budget (docs/tools.md), so a toolset an agent
+/// needs only for some jobs joins this list when it is made. Every other
+/// toolset, a foreign component's too, is offered by default.
+pub const OPT_IN_TOOLSETS: &[&str] = &["agent", "provisioning"];
+/// The toolset-list word for the toolsets offered when none are named.
+pub const DEFAULT_TOOLSETS: &str = "default";
+/// The toolset-list word for every toolset.
+pub const ALL_TOOLSETS: &str = "all";
+
+/// Whether a server that names no toolsets offers `toolset`.
+pub fn offered_by_default(toolset: &str) -> bool {
+    !OPT_IN_TOOLSETS.contains(&toolset)
+}
+
 /// The discovery pair's search, a name no component may take.
 pub const SEARCH_TOOL: &str = "pve_search_tools";
 /// The discovery pair's call, a name no component may take.

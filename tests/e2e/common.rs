@@ -60,20 +60,28 @@ pub fn tools_output_with(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// The names of the read tools, or (`false`) of the tools that write.
-fn names_where(tier_is_read: bool) -> Vec<&'static str> {
+/// The names of the read tools, or (`false`) of the tools that write;
+/// with `default_only`, only those of the toolsets offered by default.
+fn names_where(tier_is_read: bool, default_only: bool) -> Vec<&'static str> {
     described_tools()
         .iter()
         .filter(|t| (t["tier"] == "read") == tier_is_read)
+        .filter(|t| !default_only || t["default"] == true)
         .map(|t| t["name"].as_str().expect("every tool has a name"))
         .collect()
 }
 
-/// The read tools, in the component's order: what `tools/list` reports
-/// under the default read-only policy.
+/// The read tools of the default toolsets, in the component's order: what
+/// `tools/list` reports under the default read-only policy.
 pub fn catalog() -> &'static [&'static str] {
     static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| names_where(true))
+    NAMES.get_or_init(|| names_where(true, true))
+}
+
+/// Every read tool, opt-in toolsets' too (`--toolsets all`).
+pub fn read_tools() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| names_where(true, false))
 }
 
 /// The tools that write (tier `write` or `destructive`): hidden from
@@ -81,7 +89,7 @@ pub fn catalog() -> &'static [&'static str] {
 /// `pve-mcp tools`.
 pub fn write_tools() -> &'static [&'static str] {
     static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| names_where(false))
+    NAMES.get_or_init(|| names_where(false, false))
 }
 
 /// Every test gets this long before it is failed, so a hang is a failure

@@ -94,7 +94,7 @@ async fn jco_runs_the_component_in_node_through_the_egress_proxy() {
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        for tool in catalog() {
+        for tool in read_tools() {
             assert!(listed.contains(tool), "{tool} not listed: {listed:?}");
         }
         let vms = &answer["vms"];
@@ -186,7 +186,7 @@ async fn the_wasmtime_cli_runs_the_component_through_the_egress_proxy() {
             }
         };
         let listed = invoke("list-tools()".into()).await;
-        for tool in catalog() {
+        for tool in read_tools() {
             assert!(listed.contains(&format!("name: \"{tool}\"")), "{tool}: {listed}");
         }
         sim.clear_requests();

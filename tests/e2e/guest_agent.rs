@@ -37,8 +37,9 @@ paths = ["/tmp/*"]
 /// `POLICY` with the audit log (arguments included) at `dir/audit.jsonl`,
 /// and the guests' output in it when `record_output`.
 fn config(dir: &Path, record_output: bool) -> String {
+    // `agent` is a toolset a server offers only when named.
     format!(
-        "{POLICY}\n[audit]\npath = \"{}\"\ninclude_arguments = true\nrecord_output = {record_output}\n",
+        "[tools]\ntoolsets = [\"default\", \"agent\"]\n{POLICY}\n[audit]\npath = \"{}\"\ninclude_arguments = true\nrecord_output = {record_output}\n",
         dir.join("audit.jsonl").display()
     )
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::{catalog, write_tools};
+use crate::common::{read_tools, write_tools};
 use crate::policy_harness::run;
 
 fn check(policy: &str, json: bool) -> (Option<i32>, String, String) {
@@ -151,7 +151,7 @@ fn the_table_shows_every_tool_and_its_effective_decision() {
     assert!(stdout.contains("default = \"read-only\""), "{stdout}");
     assert_eq!(
         stdout.lines().count(),
-        catalog().len() + write_tools().len() + 2,
+        read_tools().len() + write_tools().len() + 2,
         "{stdout}"
     );
     assert_eq!(
@@ -188,7 +188,7 @@ fn json_output_has_the_same_decisions() {
     assert_eq!(v["default"], "read-only");
     assert_eq!(v["state"], "memory");
     let tools = v["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), catalog().len() + write_tools().len());
+    assert_eq!(tools.len(), read_tools().len() + write_tools().len());
     let tool = |name: &str| tools.iter().find(|t| t["tool"] == name).unwrap().clone();
     assert_eq!(tool("pve_list_backups")["decision"], "deny");
     assert_eq!(tool("pve_list_backups")["methods"], serde_json::json!([]));

@@ -10,17 +10,25 @@ use crate::actions::{allow, writes};
 use crate::common::*;
 use crate::policy_harness::*;
 
+/// A server offering `provisioning`, which only a server naming it does.
+fn provisioning() -> Opts {
+    Opts::default()
+        .arg("--toolsets")
+        .arg("default,provisioning")
+}
+
 #[tokio::test]
 async fn a_stopped_guest_becomes_a_template_and_what_cannot_is_refused() {
     within(async {
         let sim = simulator().await;
-        let p = with_policy(
+        let p = with_policy_opts(
             &sim,
             &allow(&[
                 "pve_convert_to_template",
                 "pve_create_snapshot",
                 "pve_delete_snapshot",
             ]),
+            provisioning(),
         )
         .await;
         let t = "pve_convert_to_template";
@@ -86,14 +94,14 @@ async fn converting_needs_its_own_rule_and_bad_input_sends_nothing() {
         let sim = simulator().await;
         // The host ranks a template POST destructive: a wildcard does not
         // run it, and under the default policy it is not even listed.
-        let p = with_policy(&sim, "[policy]\ndefault = \"allow\"\n").await;
+        let p = with_policy_opts(&sim, "[policy]\ndefault = \"allow\"\n", provisioning()).await;
         let refused = p
             .server
             .err("pve_convert_to_template", json!({"vmid": 104}))
             .await;
         assert!(refused.contains("policy"), "{refused}");
         let t = "pve_convert_to_template";
-        let own = with_policy(&sim, &allow(&[t])).await;
+        let own = with_policy_opts(&sim, &allow(&[t]), provisioning()).await;
         assert_all_invalid(
             &sim,
             &own.server,

@@ -38,7 +38,6 @@ EVERY_TOOL = {
     "pve_get_task_log": {"upid": LONG_LOG_UPID},
     "pve_get_vm_metrics": {"vmid": 100},
     "pve_get_vm_ips": {"vmid": 100},
-    "pve_guest_agent_info": {"vmid": 100},
     "pve_list_ha": {},
     "pve_check_permissions": {"path": "/vms/100"},
     "pve_get_next_vmid": {},

@@ -69,6 +69,27 @@ async def toolsets_over_stdio():
     print("python-sdk toolsets [stdio]: guests,tasks listed, cluster refused by name")
 
 
+async def default_and_opt_in_over_stdio():
+    # Naming no toolsets offers the default ones: `agent` only when named.
+    params = await stdio([])
+    async with Client(params, read_timeout_seconds=60) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        check("pve_list_vms" in names and "pve_guest_agent_info" not in names, f"default: {sorted(names)}")
+        refused = await client.call_tool("pve_guest_agent_info", {"vmid": 100})
+        check(refused.is_error and "--toolsets naming agent" in text_of(refused), text_of(refused))
+        instructions = client.instructions
+        instructions = instructions() if callable(instructions) else instructions
+        check(instructions and "Not offered here (an operator enables them): agent, provisioning." in instructions,
+              f"instructions: {instructions}")
+    params = await stdio(["--toolsets", "default,agent"])
+    async with Client(params, read_timeout_seconds=60) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        check({"pve_list_vms", "pve_guest_agent_info"} <= names, f"default,agent: {sorted(names)}")
+        info = await client.call_tool("pve_guest_agent_info", {"vmid": 100})
+        check(not info.is_error, f"pve_guest_agent_info: {text_of(info)}")
+    print("python-sdk toolsets [stdio]: default hides agent, default,agent lists and runs it")
+
+
 async def read_only_over_stdio():
     params = await stdio(["--writes", "--read-only"])
     async with Client(params, read_timeout_seconds=60) as client:
@@ -160,6 +181,7 @@ async def per_token_over_http():
 
 async def main():
     await toolsets_over_stdio()
+    await default_and_opt_in_over_stdio()
     await read_only_over_stdio()
     await discover_over_stdio()
     await per_token_over_http()

@@ -117,7 +117,12 @@ impl Offered {
 /// The demo's MCP server: read-only, or with `writes` the write tools on
 /// (see [`writes_policy`]) and approvals asked of the client only: the
 /// demo has no operator and no admin endpoint.
-fn demo_server(app: App, writes: bool, offered: Offered) -> anyhow::Result<McpServer> {
+fn demo_server(app: App, writes: bool, mut offered: Offered) -> anyhow::Result<McpServer> {
+    if writes && offered.settings.toolsets.is_none() {
+        // The demo with writes shows every tool its policy enables,
+        // opt-in toolsets included, unless told otherwise.
+        offered.settings.toolsets = Some(vec![crate::tools::ALL_TOOLSETS.to_string()]);
+    }
     let exposure =
         crate::server::serving::exposure(&offered.settings, &offered.tokens, app.tools())?;
     let app = app.with_exposure(exposure);

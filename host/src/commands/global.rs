@@ -35,10 +35,11 @@ pub struct Global {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Offer only the tools of these toolsets, e.g. guests,tasks (`pve-mcp
-    /// tools` shows each tool's; `discover` offers the rest through
-    /// pve_search_tools and pve_call_tool); overrides [tools] toolsets and
-    /// PVE_MCP_TOOLSETS.
+    /// Offer only the tools of these toolsets, e.g. guests,tasks or
+    /// default,agent (default: the toolsets offered when none are named,
+    /// which `pve-mcp tools` lists; all: every one; `discover` offers
+    /// the rest through pve_search_tools and pve_call_tool); overrides
+    /// [tools] toolsets and PVE_MCP_TOOLSETS.
     #[arg(long, global = true, value_name = "A,B")]
     pub toolsets: Option<String>,
 

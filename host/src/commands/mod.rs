@@ -99,8 +99,9 @@ pub enum Command {
         /// gives it: what a client hands the model (name, title,
         /// description, inputSchema, annotations) and the whole definition
         /// (with outputSchema), then the totals and averages for every tool
-        /// and for the read-tier tools (the default policy's list). With
-        /// --json, as JSON.
+        /// and for the default list (the read-tier tools of the toolsets
+        /// offered by default: what the default policy lists). With --json,
+        /// as JSON.
         #[arg(long, conflicts_with_all = ["routes", "markdown"])]
         sizes: bool,
         /// Print each tool's routes: the only writes the egress gate lets

@@ -17,8 +17,11 @@ pub const MODEL_VISIBLE: &[&str] = &["name", "title", "description", "inputSchem
 pub struct ToolSize {
     /// Its name.
     pub name: String,
-    /// Whether it is a read-tier tool, which the default policy lists.
+    /// Whether it is a read-tier tool.
     pub read: bool,
+    /// Whether a server with the default policy and no toolsets named
+    /// lists it: a read-tier tool of a toolset offered by default.
+    pub listed_by_default: bool,
     /// Bytes of its [`MODEL_VISIBLE`] members.
     pub model_visible: usize,
     /// Bytes of its whole definition, `outputSchema` included.
@@ -80,9 +83,11 @@ impl Sizes {
                         Ok(Value::Object(o)) => o,
                         _ => Map::new(),
                     };
+                let read = Tier::of(tool) == Tier::Read;
                 ToolSize {
                     name: tool.name.clone(),
-                    read: Tier::of(tool) == Tier::Read,
+                    read,
+                    listed_by_default: read && crate::tools::offered_by_default(&tool.toolset),
                     model_visible: bytes(&definition, Some(MODEL_VISIBLE)),
                     whole: bytes(&definition, None),
                 }
@@ -91,9 +96,12 @@ impl Sizes {
         Sizes { tools }
     }
 
-    /// The totals over every tool, or only the read-tier ones.
-    pub fn total(&self, read_only: bool) -> Total {
-        let some = self.tools.iter().filter(|t| !read_only || t.read);
+    /// The totals over every tool, or only those the default list holds.
+    pub fn total(&self, default_list: bool) -> Total {
+        let some = self
+            .tools
+            .iter()
+            .filter(|t| !default_list || t.listed_by_default);
         some.fold(
             Total {
                 tools: 0,
@@ -130,7 +138,7 @@ impl Sizes {
         }
         for (label, total) in [
             ("every tool", self.total(false)),
-            ("read tier", self.total(true)),
+            ("default list", self.total(true)),
         ] {
             out.push_str(&format!(
                 "{:width$}  {:5}  {:>13}  {:>6}\n",
@@ -150,8 +158,9 @@ impl Sizes {
         out
     }
 
-    /// The same as JSON: `tools` (name, tier, bytes), `all` and `read`
-    /// (count, bytes, bytes per tool).
+    /// The same as JSON: `tools` (name, tier, whether the default list
+    /// holds it, bytes), `all` and `default` (count, bytes, bytes per
+    /// tool).
     pub fn to_json(&self) -> Value {
         let tools: Vec<Value> = self
             .tools
@@ -160,6 +169,7 @@ impl Sizes {
                 json!({
                     "name": t.name,
                     "tier": if t.read { "read" } else { "write" },
+                    "default": t.listed_by_default,
                     "model_visible": t.model_visible,
                     "whole": t.whole,
                 })
@@ -168,7 +178,7 @@ impl Sizes {
         json!({
             "tools": tools,
             "all": self.total(false).to_json(),
-            "read": self.total(true).to_json(),
+            "default": self.total(true).to_json(),
         })
     }
 }
@@ -191,12 +201,14 @@ mod tests {
                 ToolSize {
                     name: "a".into(),
                     read: true,
+                    listed_by_default: true,
                     model_visible: 10,
                     whole: 30,
                 },
                 ToolSize {
                     name: "b".into(),
                     read: false,
+                    listed_by_default: false,
                     model_visible: 20,
                     whole: 50,
                 },
@@ -219,6 +231,6 @@ mod tests {
             }
         );
         assert_eq!(sizes.to_json()["all"]["whole_per_tool"], 40);
-        assert!(sizes.table().contains("read tier (1)"));
+        assert!(sizes.table().contains("default list (1)"));
     }
 }

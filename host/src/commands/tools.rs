@@ -143,11 +143,24 @@ pub fn tool_table(app: &App) -> String {
             tool.title
         ));
     }
+    let opt_in: std::collections::BTreeSet<&str> = tools
+        .iter()
+        .map(|t| t.toolset.as_str())
+        .filter(|s| !crate::tools::offered_by_default(s))
+        .collect();
+    if !opt_in.is_empty() {
+        let names: Vec<&str> = opt_in.into_iter().collect();
+        out.push_str(&format!(
+            "\nOffered only when named (--toolsets default,NAME, or all): {}.\n",
+            names.join(", ")
+        ));
+    }
     out
 }
 
 /// A tool's MCP definition, as `tools/list` gives it, plus what the host
-/// knows of it: the `tier` it gives the tool, whether it `waits` for
+/// knows of it: the `tier` it gives the tool, its `toolset` and whether
+/// that is offered by `default`, whether it `waits` for
 /// Proxmox tasks, its `routes`, and the `privileges` and `reads` it
 /// declares.
 pub fn described(tool: &ToolInfo) -> Value {
@@ -156,6 +169,10 @@ pub fn described(tool: &ToolInfo) -> Value {
     if let Value::Object(o) = &mut out {
         o.insert("tier".into(), Tier::of(tool).as_str().into());
         o.insert("toolset".into(), tool.toolset.clone().into());
+        o.insert(
+            "default".into(),
+            crate::tools::offered_by_default(&tool.toolset).into(),
+        );
         // What can make a call of it destructive, when its own tier is not.
         o.insert("destructive_with".into(), raised(tool).into());
         o.insert("waits".into(), tool.waits.into());

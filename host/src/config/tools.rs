@@ -1,6 +1,7 @@
 //! The `[tools]` section: which tools the server offers at all, whatever
 //! the policy allows. `toolsets` (`PVE_MCP_TOOLSETS`, `--toolsets`) names
-//! the toolsets enabled, every one when unset; `read_only`
+//! the toolsets enabled (`default`: those offered when it is unset, every
+//! one but [`crate::tools::OPT_IN_TOOLSETS`]; `all`: every one); `read_only`
 //! (`PVE_MCP_READ_ONLY`, `--read-only`) keeps only read-tier tools. Names
 //! are checked against the component's toolsets once it is loaded
 //! ([`crate::exposure`]), since only it knows them.
@@ -22,7 +23,7 @@ section! {
     settings ToolSettings in "tools";
 
     /// The toolsets enabled, as given (checked at start-up against the
-    /// component's); `None`: every toolset.
+    /// component's); `None`: the default ones.
     toolsets: Option<Vec<String>> = custom(read_toolsets, None)
         from toolsets: Option<Vec<String>>;
     /// Only read-tier tools are listed and run.
@@ -60,7 +61,8 @@ pub fn parse_list(names: Vec<String>, key: &str) -> Result<Vec<String>, ConfigEr
         return Err(ConfigError::new(
             key,
             "names no toolset",
-            "name one or more, e.g. guests,snapshots, or leave it out for every toolset",
+            "name one or more, e.g. guests,snapshots or default,agent (all: every toolset), or \
+             leave it out for the default ones",
         ));
     }
     if let Some(bad) = names.iter().find(|n| !crate::tools::valid_toolset(n)) {
@@ -68,7 +70,8 @@ pub fn parse_list(names: Vec<String>, key: &str) -> Result<Vec<String>, ConfigEr
             key,
             format!("{bad:?} is not a toolset name"),
             "toolsets are lower-case names such as guests, snapshots, backups, tasks, storage, \
-             cluster, access, api and discover (`pve-mcp tools` shows each tool's)",
+             cluster, access, api, agent, provisioning and discover, or the words default and \
+             all (`pve-mcp tools` shows each tool's)",
         ));
     }
     Ok(names)

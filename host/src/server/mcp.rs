@@ -33,6 +33,13 @@ fn instructions(app: &App) -> String {
     let view = app.exposure().view(None);
     let sets = view.toolsets(app.tools());
     let mut text = format!("{INSTRUCTIONS} Toolsets offered: {}.", sets.join(", "));
+    let others = view.others(app.tools());
+    if !others.is_empty() && !view.discover() {
+        text.push_str(&format!(
+            " Not offered here (an operator enables them): {}.",
+            others.join(", ")
+        ));
+    }
     if view.discover() {
         text.push_str(&format!(
             " The tools are not listed: find them with {} (words of a name or purpose) and run \

@@ -59,7 +59,7 @@ pub fn exposure(
     use crate::config::tools::{READ_ONLY_ENV, TOOLSETS_ENV};
     let known = Exposure::known(tools);
     let key = format!("[tools] toolsets, --toolsets or {TOOLSETS_ENV}");
-    let server = Filter::new(
+    let server = Filter::server(
         settings.toolsets.as_deref(),
         settings.read_only,
         &key,
