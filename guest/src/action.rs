@@ -370,59 +370,89 @@ pub fn run(
     prepared: Prepared,
     execution: Execution,
 ) -> Result<Answer<ActionOutput>, ToolError> {
-    let mut out = ActionOutput {
-        vmid: target.vmid,
-        node: target.node.clone(),
-        vm_type: target.vm_type,
-        resolved: target.resolved(),
-        dry_run: execution.dry_run,
-        sent: false,
-        found,
-        requests: Vec::new(),
-        effect: String::new(),
-        task: None,
-    };
+    let done = execute(pve, &found, prepared, execution)?;
+    Ok(Answer {
+        summary: done.summary,
+        structured: ActionOutput {
+            vmid: target.vmid,
+            node: target.node.clone(),
+            vm_type: target.vm_type,
+            resolved: target.resolved(),
+            dry_run: execution.dry_run,
+            sent: done.sent,
+            found,
+            requests: done.requests,
+            effect: done.effect,
+            task: done.task,
+        },
+    })
+}
+
+/// What running a prepared action came to, whatever it acted on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    /// Whether the write was sent.
+    pub sent: bool,
+    /// The write sent or planned; empty when there was nothing to do.
+    pub requests: Vec<PlannedRequest>,
+    /// What it does, did, or why there was nothing to do.
+    pub effect: String,
+    /// The task it started.
+    pub task: Option<TaskReport>,
+    /// The answer's summary.
+    pub summary: String,
+}
+
+/// Runs `prepared` as `execution` asks (after reading `found`): nothing
+/// when there is nothing to do, the plan on a dry run, else the write and
+/// its task, followed when the call waits.
+pub fn execute(
+    pve: &mut dyn Pve,
+    found: &str,
+    prepared: Prepared,
+    execution: Execution,
+) -> Result<Executed, ToolError> {
     let (request, effect) = match prepared {
         Prepared::NothingToDo { why } => {
-            out.effect = why.clone();
-            return Ok(Answer {
-                summary: format!("{why}; nothing was sent. ({})", out.found),
-                structured: out,
+            return Ok(Executed {
+                sent: false,
+                requests: Vec::new(),
+                summary: format!("{why}; nothing was sent. ({found})"),
+                effect: why,
+                task: None,
             });
         }
         Prepared::Act { request, effect } => (request, effect),
     };
     let planned = request.planned();
     let line = format!("{} {}", planned.method.as_str(), planned.path);
-    out.requests.push(planned);
-    out.effect = effect;
+    let mut done = Executed {
+        sent: false,
+        requests: vec![planned],
+        summary: String::new(),
+        effect,
+        task: None,
+    };
     if execution.dry_run {
-        return Ok(Answer {
-            summary: format!(
-                "Dry run, nothing was sent. Would send {line}: {}. Found: {}.",
-                out.effect, out.found
-            ),
-            structured: out,
-        });
+        done.summary = format!(
+            "Dry run, nothing was sent. Would send {line}: {}. Found: {found}.",
+            done.effect
+        );
+        return Ok(done);
     }
     let data = pve.send(&request)?;
-    out.sent = true;
+    done.sent = true;
     let Some(upid) = data.as_str().and_then(|s| task::parse_upid(s).ok()) else {
-        return Ok(Answer {
-            summary: format!(
-                "Sent {line}; Proxmox made the change at once: {}.",
-                out.effect
-            ),
-            structured: out,
-        });
+        done.summary = format!(
+            "Sent {line}; Proxmox made the change at once: {}.",
+            done.effect
+        );
+        return Ok(done);
     };
     let task = follow(pve, &upid, execution);
-    let summary = task_summary(&line, &out.effect, &task);
-    out.task = Some(task);
-    Ok(Answer {
-        summary,
-        structured: out,
-    })
+    done.summary = task_summary(&line, &done.effect, &task);
+    done.task = Some(task);
+    Ok(done)
 }
 
 /// The report of a task a write started, waited for when `execution`

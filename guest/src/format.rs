@@ -1,5 +1,9 @@
 //! Human-readable numbers for the one-line summaries.
 
+/// What a masked secret reads, wherever one is shown (a config's
+/// `cipassword`, as Proxmox masks it itself).
+pub const MASK: &str = "**********";
+
 /// Bytes in binary units with at most one decimal: `512 B`, `1.2 GiB`,
 /// `4 GiB`.
 pub fn bytes(n: u64) -> String {

@@ -15,6 +15,22 @@ use serde_json::{Map, Value};
 use crate::arg::{SHOWN_MAX, json_kind};
 use crate::error::{ToolError, quoted};
 
+/// Arguments no tool takes, with why and what to use instead: a password
+/// in a tool call stays in the client's transcript, its logs and the
+/// model provider's, where no one can take it back.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "password",
+        "a password in a tool call stays in transcripts and logs; give a container SSH keys \
+         (ssh_public_keys) and a VM cloud-init keys (sshkeys) instead",
+    ),
+    (
+        "cipassword",
+        "a password in a tool call stays in transcripts and logs; give the VM SSH keys \
+         (sshkeys) instead",
+    ),
+];
+
 /// Parses the `arguments` text of a call into an object whose keys are all
 /// in `allowed` (sorted, as they are listed in the message). An empty text
 /// or `null` counts as `{}`, since clients omit `arguments` for tools
@@ -46,6 +62,14 @@ pub fn object(text: &str, allowed: &[&str]) -> Result<Map<String, Value>, ToolEr
         .filter(|k| !allowed.contains(&k.as_str()))
         .collect();
     unknown.sort();
+    if let Some((key, why)) = unknown
+        .iter()
+        .find_map(|k| REFUSED.iter().find(|(name, _)| *name == k.as_str()))
+    {
+        return Err(ToolError::InvalidArguments(format!(
+            "{key}: not taken: {why}"
+        )));
+    }
     if let Some(key) = unknown.first() {
         let valid = if allowed.is_empty() {
             "this tool takes no arguments".to_owned()

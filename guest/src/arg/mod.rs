@@ -16,9 +16,12 @@ use serde_json::Value;
 
 use crate::error::quoted;
 
+pub mod disk;
 pub mod guest;
 pub mod snapname;
 pub mod time;
+pub mod url;
+pub mod volume;
 
 /// Smallest valid VM/CT id (Proxmox format `pve-vmid`).
 pub const VMID_MIN: u64 = 100;

@@ -16,8 +16,9 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, GuestState, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, NodeName, StorageId, Text, VmType, Vmid, choice};
-use crate::error::{ToolError, listed, quoted};
+use crate::error::{ToolError, quoted};
 use crate::fetch;
+use crate::storages;
 use crate::json as pj;
 use crate::path::ApiPath;
 use crate::resolve::{Target, Wanted};
@@ -154,36 +155,12 @@ pub static RESTORE: Tool = write_tool! {
     run: restore,
 };
 
-/// The storages on `node` that take backups.
-fn backup_storages(pve: &mut dyn Pve, node: &str) -> Result<Vec<String>, ToolError> {
-    let path = ApiPath::new("nodes")
-        .seg(node)
-        .lit("storage")
-        .query("content", "backup");
-    Ok(fetch::list(pve, &path)?
-        .iter()
-        .filter(|s| pj::flag(s.get("enabled")) || s.get("enabled").is_none())
-        .filter_map(|s| pj::text(s.get("storage")))
-        .collect())
-}
-
 fn backup(pve: &mut dyn Pve, input: BackupInput) -> Result<Answer<ActionOutput>, ToolError> {
     let execution = input.execution();
     action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
         state.refuse_if_locked(target)?;
         let storage = input.storage.as_str();
-        let storages = backup_storages(pve, &target.node)?;
-        if !storages.iter().any(|s| s == storage) {
-            return Err(ToolError::field(
-                "storage",
-                format!(
-                    "{} does not take backups on node {}; the backup storages there are {}",
-                    quoted(storage, 64),
-                    target.node,
-                    listed(&storages)
-                ),
-            ));
-        }
+        storages::require(pve, "storage", &target.node, storage, "backup", "backups")?;
         let mode = input.mode.unwrap_or(Mode::Snapshot);
         let prune = input.prune == Some(true);
         let request = WriteRequest::new(

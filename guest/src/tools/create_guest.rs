@@ -379,7 +379,10 @@ mod tests {
                 r#"{"node": "pve1", "vmid": 150, "ostemplate": "x", "password": "hunter2"}"#,
             )
             .unwrap_err();
-        assert!(e.message().starts_with("password: unknown argument"), "{e}");
+        assert!(
+            e.message().starts_with("password: not taken: a password in a tool call"),
+            "{e}"
+        );
         assert!(!e.message().contains("hunter2"), "{e}");
         assert!(pve.writes.is_empty());
     }

@@ -23,8 +23,7 @@ use crate::json as pj;
 use crate::path::ApiPath;
 use crate::resolve::{Resolved, Target, guest_input};
 
-/// What masked values read.
-pub const MASK: &str = "**********";
+use crate::format::MASK;
 
 /// The tool.
 pub static TOOL: Tool = read_tool! {

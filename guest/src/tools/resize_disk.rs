@@ -13,62 +13,16 @@ use crate::route::{DIGEST, Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
+use crate::arg::disk::Disk;
 use crate::arg::{self, VmType, deserialize_from_json, fixed_schema};
-use crate::error::{ToolError, listed, quoted};
+use crate::error::{ToolError, quoted};
 use crate::fetch;
 use crate::format;
 use crate::json as pj;
 use crate::write::{Method, WriteRequest};
 
-/// JSON Schema pattern of a disk key, qemu's or lxc's.
-pub const DISK_PATTERN: &str = "^(ide[0-3]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|efidisk0|tpmstate0|rootfs|mp([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5]))$";
-
 /// JSON Schema pattern of a size: a number with a unit, `+` to grow by it.
 pub const SIZE_PATTERN: &str = r"^\+?[0-9]+(\.[0-9]+)?[KMGT]$";
-
-/// A disk key: `scsi0`, `virtio1`, `rootfs`, `mp0`, ...
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Disk(pub String);
-
-impl Disk {
-    fn from_json(v: &Value) -> Result<Self, String> {
-        let rule = "a disk key: scsi0..scsi30, virtio0..virtio15, sata0..sata5, ide0..ide3, \
-                    efidisk0 or tpmstate0 for a VM; rootfs or mp0..mp255 for a container";
-        let s = arg::string(v, 16).map_err(|e| format!("{e}; it must be {rule}"))?;
-        if !is_disk_key(s) {
-            return Err(format!("{} is not {rule}", quoted(s, 32)));
-        }
-        Ok(Disk(s.to_owned()))
-    }
-
-    /// Whether it names a container's volume rather than a VM's.
-    fn is_lxc(&self) -> bool {
-        self.0 == "rootfs" || self.0.starts_with("mp")
-    }
-}
-deserialize_from_json!(Disk);
-fixed_schema!(
-    Disk,
-    serde_json::json!({"type": "string", "pattern": DISK_PATTERN})
-);
-
-fn is_disk_key(s: &str) -> bool {
-    let num = |prefix: &str, max: u32| {
-        s.strip_prefix(prefix).is_some_and(|n| {
-            !n.is_empty()
-                && n.len() <= 3
-                && n.bytes().all(|b| b.is_ascii_digit())
-                && (n == "0" || !n.starts_with('0'))
-                && n.parse::<u32>().is_ok_and(|v| v <= max)
-        })
-    };
-    matches!(s, "efidisk0" | "tpmstate0" | "rootfs")
-        || num("ide", 3)
-        || num("scsi", 30)
-        || num("virtio", 15)
-        || num("sata", 5)
-        || num("mp", 255)
-}
 
 /// A new size: absolute (`50G`) or a growth (`+10G`), binary units.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,37 +130,10 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
     action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
         let label = target.label();
         let disk = input.disk.0.as_str();
-        match (target.vm_type, input.disk.is_lxc()) {
-            (VmType::Qemu, true) => {
-                return Err(ToolError::field(
-                    "disk",
-                    format!(
-                        "{disk} is a container volume; {label} is a VM: use scsi0, virtio0, ..."
-                    ),
-                ));
-            }
-            (VmType::Lxc, false) => {
-                return Err(ToolError::field(
-                    "disk",
-                    format!("{disk} is a VM disk; {label} is a container: use rootfs or mp0, ..."),
-                ));
-            }
-            _ => {}
-        }
+        input.disk.fits(target)?;
         state.refuse_if_locked(target)?;
         let config = fetch::object(pve, &action::guest_path(target).lit("config"))?;
-        let Some(value) = pj::text(config.get(disk)) else {
-            let mut disks: Vec<&str> = config
-                .keys()
-                .map(String::as_str)
-                .filter(|k| is_disk_key(k))
-                .collect();
-            disks.sort_unstable();
-            return Err(ToolError::Precondition(format!(
-                "{label} has no disk {disk}; its disks are {}. Nothing was sent.",
-                listed(&disks)
-            )));
-        };
+        let value = input.disk.in_config(target, &config)?;
         if value.contains("media=cdrom") || value.starts_with("none") {
             return Err(ToolError::Precondition(format!(
                 "{disk} of {label} is a CD-ROM drive, which cannot be resized. Nothing was sent."
@@ -283,18 +210,13 @@ mod tests {
             .to_string()
     }
 
+
     #[test]
-    fn sizes_need_a_unit_and_disk_keys_follow_pve() {
+    fn sizes_need_a_unit() {
         assert_eq!(Size::from_json(&json!("+10G")).unwrap().bytes, 10 << 30);
         assert_eq!(Size::from_json(&json!("1.5T")).unwrap().bytes, 3 << 39);
         for bad in ["10", "+", "G", "-10G", "10g", "+1e3G", "10GB", ""] {
             assert!(Size::from_json(&json!(bad)).is_err(), "{bad}");
-        }
-        for good in ["scsi0", "scsi30", "virtio15", "rootfs", "mp255", "efidisk0"] {
-            assert!(is_disk_key(good), "{good}");
-        }
-        for bad in ["scsi31", "scsi01", "mp256", "net0", "virtio"] {
-            assert!(!is_disk_key(bad), "{bad}");
         }
     }
 

@@ -307,6 +307,10 @@ impl fmt::Display for Route {
     }
 }
 
+/// The placeholder of a storage volume's id, the one segment that may
+/// hold a `/`.
+const VOLID: &str = "volid";
+
 /// One segment of a bound route.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bound {
@@ -353,7 +357,8 @@ impl BoundRoute {
     /// sent, still percent-encoded) is this write. Each segment is
     /// compared decoded once, as pveproxy reads it (a UPID's `:` travels
     /// as `%3A`); a path that does not decode, or a segment that decodes
-    /// to a `/`, a `\`, `.` or `..`, matches nothing.
+    /// to a `\`, `.` or `..`, or to a `/` outside a volume id, matches
+    /// nothing.
     pub fn admits(&self, method: &Method, api_path: &str) -> bool {
         let (own, segments) = match self {
             BoundRoute::Template {
@@ -370,7 +375,7 @@ impl BoundRoute {
         };
         if decoded
             .iter()
-            .any(|s| s.contains(['/', '\\']) || s == "." || s == "..")
+            .any(|s| s.contains('\\') || s == "." || s == "..")
         {
             return false;
         }
@@ -379,6 +384,14 @@ impl BoundRoute {
             let Some(segment) = sent.next() else {
                 return false;
             };
+            // A volume id holds `/` (`local:iso/x.iso`), sent as `%2F`;
+            // its pattern admits only components that start with a letter
+            // or digit, so never `.` or `..`. Any other segment with one
+            // would be read as two.
+            let volume = matches!(bound, Bound::Given(VOLID, _) | Bound::Pattern(VOLID));
+            if segment.contains('/') && !volume {
+                return false;
+            }
             let fits = |name: &str, s: &str| {
                 pattern(name).is_some_and(|p| p.is_match(s)) && !is_localhost(name, s)
             };
@@ -520,6 +533,38 @@ mod tests {
             format!("/nodes/pve1/tasks/{}%ZZ", escaped(upid)),
         ] {
             assert!(!delete(path.clone()), "{path}");
+        }
+    }
+
+    /// A volume id's `/` travels as `%2F`: admitted in the volume segment
+    /// bound to the call's argument, never elsewhere, never as `..`.
+    #[test]
+    fn a_volume_segment_holds_its_slashes_and_only_its_own() {
+        let delete = Route::parse("DELETE", "/nodes/{node}/storage/{storage}/content/{volid}")
+            .unwrap();
+        let volid = "local:iso/debian-12.iso";
+        let bound = delete.bind(&args(
+            json!({"node": "pve1", "storage": "local", "volid": volid}),
+        ));
+        let sends = |p: &str| bound.admits(&Method::DELETE, p);
+        assert!(sends("/nodes/pve1/storage/local/content/local%3Aiso%2Fdebian-12.iso"));
+        for path in [
+            "/nodes/pve1/storage/local/content/local%3Aiso%2Fother.iso",
+            "/nodes/pve1/storage/local/content/local%3Aiso/debian-12.iso",
+            "/nodes/pve1/storage/nfs/content/local%3Aiso%2Fdebian-12.iso",
+            "/nodes/pve1%2Fx/storage/local/content/local%3Aiso%2Fdebian-12.iso",
+        ] {
+            assert!(!sends(path), "{path}");
+        }
+        for sneaky in ["local:iso/../../x", "local:iso/./x", "local:iso//x", "local:iso\\x"] {
+            let bound = delete.bind(&args(
+                json!({"node": "pve1", "storage": "local", "volid": sneaky}),
+            ));
+            let path = format!(
+                "/nodes/pve1/storage/local/content/{}",
+                sneaky.replace(':', "%3A").replace('/', "%2F").replace('\\', "%5C")
+            );
+            assert!(!bound.admits(&Method::DELETE, &path), "{sneaky}");
         }
     }
 

@@ -15,6 +15,12 @@ use serde_json::Value;
 
 use super::placeholder::{JsonObject, PLACEHOLDERS, is_localhost, pattern};
 
+/// Parameters Proxmox reads percent-decoded once more after the body's
+/// own decoding: qemu-server `uri_unescape`s `sshkeys` before it checks
+/// and stores the keys. A parameter is bound to its argument's value as
+/// Proxmox reads it (the WIT `param`), so these are compared decoded.
+const READ_DECODED: &[&str] = &["sshkeys"];
+
 /// Longest parameter name: PVE's are far shorter.
 const NAME_MAX: usize = 128;
 /// Longest free text a declaration may allow: Proxmox's body limit.
@@ -502,6 +508,20 @@ impl BoundParams {
         nth: usize,
         answered: &Answered<'_>,
     ) -> Result<(), String> {
+        let decoded;
+        let value = if READ_DECODED.contains(&name) {
+            decoded = crate::endpoint::percent_decode(value)
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "{} is not percent-encoded UTF-8, as Proxmox reads it",
+                        shown(name)
+                    )
+                })?;
+            decoded.as_str()
+        } else {
+            value
+        };
         if let Some((_, only)) = self.restricted.iter().find(|(n, _)| *n == name)
             && !only.contains(&value)
         {
@@ -761,6 +781,22 @@ mod tests {
             .admits(&sent(&[("storage", "local")]), &nothing_answered)
             .unwrap_err();
         assert!(e.contains("does not give the argument"), "{e}");
+    }
+
+    /// qemu-server reads `sshkeys` URL-decoded: the encoded keys carry the
+    /// argument, other keys or a broken escape do not.
+    #[test]
+    fn sshkeys_are_compared_as_proxmox_reads_them() {
+        let params =
+            Params::parse(vec![rule("sshkeys", Some("sshkeys"), Otherwise::Absent)], None).unwrap();
+        let args = json!({"sshkeys": "ssh-ed25519 AAAA me@x"});
+        let bound = params.bind(args.as_object().unwrap());
+        let admits = |v: &str| bound.admits(&sent(&[("sshkeys", v)]), &nothing_answered);
+        assert_eq!(admits("ssh-ed25519%20AAAA%20me%40x"), Ok(()));
+        assert_eq!(admits("ssh-ed25519 AAAA me@x"), Ok(()));
+        assert!(admits("ssh-ed25519%20BBBB%20me%40x").is_err());
+        let e = admits("ssh-ed25519%2").unwrap_err();
+        assert!(e.contains("not percent-encoded"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,109 @@
+//! `pve_regenerate_cloudinit`: `PUT /nodes/{node}/qemu/{vmid}/cloudinit`,
+//! a VM's cloud-init drive generated again from its config, so changed
+//! settings reach the guest without waiting for its next start.
+//!
+//! Reads the settings first: with nothing pending there is nothing to do
+//! and nothing is sent. Refused without writing: a container, a VM
+//! without a cloud-init drive and a locked VM.
+
+use crate::action::{self, ActionOutput, Prepared, action_input};
+use crate::api::Pve;
+use crate::cloudinit;
+use crate::error::ToolError;
+use crate::fetch;
+use crate::json as pj;
+use crate::route::Route;
+use crate::tool::{Annotations, Answer, Tool, write_tool};
+use crate::write::{Method, WriteRequest};
+
+action_input! {
+    /// The VM whose drive to regenerate.
+    pub struct Input {}
+}
+
+/// The tool.
+pub static TOOL: Tool = write_tool! {
+    name: "pve_regenerate_cloudinit",
+    title: "Regenerate a VM's cloud-init drive",
+    description: "Write a VM's pending cloud-init settings to its drive now; the guest reads them \
+        at its next boot.",
+    annotations: Annotations::write(false, true),
+    routes: &[Route::new("PUT", "/nodes/{node}/qemu/{vmid}/cloudinit", &[])],
+    privileges: [
+        "/vms/{vmid}": "VM.Audit",
+        "/vms/{vmid}": "VM.Config.Cloudinit",
+    ],
+    run: run,
+};
+
+fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolError> {
+    let execution = input.execution();
+    action::on_guest(pve, input.wanted(), execution, |pve, target, state| {
+        cloudinit::refuse_container(target)?;
+        state.refuse_if_locked(target)?;
+        let base = action::guest_path(target);
+        let config = fetch::object(pve, &base.clone().lit("config"))?;
+        let (drive, volume) = cloudinit::require_drive(target, &config)?;
+        let pending: Vec<String> = fetch::list(pve, &base.clone().lit("cloudinit"))?
+            .iter()
+            .filter(|item| {
+                let pending = pj::text(item.get("pending"));
+                pj::flag(item.get("delete"))
+                    || (pending.is_some() && pending != pj::text(item.get("value")))
+            })
+            .filter_map(|item| pj::text(item.get("key")))
+            .collect();
+        let label = target.label();
+        if pending.is_empty() {
+            return Ok(Prepared::NothingToDo {
+                why: format!("{label}'s cloud-init drive ({drive}) already holds every setting"),
+            });
+        }
+        Ok(Prepared::Act {
+            request: WriteRequest::new(Method::Put, base.lit("cloudinit")),
+            effect: format!(
+                "{label}'s cloud-init drive {drive} ({volume}) is generated again with {}; the \
+                 guest reads it at its next boot",
+                pending.join(", ")
+            ),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::FakePve;
+    use crate::tool::testing::assert_valid_output;
+    use serde_json::{Value, json};
+
+    fn fake(settings: Value) -> FakePve {
+        FakePve::default()
+            .with("/nodes/pve1/qemu/900/status/current", json!({"status": "running"}))
+            .with(
+                "/nodes/pve1/qemu/900/config",
+                json!({"ide2": "local-lvm:vm-900-cloudinit,media=cdrom"}),
+            )
+            .with("/nodes/pve1/qemu/900/cloudinit", settings)
+            .answering("PUT /nodes/pve1/qemu/900/cloudinit", Value::Null)
+    }
+
+    const ARGS: &str = r#"{"vmid": 900, "node": "pve1", "vm_type": "qemu"}"#;
+
+    #[test]
+    fn pending_settings_are_written_with_one_put() {
+        let mut pve = fake(json!([{"key": "ciuser", "value": "a", "pending": "b"}]));
+        let out = TOOL.call(&mut pve, ARGS).unwrap();
+        assert_valid_output(&TOOL, &out);
+        assert_eq!(pve.writes, ["PUT /nodes/pve1/qemu/900/cloudinit "]);
+        assert!(out.structured["effect"].as_str().unwrap().contains("with ciuser"));
+    }
+
+    #[test]
+    fn nothing_pending_sends_nothing() {
+        let mut pve = fake(json!([{"key": "ciuser", "value": "a"}]));
+        let out = TOOL.call(&mut pve, ARGS).unwrap();
+        assert_eq!(out.structured["sent"], false);
+        assert!(pve.writes.is_empty());
+    }
+}
