@@ -163,6 +163,7 @@ const INT_KEYS: &[&str] = &[
     "console",
     "tty",
     "debug",
+    "ciupgrade",
 ];
 
 /// A request value as the config stores and returns it.

@@ -127,6 +127,9 @@ pub(crate) enum Reply {
     RawData(Bytes),
     /// `{"data": value, "total": n}`; PVE sets `total` only when truthy.
     DataTotal(Value, u64),
+    /// `{"data": value, ...}` with further top-level keys, as a handler's
+    /// `set_result_attrib` adds them (the network list's `changes`).
+    DataWith(Value, serde_json::Map<String, Value>),
 }
 
 impl Reply {
@@ -143,6 +146,12 @@ impl Reply {
                 if total > 0 {
                     obj.insert("total".into(), total.into());
                 }
+                Bytes::from(Value::Object(obj).to_string())
+            }
+            Reply::DataWith(v, attrs) => {
+                let mut obj = serde_json::Map::new();
+                obj.insert("data".into(), v);
+                obj.extend(attrs);
                 Bytes::from(Value::Object(obj).to_string())
             }
             Reply::RawData(raw) => {

@@ -48,11 +48,29 @@
 //!   `pre_upgrade`, vmstate 1); 106 (lxc) has `before_bind_update`; the
 //!   others have only `current`.
 //! - **Storage**: `local` (dir; backup,iso,vztmpl), `local-lvm` (lvmthin;
-//!   images,rootdir), `nfs-backup` (nfs, shared; backup). `nfs-backup` holds
+//!   images,rootdir), `nfs-backup` (nfs, shared; backup), `nfs-images`
+//!   (nfs, shared; images,import,rootdir; empty: where disks move to and
+//!   imports download to). `nfs-backup` holds
 //!   9 backups: 100 ×3 (newest with notes), 101 ×2, 106 ×2, 107 ×1
 //!   (protected, notes), 103 ×1. `local` on pve1: 104 (protected), 108, an
 //!   ISO and a CT template; on pve2: 110 and an ISO. `local-lvm` lists the
-//!   guests' disks.
+//!   guests' disks and VM 900's cloud-init drive.
+//! - **Cloud-init**: VM 900's drive was generated for `ciuser: admin` and
+//!   `ipconfig0: ip=dhcp` (PVE's `[special:cloudinit]` record), so
+//!   `GET .../cloudinit` shows `ciuser` pending (`admin` → `ubuntu`). Its
+//!   stored `cipassword` is a `$5$...` hash, masked as `**********` in
+//!   every config answer; host DNS for generated data is search `demo.lan`,
+//!   nameserver `192.0.2.1`.
+//! - **Network** (`/etc/network/interfaces` per node): `eno1`, `eno2`
+//!   (physical), `vmbr0` on `eno1` with the node's address
+//!   (`192.0.2.1x/24`, gateway `192.0.2.1`), VLAN-aware `vmbr1` on `eno2`
+//!   without an address. `pve2` has a pending `interfaces.new` adding
+//!   `vmbr2` (`10.10.10.12/24`, no ports, MTU 9000), not active; its list
+//!   carries the diff as a top-level `changes`.
+//! - **Appliances** (`aplinfo`): `debian-12-standard_12.12-1` (already on
+//!   pve1's `local`), `debian-13-standard_13.1-2`,
+//!   `ubuntu-24.04-standard_24.04-2`, `alpine-3.20-default_20240908` and
+//!   TurnKey WordPress `18.1-1`.
 //! - **Agent** (`network-get-interfaces`): 100 answers (`lo`, `eth0` with
 //!   `10.0.0.100/24`); 101/104 → `No QEMU guest agent configured`; 110 and
 //!   900 → `VM <id> is not running`; 102 (paused) and 103 (hung agent) →
@@ -101,8 +119,19 @@
 //! and `/lxc` (create, or restore with `archive` / `restore=1`), `DELETE`
 //! of a guest, `resize`, `config` (qemu PUT and async POST, lxc PUT),
 //! `POST /nodes/{node}/vzdump`, `GET /cluster/nextid` and `DELETE
-//! /nodes/{node}/tasks/{upid}`.
+//! /nodes/{node}/tasks/{upid}`. Beyond the reference: `PUT .../qemu/{vmid}/
+//! cloudinit` (regenerate; its reads `GET .../cloudinit` and `.../cloudinit/
+//! dump`), `POST .../qemu/{vmid}/move_disk` and `.../lxc/{vmid}/
+//! move_volume` (`qmmove` / `move_volume` tasks), `DELETE /nodes/{node}/
+//! storage/{storage}/content/{volume}` (`imgdel`; the volid may keep its
+//! slashes in the path), `POST .../storage/{storage}/download-url` and
+//! `POST /nodes/{node}/aplinfo` (`download` tasks); the reads `GET
+//! /nodes/{node}/aplinfo`, `GET /nodes/{node}/network[/{iface}]`.
 //!
+//! - **Downloads.** The simulated web serves [`download_bytes`] at every
+//!   URL ([`download_checksum`] is what a `checksum` must be); a URL with a
+//!   `404` path segment answers 404 and fails the task. Sizes are made up
+//!   from the URL.
 //! - **Tasks.** Asynchronous writes answer a UPID in PVE's format
 //!   (`UPID:node:pid:pstart:starttime:type:id:user:`) and run for
 //!   [`SimConfig::task_duration`] (default [`DEFAULT_TASK_DURATION`];
@@ -150,7 +179,11 @@
 //!   oversized headers, only the `json` format under `/api2`.
 //! - Counters are static: uptimes and traffic do not advance.
 //! - Config changes apply at once: there is no `[pending]` section, and
-//!   `revert` is accepted but does nothing. Per-key config privileges
+//!   `revert` is accepted but does nothing. Cloud-init keys changed by any
+//!   config write are recorded as changed since the drive was generated
+//!   (PVE records the changes it hot-applies to a running VM); a new
+//!   `cipassword` never is, as in PVE. A `cipassword` hash has the
+//!   sha256-crypt shape but is a plain SHA-256. Per-key config privileges
 //!   (`VM.Config.CPU` for `cores`, ...) are not checked beyond the
 //!   method's any-of list.
 //! - Config digests are 40 hex digits of a SHA-256 of the rendered config
@@ -173,11 +206,13 @@
 
 mod auth;
 mod conf;
+mod digests;
 mod errors;
 mod faults;
 mod guest_exec;
 mod guest_os;
 mod handlers;
+mod ifaces;
 mod log;
 mod params;
 mod perms;
@@ -186,6 +221,7 @@ mod schema;
 mod seed;
 mod server;
 mod shapes;
+mod ssh_keys;
 mod state;
 pub mod testing;
 mod tls;
@@ -201,6 +237,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use handlers::{download_bytes, download_checksum};
 pub use seed::{AUDITOR_VISIBLE_VMIDS, LONG_LOG_UPID};
 pub use view::{GuestState, TaskState};
 pub use work::DEFAULT_TASK_DURATION;

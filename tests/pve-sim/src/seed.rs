@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use crate::perms::{Acl, AclEntry};
 use crate::state::{
-    Cluster, Guest, GuestKind, HaResource, Node, ResourceCache, RunState, RunStats, Snapshot,
-    Storage, Task, Token, User, Volume,
+    Cluster, Guest, GuestKind, HaResource, Node, NodeNetwork, ResourceCache, RunState, RunStats,
+    Snapshot, Storage, Task, Token, User, Volume,
 };
 use crate::{ClusterFlavor, Scenario, Shapes, shapes, tokens};
 
@@ -108,7 +108,98 @@ fn primary(scenario: &Scenario) -> Cluster {
         resource_cache: Mutex::new(ResourceCache::default()),
         pve8_nodes: Vec::new(),
         guest_os: BTreeMap::new(),
+        networks: networks(&[
+            ("pve1", "192.0.2.11"),
+            ("pve2", "192.0.2.12"),
+            ("pve3", "192.0.2.13"),
+        ]),
+        file_origins: file_origins(),
     }
+}
+
+/// Where the seeded files that PVE's appliance index offers came from:
+/// downloading them again finds the right file already there.
+fn file_origins() -> BTreeMap<String, String> {
+    let tmpl = "debian-12-standard_12.12-1_amd64.tar.zst";
+    BTreeMap::from([(
+        format!("local:vztmpl/{tmpl}"),
+        format!("http://download.proxmox.com/images/system/{tmpl}"),
+    )])
+}
+
+/// A node's `/etc/network/interfaces` as PVE's installer and GUI write
+/// it: two NICs, `vmbr0` on `eno1` with the node's address, and the
+/// VLAN-aware `vmbr1` on `eno2` without one.
+fn interfaces(ip: &str) -> String {
+    let net = ip.rsplit_once('.').map_or(ip, |(n, _)| n);
+    format!(
+        "auto lo\n\
+         iface lo inet loopback\n\
+         \n\
+         iface eno1 inet manual\n\
+         \n\
+         iface eno2 inet manual\n\
+         \n\
+         auto vmbr0\n\
+         iface vmbr0 inet static\n\
+         \taddress {ip}/24\n\
+         \tgateway {net}.1\n\
+         \tbridge-ports eno1\n\
+         \tbridge-stp off\n\
+         \tbridge-fd 0\n\
+         #Management and guest LAN\n\
+         \n\
+         auto vmbr1\n\
+         iface vmbr1 inet manual\n\
+         \tbridge-ports eno2\n\
+         \tbridge-stp off\n\
+         \tbridge-fd 0\n\
+         \tbridge-vlan-aware yes\n\
+         \tbridge-vids 2-4094\n\
+         #VLAN trunk for guests\n\
+         \n\
+         source /etc/network/interfaces.d/*\n"
+    )
+}
+
+/// Each node's network files; `pve2` has a change written but not applied
+/// (a new bridge `vmbr2` for a storage network), as the GUI leaves it
+/// until "Apply Configuration".
+pub(crate) fn networks(nodes: &[(&str, &str)]) -> BTreeMap<String, NodeNetwork> {
+    nodes
+        .iter()
+        .map(|(node, ip)| {
+            let applied = interfaces(ip);
+            let host = ip.rsplit('.').next().unwrap_or("1");
+            let pending = (*node == "pve2").then(|| {
+                applied.replace(
+                    "\nsource /etc/network/interfaces.d/*\n",
+                    &format!(
+                        "\nauto vmbr2\n\
+                         iface vmbr2 inet static\n\
+                         \taddress 10.10.10.{host}/24\n\
+                         \tbridge-ports none\n\
+                         \tbridge-stp off\n\
+                         \tbridge-fd 0\n\
+                         \tmtu 9000\n\
+                         #Storage network\n\
+                         \n\
+                         source /etc/network/interfaces.d/*\n"
+                    ),
+                )
+            });
+            let net = NodeNetwork {
+                applied,
+                pending,
+                mtimes: (T0 - 200 * 86_400 + 7_261, T0 - 86_400 + 52_911),
+                physical: vec!["eno1".into(), "eno2".into()],
+                active: ["eno1", "eno2", "vmbr0", "vmbr1"]
+                    .map(String::from)
+                    .to_vec(),
+            };
+            (node.to_string(), net)
+        })
+        .collect()
 }
 
 fn nodes() -> Vec<Node> {
@@ -239,6 +330,23 @@ fn storages() -> Vec<Storage> {
                 ("prune-backups", "keep-daily=7,keep-weekly=4"),
             ],
         },
+        // Shared file storage for guest disks (raw or qcow2) and imports:
+        // where disks move to and `download-url` puts `import` files.
+        Storage {
+            id: "nfs-images".into(),
+            plugintype: "nfs",
+            content: "images,import,rootdir",
+            shared: true,
+            nodes: None,
+            total: 3_998_614_552_576,
+            used: per_node(601_295_421_440, 601_295_421_440, 601_295_421_440),
+            extra: vec![
+                ("server", "192.0.2.50"),
+                ("export", "/export/pve-images"),
+                ("path", "/mnt/pve/nfs-images"),
+                ("options", "vers=4.2"),
+            ],
+        },
     ]
 }
 
@@ -276,6 +384,7 @@ pub(crate) fn base(vmid: u32, kind: GuestKind, node: &str, name: Option<&str>) -
         agent_error: None,
         raw_lxc: Vec::new(),
         cloudinit: false,
+        ci_changes: BTreeMap::new(),
         snapshots: Vec::new(),
         current_parent: None,
         conf: None,
@@ -461,6 +570,14 @@ fn standard_guests() -> Vec<Guest> {
     g.agent = true;
     g.cloudinit = true;
     g.maxdisk = 3_758_096_384;
+    // The drive was generated for user `admin` with DHCP for IPv4 only;
+    // `ciuser: ubuntu` and `ip6=auto` came after, so it is behind the
+    // config (`GET .../cloudinit` shows the user as pending; PVE does not
+    // list changed `ipconfigN` there).
+    g.ci_changes = BTreeMap::from([
+        ("ciuser".to_string(), "admin".to_string()),
+        ("ipconfig0".to_string(), "ip=dhcp".to_string()),
+    ]);
     out.push(g);
 
     out
@@ -1117,5 +1234,7 @@ fn secondary() -> Cluster {
         resource_cache: Mutex::new(ResourceCache::default()),
         pve8_nodes: Vec::new(),
         guest_os: BTreeMap::new(),
+        networks: networks(&[("lab1", "198.51.100.21")]),
+        file_origins: BTreeMap::new(),
     }
 }

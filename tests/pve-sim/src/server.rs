@@ -454,11 +454,12 @@ async fn process(
             format!("no formatter for uri {rel}, {format}"),
         ));
     }
-    let segments: Vec<String> = rel
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
+    let segments = content_fragment(
+        rel.split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    );
 
     let schema_errors = validate_with_schema(shared, &method, &rel, &segments, &raw);
 
@@ -520,6 +521,22 @@ async fn process(
         Ok(result) => result,
         Err(_) => Err(ApiError::new(500, "internal simulator error\n")),
     }
+}
+
+/// pve-storage registers `{storage}/content` with an empty
+/// `fragmentDelimiter`: everything after `content/` is one `{volume}`,
+/// slashes included (volids such as `local:backup/vzdump-...`).
+fn content_fragment(mut segments: Vec<String>) -> Vec<String> {
+    let is_content = segments.len() > 6
+        && segments[0] == "nodes"
+        && segments[2] == "storage"
+        && segments[4] == "content";
+    if is_content {
+        let volume = segments[5..].join("/");
+        segments.truncate(5);
+        segments.push(volume);
+    }
+    segments
 }
 
 /// Reads the body the way PVE does: none allowed for GET/DELETE, at most
@@ -654,6 +671,22 @@ fn resolve_node(c: &Cluster, node: &str) -> Result<String, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_volumes_take_the_rest_of_the_path() {
+        let segs = |p: &str| p.split('/').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            content_fragment(segs(
+                "nodes/pve1/storage/local/content/local:backup/x.vma.zst"
+            )),
+            segs("nodes/pve1/storage/local/content")
+                .into_iter()
+                .chain(["local:backup/x.vma.zst".to_string()])
+                .collect::<Vec<_>>()
+        );
+        let short = segs("nodes/pve1/storage/local/content/local:iso");
+        assert_eq!(content_fragment(short.clone()), short);
+    }
 
     #[test]
     fn split_abs_uri_like_pve() {

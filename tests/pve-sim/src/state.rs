@@ -115,8 +115,15 @@ pub(crate) struct Guest {
     /// LXC: raw `lxc.*` keys, which the config API returns as the list
     /// `"lxc": [[key, value], ...]`.
     pub raw_lxc: Vec<(&'static str, &'static str)>,
-    /// QEMU: has a cloud-init drive and `ciuser`/`cipassword`/`sshkeys`.
+    /// QEMU: the seed's config has a cloud-init drive and
+    /// `ciuser`/`cipassword`/`sshkeys` (once written, the config's drives
+    /// tell: `handlers::has_cloudinit_drive`).
     pub cloudinit: bool,
+    /// QEMU: PVE's `[special:cloudinit]` config section: the values of the
+    /// cloud-init keys as the drive was last generated, for those changed
+    /// since, and under `added` the keys set since. Empty when the drive is
+    /// up to date.
+    pub ci_changes: BTreeMap<String, String>,
     /// Snapshots in PVE's hash order; `current_parent` is the running
     /// state's parent.
     pub snapshots: Vec<Snapshot>,
@@ -337,6 +344,26 @@ pub(crate) struct Cluster {
     /// The inside of the VMs the guest agent was asked about, by vmid
     /// (seeded on first use by [`Cluster::guest_os_mut`]).
     pub guest_os: BTreeMap<u32, crate::guest_os::GuestOs>,
+    /// Each node's `/etc/network/interfaces` (and pending `.new`).
+    pub networks: BTreeMap<String, NodeNetwork>,
+    /// The URL each downloaded file came from, by volid: its bytes (and so
+    /// its checksums) are those of [`crate::handlers::download_bytes`].
+    pub file_origins: BTreeMap<String, String>,
+}
+
+/// A node's network configuration files and what the kernel has up.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeNetwork {
+    /// `/etc/network/interfaces`, as applied.
+    pub applied: String,
+    /// `/etc/network/interfaces.new`: changes written but not applied yet.
+    pub pending: Option<String>,
+    /// Modification times of the two files (for the diff's headers).
+    pub mtimes: (u64, u64),
+    /// Physical NICs (`ip link`), which PVE marks `exists`.
+    pub physical: Vec<String>,
+    /// Interfaces that are up, which PVE marks `active`.
+    pub active: Vec<String>,
 }
 
 impl Cluster {

@@ -107,6 +107,15 @@ pub(crate) fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
     outer.finalize().into()
 }
 
+/// `PVE::Tools::split_list`: items separated by commas, semicolons, NULs
+/// or whitespace.
+pub(crate) fn split_list(v: &str) -> Vec<String> {
+    v.split(|c: char| c == ',' || c == ';' || c == '\0' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Percent-decodes, turning invalid UTF-8 into U+FFFD instead of failing.
 pub(crate) fn pct_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s)

@@ -66,6 +66,7 @@ impl TaskState {
 
 pub(crate) fn guest_state(g: &Guest) -> GuestState {
     let mut config = crate::handlers::render_config(g);
+    crate::handlers::mask_secrets(&mut config);
     let digest = crate::handlers::config_digest(g);
     config.insert("digest".into(), digest.clone().into());
     let mut snaps: Vec<_> = g.snapshots.iter().collect();

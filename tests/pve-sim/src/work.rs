@@ -207,6 +207,31 @@ pub(crate) fn advance_shared(lock: &std::sync::RwLock<Cluster>) {
     advance(&mut crate::util::write(lock));
 }
 
+/// The pid the next task will get (PVE names temporary files after its
+/// worker's pid).
+pub(crate) fn next_pid(c: &Cluster) -> u32 {
+    c.work.next_pid
+}
+
+/// Ends a running task now, as if its time were up (its remaining log,
+/// its effect), and returns its exit status: what an API call that waits
+/// for its task (`delay`, `background_delay`) sees when the task fits.
+pub(crate) fn finish_now(c: &mut Cluster, upid: &str) -> Option<String> {
+    if let Some(w) = c.work.workers.iter_mut().find(|w| w.upid == upid) {
+        w.duration = Duration::ZERO;
+    }
+    advance(c);
+    c.tasks
+        .iter()
+        .find(|t| t.upid == upid)
+        .and_then(|t| t.status.clone())
+}
+
+/// How long a task of this type takes now.
+pub(crate) fn duration_of(c: &Cluster, ty: &str) -> Duration {
+    duration_for(&c.work, ty)
+}
+
 /// Whether a running task holds the config file lock of `vmid`.
 pub(crate) fn flocked(c: &Cluster, vmid: u32) -> bool {
     c.work.workers.iter().any(|w| w.flocks.contains(&vmid))

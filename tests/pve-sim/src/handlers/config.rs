@@ -81,8 +81,8 @@ pub(crate) fn size_str(bytes: u64) -> String {
 }
 
 /// SHA-1-length hex digest of the whole config "file": the current
-/// section and every snapshot section (PVE hashes the file), so any change,
-/// a new snapshot or a lock included, changes it.
+/// section, every snapshot section and the cloud-init record (PVE hashes
+/// the file), so any change, a new snapshot or a lock included, changes it.
 pub(crate) fn config_digest(g: &Guest) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -95,6 +95,10 @@ pub(crate) fn config_digest(g: &Guest) -> String {
             )
             .as_bytes(),
         );
+    }
+    // The `[special:cloudinit]` section is part of the file too.
+    if !g.ci_changes.is_empty() {
+        h.update(format!("\n[special:cloudinit]\n{:?}", g.ci_changes).as_bytes());
     }
     h.finalize()
         .iter()
@@ -203,8 +207,11 @@ fn qemu_config(g: &Guest) -> Map<String, Value> {
             format!("local-lvm:vm-{}-cloudinit,media=cdrom", g.vmid).into(),
         );
         m.insert("ciuser".into(), "ubuntu".into());
-        // PVE masks the stored hash in every API answer.
-        m.insert("cipassword".into(), "**********".into());
+        // The stored hash; the config API masks it ([`mask_secrets`]).
+        m.insert(
+            "cipassword".into(),
+            super::cloudinit::crypt(super::cloudinit::SEED_PASSWORD, "Qv8Zc1Lr").into(),
+        );
         m.insert(
             "sshkeys".into(),
             uri_escape(
@@ -313,10 +320,21 @@ fn state_keys(g: &Guest, m: &mut Map<String, Value>) {
     }
 }
 
+/// PVE shows `**********` for a stored `cipassword` in every config it
+/// returns.
+pub(crate) fn mask_secrets(m: &mut Map<String, Value>) {
+    if let Some(pw) = m.get_mut("cipassword")
+        && pw.as_str().is_some_and(|s| !s.is_empty())
+    {
+        *pw = super::cloudinit::MASK.into();
+    }
+}
+
 fn config(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
     let c = ctx.cluster();
     let g = find(&c, ctx, kind)?;
     let mut m = render(g);
+    mask_secrets(&mut m);
     let file_digest = config_digest(g);
     if let Some(name) = ctx.params.get("snapshot") {
         let Some(s) = g.snapshots.iter().find(|s| s.name == name) else {

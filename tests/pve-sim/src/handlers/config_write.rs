@@ -11,11 +11,14 @@ use serde_json::Value;
 
 use super::Ctx;
 use super::act::{self, die, word};
+use super::cloudinit;
 use super::config::{config_digest, materialize, render};
 use super::lifecycle::check_root_keys;
 use crate::conf;
 use crate::errors::{ApiError, HandlerResult, Reply};
-use crate::state::{Cluster, Guest, GuestKind};
+use crate::ssh_keys;
+use crate::state::{Cluster, Guest, GuestKind, Volume};
+use crate::util::split_list;
 use crate::work::{self, Spec};
 
 /// Request keys that steer the change rather than being config keys.
@@ -39,19 +42,13 @@ fn digest_error(kind: GuestKind) -> ApiError {
     })
 }
 
-/// `PVE::Tools::split_list`.
-fn split_list(v: &str) -> Vec<String> {
-    v.split(|c: char| c == ',' || c == ';' || c == '\0' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// A validated change: keys to set and keys to delete.
 struct Change {
     set: Vec<(String, String)>,
     delete: Vec<String>,
     force: bool,
+    /// New cloud-init drives: key, stored drive string, its volume.
+    cloudinit: Vec<(String, String, Volume)>,
 }
 
 fn prepare(ctx: &Ctx<'_>, kind: GuestKind, c: &Cluster, g: &Guest) -> Result<Change, ApiError> {
@@ -63,6 +60,12 @@ fn prepare(ctx: &Ctx<'_>, kind: GuestKind, c: &Cluster, g: &Guest) -> Result<Cha
         .collect();
     let delete = split_list(ctx.params.get("delete").unwrap_or(""));
     let revert = split_list(ctx.params.get("revert").unwrap_or(""));
+    if kind == GuestKind::Qemu
+        && let Some(keys) = ctx.params.get("sshkeys")
+        && !ssh_keys::valid_keys(&ssh_keys::uri_unescape(keys))
+    {
+        return Err(die("SSH public key validation error"));
+    }
     if set.is_empty() && delete.is_empty() && revert.is_empty() {
         return Err(die("no options specified"));
     }
@@ -112,26 +115,58 @@ fn prepare(ctx: &Ctx<'_>, kind: GuestKind, c: &Cluster, g: &Guest) -> Result<Cha
             }
         }
     }
+    // `create_disks`: a `<storage>:cloudinit` value becomes the drive.
+    let mut cloudinit = Vec::new();
+    if kind == GuestKind::Qemu {
+        for (k, v) in &set {
+            if conf::is_disk_key(kind, k) && cloudinit::requested_storage(v).is_some() {
+                let (drive, volume) = cloudinit::allocate_drive(c, &g.node, g.vmid, &cur, k, v)?;
+                cloudinit.push((k.clone(), drive, volume));
+            }
+        }
+    }
     Ok(Change {
         set,
         delete,
         force: act::flag(ctx, "force"),
+        cloudinit,
     })
 }
 
-/// Applies a change to the guest's config (and its volumes).
+/// A config value as text (numbers too).
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Applies a change to the guest's config (and its volumes). A QEMU
+/// guest's cloud-init keys are recorded as changed since its drive was
+/// generated; a new or removed cloud-init drive ends that record.
 fn apply(c: &mut Cluster, vmid: u32, change: Change) {
     let mut dropped_volumes = Vec::new();
+    let mut new_volumes = Vec::new();
+    let salt = c.generation;
     let Some(g) = c.guests.get_mut(&vmid) else {
         return;
     };
     let kind = g.kind;
+    let ostype = g.ostype;
+    // (key, value before, value after) of every key touched.
+    let mut touched: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+    let mut regenerated = false;
     let m = materialize(g);
     for d in &change.delete {
         let Some(old) = m.remove(d) else { continue };
-        let old = old.as_str().unwrap_or("").to_string();
+        let old = value_text(&old);
+        touched.push((d.clone(), Some(old.clone()), None));
         if conf::is_unused_key(d) {
             dropped_volumes.push(conf::drive_volid(&old).to_string());
+        } else if kind == GuestKind::Qemu && cloudinit::is_cloudinit_drive(&old) {
+            // `vmconfig_register_unused_drive` frees a cloud-init drive.
+            dropped_volumes.push(conf::drive_volid(&old).to_string());
+            regenerated = true;
         } else if conf::is_disk_key(kind, d) && !conf::is_cdrom(&old) {
             let volid = conf::drive_volid(&old).to_string();
             if change.force {
@@ -145,7 +180,14 @@ fn apply(c: &mut Cluster, vmid: u32, change: Change) {
         }
     }
     for (k, v) in &change.set {
-        let value = if conf::is_disk_key(kind, k) {
+        let old = m.get(k).map(value_text);
+        let value = if let Some((_, drive, volume)) =
+            change.cloudinit.iter().find(|(key, _, _)| key == k)
+        {
+            new_volumes.push(volume.clone());
+            regenerated = true;
+            drive.clone()
+        } else if conf::is_disk_key(kind, k) {
             let n = (0..)
                 .find(|i| {
                     !m.values().any(|x| {
@@ -155,16 +197,38 @@ fn apply(c: &mut Cluster, vmid: u32, change: Change) {
                 })
                 .unwrap_or(0);
             conf::allocate_disk(vmid, n, v).map_or_else(|| v.clone(), |(d, _)| d)
+        } else if k == "cipassword" && kind == GuestKind::Qemu {
+            cloudinit::stored_password(v, ostype, salt)
         } else {
             v.clone()
         };
+        if let Some(old) = old.as_deref().filter(|o| {
+            kind == GuestKind::Qemu
+                && cloudinit::is_cloudinit_drive(o)
+                && conf::drive_volid(o) != conf::drive_volid(&value)
+        }) {
+            dropped_volumes.push(conf::drive_volid(old).to_string());
+            regenerated = true;
+        }
+        touched.push((k.clone(), old, Some(value.clone())));
         m.insert(k.clone(), conf::value_for(kind, k, &value));
     }
     if change.delete.iter().any(|d| d == "lock") {
         g.lock = None;
     }
+    if kind == GuestKind::Qemu {
+        for (k, old, new) in &touched {
+            cloudinit::record_change(&mut g.ci_changes, k, old.as_deref(), new.as_deref());
+        }
+        if regenerated {
+            g.ci_changes.clear();
+        }
+    }
     conf::sync_fields(g);
     c.volumes.retain(|v| !dropped_volumes.contains(&v.volid));
+    for v in new_volumes {
+        super::storage_cfg::put_volume(c, v);
+    }
     super::lifecycle::add_volumes(c, vmid);
     c.generation += 1;
 }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::Ctx;
 use super::act::{self, die, word};
+use super::cloudinit;
 use super::config::{mac, materialize, render};
 use crate::conf;
 use crate::errors::{ApiError, HandlerResult};
@@ -25,7 +26,16 @@ fn shared_storage(c: &Cluster, id: &str) -> bool {
 /// storages).
 pub(crate) fn add_volumes(c: &mut Cluster, vmid: u32) {
     let Some(g) = c.guests.get(&vmid) else { return };
-    let disks = conf::disks(g.kind, &render(g));
+    let conf = render(g);
+    let mut disks = conf::disks(g.kind, &conf);
+    // The cloud-init drive is a CD-ROM, yet a volume of its own.
+    if g.kind == GuestKind::Qemu
+        && let Some(key) = cloudinit::cloudinit_key(&conf)
+        && let Some(v) = conf.get(&key).and_then(Value::as_str)
+    {
+        let volid = conf::drive_volid(v).to_string();
+        disks.push((key, volid, cloudinit::DRIVE_SIZE));
+    }
     let content = match g.kind {
         GuestKind::Qemu => "images",
         GuestKind::Lxc => "rootdir",
@@ -44,7 +54,7 @@ pub(crate) fn add_volumes(c: &mut Cluster, vmid: u32) {
             node: on,
             volid: volid.clone(),
             content,
-            format: "raw",
+            format: super::storage_cfg::format_of(&volid),
             size,
             ctime: Some(now_secs()),
             vmid: Some(vmid),
@@ -256,6 +266,12 @@ fn create_guest(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
         return Err(ApiError::param(k, "option conflicts with option 'archive'"));
     }
     check_root_keys(ctx, keys.iter().map(|(k, _)| k.as_str()))?;
+    if kind == GuestKind::Qemu
+        && let Some(k) = ctx.params.get("sshkeys")
+        && !crate::ssh_keys::valid_keys(&crate::ssh_keys::uri_unescape(k))
+    {
+        return Err(die("SSH public key validation error"));
+    }
 
     let mut c = ctx.cluster_mut();
     let existing = c.guests.get(&vmid);
@@ -323,7 +339,18 @@ fn create_guest(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
         };
         let mut spec = Spec::new(ctx.node, ty, vmid.to_string(), &user);
         let g = match kind {
-            GuestKind::Qemu => new_qemu(ctx.node, vmid, &keys, &mut spec),
+            GuestKind::Qemu => {
+                // `create_disks` runs in the worker: a cloud-init drive it
+                // cannot make fails the task, and no VM is left.
+                let drives = match cloudinit_drives(&c, ctx.node, vmid, &keys) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        let spec = spec.fail(format!("{emsg} {}", e.message.trim_end()));
+                        return act::upid(work::spawn(&mut c, spec));
+                    }
+                };
+                new_qemu(ctx.node, vmid, &keys, &drives, c.generation, &mut spec)
+            }
             GuestKind::Lxc => {
                 let template = ctx.params.get("ostemplate").unwrap_or("");
                 if template.starts_with('/') && !act::is_root(ctx) {
@@ -380,13 +407,49 @@ fn protected(g: &Guest) -> bool {
         .is_some_and(|v| v == 1 || v == "1")
 }
 
-fn new_qemu(node: &str, vmid: u32, keys: &[(String, String)], spec: &mut Spec) -> Guest {
+/// The cloud-init drives `<storage>:cloudinit` values of a new VM ask
+/// for, as `(key, drive string)`.
+fn cloudinit_drives(
+    c: &Cluster,
+    node: &str,
+    vmid: u32,
+    keys: &[(String, String)],
+) -> Result<Vec<(String, String)>, ApiError> {
+    let mut made = Map::new();
+    let mut out = Vec::new();
+    for (k, v) in keys {
+        if conf::is_disk_key(GuestKind::Qemu, k) && cloudinit::requested_storage(v).is_some() {
+            let (drive, _) = cloudinit::allocate_drive(c, node, vmid, &made, k, v)?;
+            made.insert(k.clone(), drive.clone().into());
+            out.push((k.clone(), drive));
+        }
+    }
+    Ok(out)
+}
+
+fn new_qemu(
+    node: &str,
+    vmid: u32,
+    keys: &[(String, String)],
+    cloudinit_drives: &[(String, String)],
+    salt: u64,
+    spec: &mut Spec,
+) -> Guest {
     let mut g = crate::seed::base(vmid, GuestKind::Qemu, node, None);
     let mut m = Map::new();
     let mut n_disk = 0;
     let mut nic = 0;
+    let ostype = keys
+        .iter()
+        .find(|(k, _)| k == "ostype")
+        .map_or("l26", |(_, v)| v.as_str());
     for (k, v) in keys {
-        let value = if conf::is_disk_key(GuestKind::Qemu, k) {
+        let value = if let Some((_, drive)) = cloudinit_drives.iter().find(|(key, _)| key == k) {
+            spec.line(0.5, format!("{k}: successfully created disk '{drive}'"));
+            drive.clone()
+        } else if k == "cipassword" {
+            cloudinit::stored_password(v, ostype, salt)
+        } else if conf::is_disk_key(GuestKind::Qemu, k) {
             match conf::allocate_disk(vmid, n_disk, v) {
                 Some((drive, _)) => {
                     let volid = conf::drive_volid(&drive).to_string();

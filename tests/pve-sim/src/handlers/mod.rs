@@ -5,23 +5,32 @@ mod act;
 mod agent;
 mod agent_exec;
 mod agent_file;
+mod aplinfo;
 mod backup;
+mod cloudinit;
 mod cluster;
 mod config;
 mod config_write;
+mod download;
 mod guests;
 mod ha;
 mod lifecycle;
+mod move_disk;
+mod network;
 mod nodes;
 mod power;
 mod rrd;
 mod snapshot_write;
 mod storage;
+mod storage_cfg;
 mod tasks;
 mod template;
+mod volumes;
 mod write_routes;
 
-pub(crate) use config::{config_digest, render as render_config, size_str};
+pub(crate) use cloudinit::has_cloudinit_drive;
+pub(crate) use config::{config_digest, mask_secrets, render as render_config, size_str};
+pub use download::{download_bytes, download_checksum};
 pub(crate) use tasks::log_lines;
 
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
@@ -240,6 +249,57 @@ fn read_routes() -> Vec<Route> {
                 ("storage", Prop::string().format("pve-storage-id")),
                 ("content", Prop::string().optional()),
                 ("vmid", Prop::vmid().optional()),
+            ]),
+        Route::get("/nodes/{node}/qemu/{vmid}/cloudinit", cloudinit::pending)
+            .perm(VM_AUDIT)
+            .proxy("node")
+            .params(node_vmid()),
+        Route::get("/nodes/{node}/qemu/{vmid}/cloudinit/dump", cloudinit::dump)
+            .perm(VM_AUDIT)
+            .proxy("node")
+            .params({
+                let mut v = node_vmid();
+                v.push(("type", Prop::string().one_of(&["user", "network", "meta"])));
+                v
+            }),
+        Route::get("/nodes/{node}/aplinfo", aplinfo::index)
+            .proxy("node")
+            .params(vec![("node", Prop::node())]),
+        Route::get("/nodes/{node}/network", network::index)
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                (
+                    "type",
+                    Prop::string()
+                        .one_of(&[
+                            "bridge",
+                            "bond",
+                            "eth",
+                            "alias",
+                            "vlan",
+                            "fabric",
+                            "OVSBridge",
+                            "OVSBond",
+                            "OVSPort",
+                            "OVSIntPort",
+                            "vnet",
+                            "any_bridge",
+                            "any_local_bridge",
+                            "include_sdn",
+                        ])
+                        .optional(),
+                ),
+            ]),
+        Route::get("/nodes/{node}/network/{iface}", network::iface)
+            .perm(Perm::check("/nodes/{node}", &["Sys.Audit"]))
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                (
+                    "iface",
+                    Prop::string().format("pve-iface").min_len(2).max_len(20),
+                ),
             ]),
         Route::get("/nodes/{node}/tasks", tasks::node_tasks)
             .proxy("node")

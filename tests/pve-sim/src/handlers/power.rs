@@ -49,6 +49,10 @@ fn apply(c: &mut Cluster, vmid: u32, a: Action, todisk: bool) {
             if g.lock.as_deref() == Some("suspended") {
                 g.lock = None;
             }
+            // `vm_start` regenerates the cloud-init drive.
+            if super::has_cloudinit_drive(g) {
+                g.ci_changes.clear();
+            }
             if !g.is_running() {
                 act::start_guest(g);
             }
@@ -123,7 +127,7 @@ fn power(ctx: &Ctx<'_>, kind: GuestKind, a: Action) -> HandlerResult {
         spec = spec.fail(format!("VM {vmid} already running"));
     } else {
         match (kind, a) {
-            (GuestKind::Qemu, Action::Start) if g.cloudinit => {
+            (GuestKind::Qemu, Action::Start) if super::has_cloudinit_drive(g) => {
                 spec.line(0.0, "generating cloud-init ISO");
             }
             (_, Action::Shutdown) if !running => {

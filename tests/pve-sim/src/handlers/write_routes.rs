@@ -3,7 +3,10 @@
 //! The specs check what the reference lists; when the official schema is
 //! loaded it is the one that validates.
 
-use super::{backup, config_write, lifecycle, power, snapshot_write, tasks, template};
+use super::{
+    aplinfo, backup, cloudinit, config_write, download, lifecycle, move_disk, power,
+    snapshot_write, tasks, template, volumes,
+};
 use crate::perms::Perm;
 use crate::router::Route;
 use crate::schema::Prop;
@@ -15,6 +18,7 @@ const MIGRATE: Perm = Perm::check("/vms/{vmid}", &["VM.Migrate"]);
 const CLONE: Perm = Perm::check("/vms/{vmid}", &["VM.Clone"]);
 const ALLOCATE: Perm = Perm::check("/vms/{vmid}", &["VM.Allocate"]);
 const DISK: Perm = Perm::check("/vms/{vmid}", &["VM.Config.Disk"]);
+const TEMPLATE: Perm = Perm::check("/storage/{storage}", &["Datastore.AllocateTemplate"]);
 const DISK_ANY: Perm = Perm::check_any("/vms/{vmid}", &["VM.Config.Disk"]);
 const QEMU_CONFIG: Perm = Perm::check_any(
     "/vms/{vmid}",
@@ -106,6 +110,80 @@ fn lxc_disk_enum() -> Vec<String> {
     let mut v = vec!["rootfs".to_string()];
     v.extend((0..256).map(|i| format!("mp{i}")));
     v
+}
+
+/// A disk enum with the `unusedN` entries moves also take.
+fn with_unused(mut v: Vec<String>) -> Vec<String> {
+    v.extend((0..256).map(|i| format!("unused{i}")));
+    v
+}
+
+fn one_of(values: &[String]) -> Prop {
+    let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    Prop::string().one_of(&refs)
+}
+
+fn storage_id() -> Prop {
+    Prop::string().format("pve-storage-id")
+}
+
+/// `move_disk` (qemu) or `move_volume` (lxc).
+fn move_params(qemu: bool) -> Vec<(&'static str, Prop)> {
+    let disks = with_unused(if qemu {
+        qemu_disk_enum()
+    } else {
+        lxc_disk_enum()
+    });
+    let (key, target_key) = if qemu {
+        ("disk", "target-disk")
+    } else {
+        ("volume", "target-volume")
+    };
+    let mut v = with(vec![
+        (key, one_of(&disks)),
+        (target_key, one_of(&disks).optional()),
+        ("storage", storage_id().optional()),
+        ("target-vmid", Prop::vmid().optional()),
+        ("digest", Prop::string().max_len(40).optional()),
+        ("target-digest", Prop::string().max_len(40).optional()),
+        ("delete", b()),
+    ]);
+    if qemu {
+        v.push((
+            "format",
+            Prop::string().one_of(&["raw", "qcow2", "vmdk"]).optional(),
+        ));
+        v.push(("bwlimit", Prop::integer().min(0).optional()));
+    } else {
+        v.push(("bwlimit", Prop::number().min(0).optional()));
+    }
+    v
+}
+
+/// The cloud-init keys of a qemu config.
+fn cloudinit_props() -> Vec<(&'static str, Prop)> {
+    vec![
+        ("ciuser", Prop::string().optional()),
+        ("cipassword", Prop::string().optional()),
+        (
+            "citype",
+            Prop::string()
+                .one_of(&["configdrive2", "nocloud", "opennebula"])
+                .optional(),
+        ),
+        ("ciupgrade", b()),
+        ("cicustom", Prop::string().optional()),
+        ("sshkeys", Prop::string().format("urlencoded").optional()),
+        (
+            "nameserver",
+            Prop::string().format("address-list").optional(),
+        ),
+        ("searchdomain", Prop::string().optional()),
+        (
+            "ipconfig[n]",
+            Prop::string().format("pve-qm-ipconfig").optional(),
+        ),
+    ]
 }
 
 fn resize_params(disks: Vec<String>, qemu: bool) -> Vec<(&'static str, Prop)> {
@@ -352,6 +430,7 @@ pub(crate) fn routes() -> Vec<Route> {
                     ("live-restore", b()),
                     ("description", Prop::string().max_len(8192).optional()),
                 ]);
+                v.extend(cloudinit_props());
                 v
             }),
         Route::post("/nodes/{node}/lxc", lifecycle::lxc_create)
@@ -474,6 +553,78 @@ pub(crate) fn routes() -> Vec<Route> {
                 ("protected", Prop::boolean().requires("storage").optional()),
                 ("stdout", b()),
             ]),
+        // Cloud-init, disk moves and storage content.
+        Route::put("/nodes/{node}/qemu/{vmid}/cloudinit", cloudinit::update)
+            .perm(Perm::check("/vms/{vmid}", &["VM.Config.Cloudinit"]))
+            .proxy("node")
+            .params(base()),
+        Route::post(
+            "/nodes/{node}/qemu/{vmid}/move_disk",
+            move_disk::qemu_move_disk,
+        )
+        .perm(DISK)
+        .proxy("node")
+        .params(move_params(true)),
+        Route::post(
+            "/nodes/{node}/lxc/{vmid}/move_volume",
+            move_disk::lxc_move_volume,
+        )
+        .perm(DISK)
+        .proxy("node")
+        .params(move_params(false)),
+        Route::delete(
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            volumes::delete,
+        )
+        .proxy("node")
+        .params(vec![
+            ("node", Prop::node()),
+            ("storage", storage_id().optional()),
+            ("volume", Prop::string()),
+            ("delay", Prop::integer().range(1, 30).optional()),
+        ]),
+        Route::post(
+            "/nodes/{node}/storage/{storage}/download-url",
+            download::download_url,
+        )
+        .perm(TEMPLATE)
+        .proxy("node")
+        .params(vec![
+            ("node", Prop::node()),
+            ("storage", storage_id()),
+            ("url", Prop::string().pattern("https?://.*")),
+            (
+                "content",
+                Prop::string().one_of(&["iso", "vztmpl", "import"]),
+            ),
+            ("filename", Prop::string().max_len(255)),
+            (
+                "checksum",
+                Prop::string().requires("checksum-algorithm").optional(),
+            ),
+            (
+                "checksum-algorithm",
+                Prop::string()
+                    .one_of(&["md5", "sha1", "sha224", "sha256", "sha384", "sha512"])
+                    .requires("checksum")
+                    .optional(),
+            ),
+            (
+                "compression",
+                Prop::string()
+                    .one_of(&["gz", "lzo", "zst", "bz2"])
+                    .optional(),
+            ),
+            ("verify-certificates", b()),
+        ]),
+        Route::post("/nodes/{node}/aplinfo", aplinfo::download)
+            .perm(TEMPLATE)
+            .proxy("node")
+            .params(vec![
+                ("node", Prop::node()),
+                ("storage", storage_id()),
+                ("template", Prop::string().max_len(255)),
+            ]),
         Route::get("/cluster/nextid", backup::nextid)
             .params(vec![("vmid", Prop::vmid().optional())]),
         Route::delete("/nodes/{node}/tasks/{upid}", tasks::task_stop)
@@ -496,6 +647,7 @@ fn qemu_config_params(post: bool) -> Vec<(&'static str, Prop)> {
         ("balloon", Prop::integer().min(0).optional()),
         ("description", Prop::string().max_len(8192).optional()),
     ]);
+    v.extend(cloudinit_props());
     if post {
         v.push(("background_delay", Prop::integer().range(1, 30).optional()));
     }

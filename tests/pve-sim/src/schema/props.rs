@@ -178,6 +178,12 @@ impl Prop {
         self
     }
 
+    /// `minLength`.
+    pub fn min_len(mut self, n: usize) -> Self {
+        self.min_length = Some(n);
+        self
+    }
+
     pub fn max_len(mut self, n: usize) -> Self {
         self.max_length = Some(n);
         self
@@ -369,11 +375,11 @@ impl MethodSchema {
             }
             let result = if prop.ty == Ty::Array {
                 match &prop.items {
-                    Some(items) => values.iter().try_for_each(|v| check_value(items, v)),
+                    Some(items) => values.iter().try_for_each(|v| check_value(key, items, v)),
                     None => Ok(()),
                 }
             } else {
-                check_value(prop, &values.join("\0"))
+                check_value(key, prop, &values.join("\0"))
             };
             if let Err(msg) = result {
                 errors.insert(key.clone(), msg);
@@ -394,7 +400,7 @@ impl MethodSchema {
     }
 }
 
-fn check_value(p: &Prop, v: &str) -> Result<(), String> {
+fn check_value(key: &str, p: &Prop, v: &str) -> Result<(), String> {
     let type_ok = match p.ty {
         Ty::String | Ty::Any | Ty::Array => true,
         Ty::Boolean => v == "0" || v == "1",
@@ -410,7 +416,7 @@ fn check_value(p: &Prop, v: &str) -> Result<(), String> {
         return Err(format!("type check ('{t}') failed - got '{v}'"));
     }
     if let Some(f) = &p.format
-        && let Err(msg) = check_format(f, v)
+        && let Err(msg) = check_format(f, v, key)
     {
         return Err(format!("invalid format - {msg}"));
     }

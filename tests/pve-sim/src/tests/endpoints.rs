@@ -115,7 +115,7 @@ async fn cluster_resources_shape_and_order() {
     let st = get(&sim, "/api2/json/cluster/resources?type=storage", ADMIN)
         .await
         .data();
-    assert_eq!(st.as_array().unwrap().len(), 9);
+    assert_eq!(st.as_array().unwrap().len(), 12, "4 storages x 3 nodes");
 
     let r = get(&sim, "/api2/json/cluster/resources?type=bogus", ADMIN).await;
     assert_eq!(r.status, 400);

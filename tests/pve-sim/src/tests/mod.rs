@@ -3,10 +3,15 @@
 
 mod agent;
 mod auth;
+mod calls;
+mod cloudinit;
+mod disk_moves;
 mod endpoints;
 mod faults;
+mod network;
 mod reads;
 mod shapes;
+mod storage_writes;
 mod transport;
 mod writes;
 

@@ -336,7 +336,7 @@ async fn storage_listings_and_content() {
         .iter()
         .map(|s| s["storage"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["local", "local-lvm", "nfs-backup"]);
+    assert_eq!(ids, ["local", "local-lvm", "nfs-backup", "nfs-images"]);
     let nfs = &d[2];
     assert_eq!(nfs["type"], "nfs");
     assert_eq!(nfs["shared"], 1);
@@ -354,7 +354,7 @@ async fn storage_listings_and_content() {
         .await
         .data();
     let l = d.as_array().unwrap();
-    assert_eq!(l.len(), 3);
+    assert_eq!(l.len(), 4);
     assert_eq!(
         keys(&l[0]),
         set(&[
