@@ -25,17 +25,34 @@ pub const DEFAULT_WAIT_LIMIT: Duration = Duration::from_secs(600);
 /// and the component's memory is limited.
 pub const MAX_BODY: usize = 32 * 1024 * 1024;
 
+/// Proxmox's answer envelope: `data`, and what some endpoints put beside
+/// it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// The answer.
+    pub data: Value,
+    /// How many items a paged list holds in all.
+    pub total: Option<u64>,
+    /// A node network's pending changes, as a unified diff of
+    /// `/etc/network/interfaces` and `interfaces.new`.
+    pub changes: Option<String>,
+}
+
 /// Access to one Proxmox VE cluster: reads, and the writes the host's
 /// gate admits for the calling tool.
 pub trait Pve {
     /// `GET /api2/json{path}`; returns the envelope's `data`.
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError>;
 
-    /// Like [`Pve::get`], plus the envelope's `total` (sent by paged
-    /// endpoints such as `/nodes/{node}/tasks` and `.../tasks/{upid}/log`)
-    /// when there is one.
-    fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
-        Ok((self.get(path)?, None))
+    /// Like [`Pve::get`], with what the envelope says beside `data`: the
+    /// `total` of paged endpoints (`/nodes/{node}/tasks`,
+    /// `.../tasks/{upid}/log`) and the `changes` of a node's network.
+    fn get_envelope(&mut self, path: &ApiPath) -> Result<Envelope, ToolError> {
+        Ok(Envelope {
+            data: self.get(path)?,
+            total: None,
+            changes: None,
+        })
     }
 
     /// Every cluster the host lets this call reach, default first (names and
@@ -89,16 +106,17 @@ pub fn decode_response(
     reason_header: Option<&str>,
     body: &[u8],
 ) -> Result<Value, ToolError> {
-    decode_envelope(req, status, reason_header, body).map(|(data, _)| data)
+    decode_envelope(req, status, reason_header, body).map(|e| e.data)
 }
 
-/// Like [`decode_response`], also returning the envelope's `total`.
+/// Like [`decode_response`], also returning what the envelope says
+/// beside `data`.
 pub fn decode_envelope(
     req: Request<'_>,
     status: u16,
     reason_header: Option<&str>,
     body: &[u8],
-) -> Result<(Value, Option<u64>), ToolError> {
+) -> Result<Envelope, ToolError> {
     if !(200..300).contains(&status) {
         return Err(failure::http_error(req, status, reason_header, body));
     }
@@ -112,7 +130,11 @@ pub fn decode_envelope(
     })?;
     match value {
         Value::Object(mut envelope) => match envelope.remove("data") {
-            Some(data) => Ok((data, crate::json::uint(envelope.get("total")))),
+            Some(data) => Ok(Envelope {
+                data,
+                total: crate::json::uint(envelope.get("total")),
+                changes: crate::json::text(envelope.get("changes")),
+            }),
             None => Err(failure::bad_body(
                 req,
                 status,
@@ -216,16 +238,16 @@ impl Pve for Client {
     }
 
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
-        self.get_with_total(path).map(|(data, _)| data)
+        self.get_envelope(path).map(|e| e.data)
     }
 
-    fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
+    fn get_envelope(&mut self, path: &ApiPath) -> Result<Envelope, ToolError> {
         self.exchange("GET", &path.to_path_and_query(), None)
     }
 
     fn send(&mut self, request: &WriteRequest) -> Result<Value, ToolError> {
         self.exchange(request.method.as_str(), &request.target(), request.body())
-            .map(|(data, _)| data)
+            .map(|e| e.data)
     }
 
     fn sleep(&mut self, duration: std::time::Duration) {
@@ -249,7 +271,7 @@ impl Client {
         method: &'static str,
         target: &str,
         body: Option<String>,
-    ) -> Result<(Value, Option<u64>), ToolError> {
+    ) -> Result<Envelope, ToolError> {
         let Some(base_url) = self.base_url.as_deref() else {
             return Err(ToolError::Internal(
                 "the host passed no Proxmox endpoint in the call context; it must pass at \
@@ -359,8 +381,10 @@ pub mod fake {
         pub requests: Vec<String>,
         /// What [`Pve::endpoints`] reports.
         pub endpoints: Vec<Endpoint>,
-        /// Envelope `total`s by path with query, for [`Pve::get_with_total`].
+        /// Envelope `total`s by path with query, for [`Pve::get_envelope`].
         pub totals: HashMap<String, u64>,
+        /// Envelope `changes` by path with query, for [`Pve::get_envelope`].
+        pub changes: HashMap<String, String>,
         /// Canned answers to writes by `METHOD target`, e.g.
         /// `POST /nodes/pve1/qemu/100/status/start`.
         pub write_answers: HashMap<String, Result<Value, ToolError>>,
@@ -380,6 +404,12 @@ pub mod fake {
         /// Adds a canned `data` value and envelope `total` for a path.
         pub fn with_total(mut self, path: &str, data: Value, total: u64) -> Self {
             self.totals.insert(path.to_owned(), total);
+            self.with(path, data)
+        }
+
+        /// Adds a canned `data` value and envelope `changes` for a path.
+        pub fn with_changes(mut self, path: &str, data: Value, changes: &str) -> Self {
+            self.changes.insert(path.to_owned(), changes.to_owned());
             self.with(path, data)
         }
 
@@ -414,9 +444,15 @@ pub mod fake {
                 .unwrap_or_else(|| panic!("unexpected request {key}"))
         }
 
-        fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
-            let total = self.totals.get(&path.to_path_and_query()).copied();
-            Ok((self.get(path)?, total))
+        fn get_envelope(&mut self, path: &ApiPath) -> Result<Envelope, ToolError> {
+            let key = path.to_path_and_query();
+            let total = self.totals.get(&key).copied();
+            let changes = self.changes.get(&key).cloned();
+            Ok(Envelope {
+                data: self.get(path)?,
+                total,
+                changes,
+            })
         }
 
         fn send(&mut self, request: &WriteRequest) -> Result<Value, ToolError> {
@@ -456,10 +492,10 @@ mod tests {
         assert_eq!(v, json!({"version": "8.4.1"}));
         let v = decode_response(REQ, 200, None, br#"{"data":null}"#).unwrap();
         assert_eq!(v, Value::Null);
-        let (v, total) = decode_envelope(REQ, 200, None, br#"{"data":[],"total":42}"#).unwrap();
-        assert_eq!((v, total), (json!([]), Some(42)));
-        let (_, total) = decode_envelope(REQ, 200, None, br#"{"data":[]}"#).unwrap();
-        assert_eq!(total, None);
+        let e = decode_envelope(REQ, 200, None, br#"{"data":[],"total":42}"#).unwrap();
+        assert_eq!((e.data, e.total, e.changes), (json!([]), Some(42), None));
+        let e = decode_envelope(REQ, 200, None, br#"{"data":[],"changes":"--- a\n"}"#).unwrap();
+        assert_eq!((e.total, e.changes.as_deref()), (None, Some("--- a\n")));
     }
 
     #[test]

@@ -143,11 +143,20 @@ impl IpConfig {
                 _ => false,
             };
             if !ok {
-                return Err(format!("{} in {} is not {rule}", quoted(part, 64), quoted(s, 64)));
+                return Err(format!(
+                    "{} in {} is not {rule}",
+                    quoted(part, 64),
+                    quoted(s, 64)
+                ));
             }
         }
-        if seen.contains(&"gw") && !seen.contains(&"ip") || seen.contains(&"gw6") && !seen.contains(&"ip6") {
-            return Err(format!("{} names a gateway without its address; {rule}", quoted(s, 64)));
+        if seen.contains(&"gw") && !seen.contains(&"ip")
+            || seen.contains(&"gw6") && !seen.contains(&"ip6")
+        {
+            return Err(format!(
+                "{} names a gateway without its address; {rule}",
+                quoted(s, 64)
+            ));
         }
         Ok(IpConfig(s.to_owned()))
     }
@@ -269,7 +278,14 @@ mod tests {
         ] {
             assert!(IpConfig::from_json(&json!(good)).is_ok(), "{good}");
         }
-        for bad in ["dhcp", "ip=10.0.0.5", "ip=dhcp,ip=dhcp", "gw=10.0.0.1", "ip=1.2.3.4/33", "mtu=1500"] {
+        for bad in [
+            "dhcp",
+            "ip=10.0.0.5",
+            "ip=dhcp,ip=dhcp",
+            "gw=10.0.0.1",
+            "ip=1.2.3.4/33",
+            "mtu=1500",
+        ] {
             assert!(IpConfig::from_json(&json!(bad)).is_err(), "{bad}");
         }
     }
@@ -281,6 +297,9 @@ mod tests {
             drive(config.as_object().unwrap()),
             Some(("ide2".into(), "local-lvm:vm-100-cloudinit".into()))
         );
-        assert_eq!(drive(json!({"ide2": "none,media=cdrom"}).as_object().unwrap()), None);
+        assert_eq!(
+            drive(json!({"ide2": "none,media=cdrom"}).as_object().unwrap()),
+            None
+        );
     }
 }

@@ -131,7 +131,7 @@ arg::fixed_schema!(
         "type": "string",
         "minLength": 1,
         "maxLength": UPID_MAX,
-        "description": "Task id (UPID, trailing colon included) from pve_list_tasks or an action",
+        "description": "Task UPID, trailing colon included",
         "pattern": "^UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[^:\\s/]+:[^:\\s/]*:[^:\\s/]+:$",
     })
 );

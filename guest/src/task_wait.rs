@@ -126,7 +126,7 @@ fn read_new_lines(
     start: u64,
     progress: &mut dyn Progress,
 ) -> Result<u64, ToolError> {
-    let (data, _) = pve.get_with_total(&log_path(upid, node, start, 500))?;
+    let data = pve.get(&log_path(upid, node, start, 500))?;
     let lines = texts(&data);
     if let Some(last) = lines.iter().rev().find(|l| !l.trim().is_empty()) {
         let percent = lines.iter().rev().find_map(|l| percent(l));
@@ -138,7 +138,7 @@ fn read_new_lines(
 /// The last [`TAIL_LINES`] lines of a log `total` lines long.
 fn tail(pve: &mut dyn Pve, upid: &Upid, node: &str, total: u64) -> Result<Vec<String>, ToolError> {
     let start = total.saturating_sub(TAIL_LINES);
-    let (data, _) = pve.get_with_total(&log_path(upid, node, start, TAIL_LINES))?;
+    let data = pve.get(&log_path(upid, node, start, TAIL_LINES))?;
     Ok(texts(&data))
 }
 

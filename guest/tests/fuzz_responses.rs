@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use pve_mcp_guest::api::{Pve, decode_envelope};
+use pve_mcp_guest::api::{Envelope, Pve, decode_envelope};
 use pve_mcp_guest::cluster::Endpoint;
 use pve_mcp_guest::error::ToolError;
 use pve_mcp_guest::failure::Request;
@@ -158,10 +158,10 @@ struct Hostile {
 
 impl Pve for Hostile {
     fn get(&mut self, path: &ApiPath) -> Result<Value, ToolError> {
-        self.get_with_total(path).map(|(data, _)| data)
+        self.get_envelope(path).map(|e| e.data)
     }
 
-    fn get_with_total(&mut self, path: &ApiPath) -> Result<(Value, Option<u64>), ToolError> {
+    fn get_envelope(&mut self, path: &ApiPath) -> Result<Envelope, ToolError> {
         let reply = &self.replies[self.next.min(self.replies.len() - 1)];
         self.next += 1;
         let target = format!("/api2/json{path}");
@@ -182,7 +182,7 @@ impl Pve for Hostile {
             target: &target,
             base_url: BASE_URL,
         };
-        decode_envelope(req, reply.status, reply.reason.as_deref(), &reply.body).map(|(d, _)| d)
+        decode_envelope(req, reply.status, reply.reason.as_deref(), &reply.body).map(|e| e.data)
     }
 
     fn sleep(&mut self, duration: Duration) {

@@ -97,7 +97,6 @@ pub fn is_disk_key(s: &str) -> bool {
         || num("mp", 255)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,10 +37,15 @@ impl HttpUrl {
             return Err(format!("{} is not {rule}", quoted(s, 80)));
         };
         if !matches!(scheme, "http" | "https") {
-            return Err(format!("the scheme {scheme} is not taken; it must be {rule}"));
+            return Err(format!(
+                "the scheme {scheme} is not taken; it must be {rule}"
+            ));
         }
         if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(format!("{} holds a space or control character; encode it as %20", quoted(s, 80)));
+            return Err(format!(
+                "{} holds a space or control character; encode it as %20",
+                quoted(s, 80)
+            ));
         }
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         if authority.contains('@') {
@@ -51,7 +56,10 @@ impl HttpUrl {
             );
         }
         if authority.is_empty() {
-            return Err(format!("{} names no host; it must be {rule}", quoted(s, 80)));
+            return Err(format!(
+                "{} names no host; it must be {rule}",
+                quoted(s, 80)
+            ));
         }
         Ok(HttpUrl(s.to_owned()))
     }
@@ -68,7 +76,12 @@ mod tests {
     fn only_plain_http_urls_are_taken() {
         let u = HttpUrl::from_json(&json!("https://example.org/x/debian-12.iso?x=1")).unwrap();
         assert_eq!(u.file_name(), Some("debian-12.iso"));
-        assert_eq!(HttpUrl::from_json(&json!("http://example.org/")).unwrap().file_name(), None);
+        assert_eq!(
+            HttpUrl::from_json(&json!("http://example.org/"))
+                .unwrap()
+                .file_name(),
+            None
+        );
         for (bad, says) in [
             ("ftp://example.org/x.iso", "scheme ftp"),
             ("https://user:pw@example.org/x.iso", "credentials"),

@@ -54,7 +54,10 @@ pub fn is_volume_id(s: &str) -> bool {
                 .all(|b| b.is_ascii_alphanumeric() || b"_.+=:~-".contains(&b))
     };
     let parts: Vec<&str> = name.split('/').collect();
-    s.len() <= MAX && is_storage_id(storage) && parts.len() <= 5 && parts.iter().all(|c| component(c))
+    s.len() <= MAX
+        && is_storage_id(storage)
+        && parts.len() <= 5
+        && parts.iter().all(|c| component(c))
 }
 
 #[cfg(test)]

@@ -27,9 +27,9 @@ action_input! {
         pub source_vmid: Vmid,
         /// Id of the new guest; must be free (pve_get_next_vmid)
         pub newid: Vmid,
-        /// Node that holds the source. Optional: looked up from source_vmid when omitted.
+        /// Node of the source (looked up if omitted)
         pub node: Option<NodeName>,
-        /// "qemu" or "lxc". Optional: looked up from source_vmid when omitted.
+        /// Looked up if omitted
         pub vm_type: Option<VmType>,
         /// Name of the new guest (a DNS name)
         pub name: Option<DnsName>,

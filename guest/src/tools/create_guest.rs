@@ -14,6 +14,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{self, DnsName, Int, NodeName, StorageId, VmType, Vmid, choice};
+use crate::cloudinit::{self, IpConfig, SshKeys};
 use crate::error::{ToolError, quoted};
 use crate::resolve::Target;
 use crate::write::{Method, WriteRequest};
@@ -99,10 +100,16 @@ action_input! {
         pub net0: Option<PropertyString>,
         /// e.g. "local-lvm:32" (GiB)
         pub scsi0: Option<PropertyString>,
-        /// e.g. "local:iso/debian-12.iso,media=cdrom"
+        /// e.g. "local:iso/x.iso,media=cdrom" or "local-lvm:cloudinit"
         pub ide2: Option<PropertyString>,
         /// Guest OS type (l26: Linux)
         pub ostype: Option<OsType>,
+        /// Cloud-init user
+        pub ciuser: Option<arg::Text<64>>,
+        /// Cloud-init SSH public keys, one per line
+        pub sshkeys: Option<SshKeys>,
+        /// Cloud-init NIC 0: ip=dhcp or ip=CIDR,gw=IP
+        pub ipconfig0: Option<IpConfig>,
     }
 }
 
@@ -152,6 +159,9 @@ pub static QEMU: Tool = write_tool! {
             Param::arg("scsi0"),
             Param::arg("ide2"),
             Param::arg("ostype"),
+            Param::arg("ciuser"),
+            Param::arg("sshkeys"),
+            Param::arg("ipconfig0"),
         ],
     )],
     privileges: [
@@ -222,6 +232,15 @@ fn text(v: &Option<PropertyString>) -> Option<&str> {
 }
 
 fn create_qemu(pve: &mut dyn Pve, input: QemuInput) -> Result<Answer<ActionOutput>, ToolError> {
+    let cloud_init = input.ciuser.is_some() || input.sshkeys.is_some() || input.ipconfig0.is_some();
+    let drive = text(&input.ide2).is_some_and(|d| d.split(',').next().is_some_and(|v| v.ends_with(":cloudinit")));
+    if cloud_init && !drive {
+        return Err(ToolError::field(
+            "ide2",
+            "ciuser, sshkeys and ipconfig0 reach the VM through a cloud-init drive: add \
+             ide2 \"<storage>:cloudinit\", e.g. \"local-lvm:cloudinit\"",
+        ));
+    }
     let (target, found) = prepare(pve, &input.node, input.vmid, VmType::Qemu)?;
     let request = WriteRequest::new(
         Method::Post,
@@ -237,8 +256,19 @@ fn create_qemu(pve: &mut dyn Pve, input: QemuInput) -> Result<Answer<ActionOutpu
     .text("net0", text(&input.net0))
     .text("scsi0", text(&input.scsi0))
     .text("ide2", text(&input.ide2))
-    .text("ostype", input.ostype.map(OsType::as_str));
-    let effect = format!("VM {} is created on {}, stopped", target.vmid, target.node);
+    .text("ostype", input.ostype.map(OsType::as_str))
+    .text("ciuser", input.ciuser.as_ref().map(arg::Text::as_str))
+    .text(
+        "sshkeys",
+        input.sshkeys.as_ref().map(|k| cloudinit::encode_keys(&k.0)).as_deref(),
+    )
+    .text("ipconfig0", input.ipconfig0.as_ref().map(|c| c.0.as_str()));
+    let with = if cloud_init {
+        ", with its cloud-init settings"
+    } else {
+        ""
+    };
+    let effect = format!("VM {} is created on {}, stopped{with}", target.vmid, target.node);
     action::run(
         pve,
         &target,
@@ -343,6 +373,27 @@ mod tests {
                 "POST /nodes/pve1/qemu vmid=150&name=web-02&memory=2048&cores=2&net0=virtio%2Cbridge%3Dvmbr0&scsi0=local-lvm%3A32&ostype=l26"
             ]
         );
+    }
+
+    #[test]
+    fn a_cloud_init_vm_gets_its_drive_keys_and_address_in_the_create() {
+        let mut pve = fake().answering("POST /nodes/pve1/qemu", json!(UPID));
+        let args = json!({"node": "pve1", "vmid": 150, "ide2": "local-lvm:cloudinit",
+                          "ciuser": "ops", "sshkeys": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me@x",
+                          "ipconfig0": "ip=dhcp"});
+        QEMU.call(&mut pve, &args.to_string()).unwrap();
+        assert_eq!(
+            pve.writes,
+            [
+                "POST /nodes/pve1/qemu vmid=150&ide2=local-lvm%3Acloudinit&ciuser=ops&sshkeys=ssh-ed25519%2520AAAAC3NzaC1lZDI1NTE5%2520me%2540x&ipconfig0=ip%3Ddhcp"
+            ]
+        );
+        let mut pve = FakePve::default();
+        let e = QEMU
+            .call(&mut pve, r#"{"node": "pve1", "vmid": 150, "ciuser": "ops"}"#)
+            .unwrap_err();
+        assert!(e.message().starts_with("ide2: ciuser, sshkeys and ipconfig0"), "{e}");
+        assert!(pve.requests.is_empty());
     }
 
     #[test]

@@ -95,13 +95,13 @@ action_input! {
     pub struct Input {
         /// Node that downloads
         node: NodeName,
-        /// Storage to put the file on
+        /// Target storage
         storage: StorageId,
-        /// http(s) URL of the file
+        /// http(s) URL
         url: HttpUrl,
-        /// iso, vztmpl (container template) or import
+        /// What the file is
         content: Content,
-        /// File name on the storage, e.g. debian-12.iso
+        /// Name on the storage
         filename: FileName,
         /// Expected checksum, hex
         checksum: Option<Text<128>>,
@@ -114,8 +114,8 @@ action_input! {
 pub static TOOL: Tool = write_tool! {
     name: "pve_download_to_storage",
     title: "Download a file to a storage",
-    description: "Have a node download an ISO, container template or image to import from a URL \
-        onto a storage, checking a checksum if given. Returns the download task.",
+    description: "Download an ISO, container template or image to import from a URL onto a \
+        storage, its checksum checked if given.",
     annotations: Annotations::write(false, false),
     routes: &[Route::new(
         "POST",

@@ -147,7 +147,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskLog>, ToolError> {
             .lit("log")
             .query("start", &start.to_string())
             .query("limit", &limit.to_string());
-        let (data, total) = pve.get_with_total(&path)?;
+        let crate::api::Envelope { data, total, .. } = pve.get_envelope(&path)?;
         Ok((task::lines(&data, LINE_MAX), total))
     };
     let (start, limit) = match mode {

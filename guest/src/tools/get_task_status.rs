@@ -30,8 +30,7 @@ pub static TOOL: Tool = read_tool! {
 #[serde(deny_unknown_fields)]
 pub struct Input {
     upid: Upid,
-    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
-    /// node.
+    /// Default: the UPID's node
     node: Option<NodeName>,
 }
 

@@ -229,7 +229,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<TaskList>, ToolError> {
                 None => "all",
             };
             path = path.query("source", source);
-            let (data, total) = pve.get_with_total(&path)?;
+            let crate::api::Envelope { data, total, .. } = pve.get_envelope(&path)?;
             let mut tasks: Vec<Task> = data
                 .as_array()
                 .map(|a| a.iter().filter_map(task).collect())

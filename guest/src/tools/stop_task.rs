@@ -23,8 +23,7 @@ action_input! {
     /// The task to stop.
     pub struct Input {
         upid: Upid,
-        /// Node the task runs on. Optional: taken from the UPID; if given it must match the
-        /// UPID's node.
+        /// Default: the UPID's node
         node: Option<NodeName>,
     }
 }

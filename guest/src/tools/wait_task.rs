@@ -34,8 +34,7 @@ pub static TOOL: Tool = Tool {
 #[serde(deny_unknown_fields)]
 pub struct Input {
     upid: Upid,
-    /// Node the task runs on. Optional: taken from the UPID; if given it must match the UPID's
-    /// node.
+    /// Default: the UPID's node
     node: Option<NodeName>,
     /// Seconds at most (default 120)
     timeout: Option<Int<1, 86400>>,
