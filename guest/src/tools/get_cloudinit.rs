@@ -53,7 +53,8 @@ pub struct CloudInit {
     pub drive_volume: Option<String>,
     /// The settings, as Proxmox lists them (sshkeys decoded, cipassword masked)
     pub settings: Vec<Setting>,
-    /// true: some change is not on the drive yet (pve_regenerate_cloudinit, or the next start)
+    /// true: some change is not on the drive yet (pve_regenerate_cloudinit, or the next start);
+    /// an edited ipconfigN is never listed
     pub pending: bool,
     /// Which of node and vm_type pve-mcp looked up because the call omitted them.
     pub resolved: Resolved,
@@ -112,7 +113,8 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<CloudInit>, ToolError> 
              (e.g. pve_set_vm_config {{\"ide2\": \"local-lvm:cloudinit\"}})."
         ),
         (Some((key, _)), true) => format!(
-            "{label}: {} cloud-init settings, all on its drive ({key}).",
+            "{label}: {} cloud-init settings, none listed as pending for its drive ({key}); \
+             Proxmox never lists an edited ipconfigN.",
             settings.len()
         ),
         (Some((key, _)), false) => format!(

@@ -6,7 +6,8 @@
 //! Refused without writing, as Proxmox would refuse it after starting a
 //! task: an unknown disk, a CD-ROM, the storage the disk is already on, a
 //! storage that does not take the guest's disks on its node, a locked
-//! guest and a running container's volume. With `delete` the host ranks
+//! guest, a running container's volume, and `delete` with snapshots
+//! (which still need the source). With `delete` the host ranks
 //! the call destructive (the route's `delete` is its table's).
 
 use crate::action::{self, ActionOutput, Prepared, action_input};
@@ -115,6 +116,22 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
         };
         storages::require(pve, "storage", &target.node, storage, content, what)?;
         let delete = input.delete.map(|f| f.0);
+        if delete == Some(true) {
+            let snapshots = fetch::list(pve, &action::guest_path(target).lit("snapshot"))?;
+            let names: Vec<String> = snapshots
+                .iter()
+                .filter_map(|s| pj::text(s.get("name")))
+                .filter(|n| n != "current")
+                .collect();
+            if !names.is_empty() {
+                return Err(ToolError::Precondition(format!(
+                    "{label} has snapshots ({}), which still need the source of {disk}, so \
+                     Proxmox will not delete it. Nothing was sent. Move it without delete (the \
+                     source stays as an unused disk), or delete the snapshots first.",
+                    names.join(", ")
+                )));
+            }
+        }
         let (endpoint, key) = match target.vm_type {
             VmType::Qemu => ("move_disk", "disk"),
             VmType::Lxc => ("move_volume", "volume"),
@@ -162,6 +179,7 @@ mod tests {
                 &format!("/nodes/pve1/storage?content={content}"),
                 json!([{"storage": "local-lvm", "enabled": 1}, {"storage": "ceph", "enabled": 1}]),
             )
+            .with(&format!("{base}/snapshot"), json!([{"name": "current"}]))
             .answering(&format!("POST {base}/{endpoint}"), json!(UPID))
     }
 
@@ -208,6 +226,17 @@ mod tests {
         let mut pve = fake("lxc", "running", config);
         let e = TOOL.call(&mut pve, &a).unwrap_err();
         assert!(e.message().contains("only while it is stopped"), "{e}");
+        assert!(pve.writes.is_empty());
+    }
+
+    #[test]
+    fn delete_is_refused_while_snapshots_need_the_source() {
+        let mut pve = fake("qemu", "stopped", vm_config()).with(
+            "/nodes/pve1/qemu/100/snapshot",
+            json!([{"name": "before"}, {"name": "current"}]),
+        );
+        let e = TOOL.call(&mut pve, &args(json!({"delete": true}))).unwrap_err();
+        assert!(e.message().contains("has snapshots (before)"), "{e}");
         assert!(pve.writes.is_empty());
     }
 

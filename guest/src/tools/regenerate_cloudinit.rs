@@ -2,9 +2,9 @@
 //! a VM's cloud-init drive generated again from its config, so changed
 //! settings reach the guest without waiting for its next start.
 //!
-//! Reads the settings first: with nothing pending there is nothing to do
-//! and nothing is sent. Refused without writing: a container, a VM
-//! without a cloud-init drive and a locked VM.
+//! Reads the settings first, to say what changes. Refused without
+//! writing: a container, a VM without a cloud-init drive (Proxmox would
+//! answer success and do nothing) and a locked VM.
 
 use crate::action::{self, ActionOutput, Prepared, action_input};
 use crate::api::Pve;
@@ -54,17 +54,20 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
             .filter_map(|item| pj::text(item.get("key")))
             .collect();
         let label = target.label();
-        if pending.is_empty() {
-            return Ok(Prepared::NothingToDo {
-                why: format!("{label}'s cloud-init drive ({drive}) already holds every setting"),
-            });
-        }
+        // Proxmox does not list a changed ipconfigN as pending, so an
+        // empty list does not prove the drive current: it is regenerated
+        // either way.
+        let with = if pending.is_empty() {
+            "the config as it is (no change listed as pending; an edited ipconfigN never is)"
+                .to_owned()
+        } else {
+            pending.join(", ")
+        };
         Ok(Prepared::Act {
             request: WriteRequest::new(Method::Put, base.lit("cloudinit")),
             effect: format!(
-                "{label}'s cloud-init drive {drive} ({volume}) is generated again with {}; the \
-                 guest reads it at its next boot",
-                pending.join(", ")
+                "{label}'s cloud-init drive {drive} ({volume}) is generated again with {with}; \
+                 the guest reads it at its next boot"
             ),
         })
     })
@@ -100,10 +103,10 @@ mod tests {
     }
 
     #[test]
-    fn nothing_pending_sends_nothing() {
+    fn with_nothing_listed_pending_the_drive_is_still_regenerated() {
         let mut pve = fake(json!([{"key": "ciuser", "value": "a"}]));
         let out = TOOL.call(&mut pve, ARGS).unwrap();
-        assert_eq!(out.structured["sent"], false);
-        assert!(pve.writes.is_empty());
+        assert_eq!(pve.writes.len(), 1);
+        assert!(out.structured["effect"].as_str().unwrap().contains("never is"));
     }
 }
