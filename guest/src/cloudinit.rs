@@ -69,11 +69,11 @@ impl SshKeys {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
             if !KEY_TYPES.contains(&kind) || !blob_ok {
+                // Not quoted: what is not a public key may be a secret.
                 return Err(format!(
-                    "line {} ({}) is not a public key; it must be {rule}. A private key never \
-                     belongs here",
-                    i + 1,
-                    quoted(line, 40)
+                    "line {} is not a public key; it must be {rule}. A private key or a \
+                     password never belongs here",
+                    i + 1
                 ));
             }
             keys += 1;

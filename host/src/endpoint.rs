@@ -115,6 +115,18 @@ impl Endpoint {
     }
 }
 
+/// PVE's `pve-volume-id` as storage content lists give it: a storage id,
+/// `:`, then up to five `/`-separated components, each starting with a
+/// letter or digit (`local:iso/x.iso`, `pbs:backup/ct/101/2025-...Z`).
+/// The one path segment that may hold a `/`; the route placeholder
+/// `{volid}` has this pattern too.
+pub const VOLID_PATTERN: &str = r"[a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]:[A-Za-z0-9][A-Za-z0-9_.+=:~\-]*(/[A-Za-z0-9][A-Za-z0-9_.+=:~\-]*){0,4}";
+
+static VOLID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    // A fixed pattern, not input: the tests compile it.
+    regex::Regex::new(&format!("^(?:{VOLID_PATTERN})$")).expect("the volid pattern compiles")
+});
+
 /// Why a request path is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathDenial {
@@ -144,11 +156,15 @@ pub fn check_api_path(path: &str) -> Result<(), PathDenial> {
         if decoded.iter().any(|b| b.is_ascii_control()) {
             return Err(PathDenial::Malformed);
         }
+        // A storage volume's id holds `/` (`local:iso/x.iso`, sent as
+        // `%2F`); its pattern admits only components that start with a
+        // letter or digit, so never `.`, `..` or an empty one.
+        let slash_ok = || std::str::from_utf8(&decoded).is_ok_and(|s| VOLID.is_match(s));
         if decoded.is_empty()
             || decoded == b"."
             || decoded == b".."
-            || decoded.contains(&b'/')
             || decoded.contains(&b'\\')
+            || (decoded.contains(&b'/') && !slash_ok())
         {
             return Err(PathDenial::Traversal);
         }
@@ -238,9 +254,17 @@ mod tests {
             "/api2/json/nodes/a%2fb",
             "/api2/json/./version",
             "/api2/json/nodes/a%5cb",
+            "/api2/json/nodes/pve1/storage/local/content/local%3Aiso%2F..%2Fx",
+            "/api2/json/nodes/pve1/storage/local/content/local%3Aiso%2F%2Fx",
+            "/api2/json/nodes/pve1/storage/local/content/iso%2Fx.iso",
         ] {
             assert_eq!(check_api_path(t), Err(PathDenial::Traversal), "{t}");
         }
+        // A volume id's encoded `/` is the one that passes.
+        assert!(
+            check_api_path("/api2/json/nodes/pve1/storage/local/content/local%3Aiso%2Fx.iso")
+                .is_ok()
+        );
         assert_eq!(
             check_api_path("/api2/json/a%zz"),
             Err(PathDenial::Malformed)

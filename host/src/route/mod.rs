@@ -540,14 +540,16 @@ mod tests {
     /// bound to the call's argument, never elsewhere, never as `..`.
     #[test]
     fn a_volume_segment_holds_its_slashes_and_only_its_own() {
-        let delete = Route::parse("DELETE", "/nodes/{node}/storage/{storage}/content/{volid}")
-            .unwrap();
+        let delete =
+            Route::parse("DELETE", "/nodes/{node}/storage/{storage}/content/{volid}").unwrap();
         let volid = "local:iso/debian-12.iso";
         let bound = delete.bind(&args(
             json!({"node": "pve1", "storage": "local", "volid": volid}),
         ));
         let sends = |p: &str| bound.admits(&Method::DELETE, p);
-        assert!(sends("/nodes/pve1/storage/local/content/local%3Aiso%2Fdebian-12.iso"));
+        assert!(sends(
+            "/nodes/pve1/storage/local/content/local%3Aiso%2Fdebian-12.iso"
+        ));
         for path in [
             "/nodes/pve1/storage/local/content/local%3Aiso%2Fother.iso",
             "/nodes/pve1/storage/local/content/local%3Aiso/debian-12.iso",
@@ -556,13 +558,21 @@ mod tests {
         ] {
             assert!(!sends(path), "{path}");
         }
-        for sneaky in ["local:iso/../../x", "local:iso/./x", "local:iso//x", "local:iso\\x"] {
+        for sneaky in [
+            "local:iso/../../x",
+            "local:iso/./x",
+            "local:iso//x",
+            "local:iso\\x",
+        ] {
             let bound = delete.bind(&args(
                 json!({"node": "pve1", "storage": "local", "volid": sneaky}),
             ));
             let path = format!(
                 "/nodes/pve1/storage/local/content/{}",
-                sneaky.replace(':', "%3A").replace('/', "%2F").replace('\\', "%5C")
+                sneaky
+                    .replace(':', "%3A")
+                    .replace('/', "%2F")
+                    .replace('\\', "%5C")
             );
             assert!(!bound.admits(&Method::DELETE, &path), "{sneaky}");
         }

@@ -787,8 +787,11 @@ mod tests {
     /// argument, other keys or a broken escape do not.
     #[test]
     fn sshkeys_are_compared_as_proxmox_reads_them() {
-        let params =
-            Params::parse(vec![rule("sshkeys", Some("sshkeys"), Otherwise::Absent)], None).unwrap();
+        let params = Params::parse(
+            vec![rule("sshkeys", Some("sshkeys"), Otherwise::Absent)],
+            None,
+        )
+        .unwrap();
         let args = json!({"sshkeys": "ssh-ed25519 AAAA me@x"});
         let bound = params.bind(args.as_object().unwrap());
         let admits = |v: &str| bound.admits(&sent(&[("sshkeys", v)]), &nothing_answered);

@@ -28,13 +28,8 @@ pub(super) const PLACEHOLDERS: &[(&str, &str)] = &[
     ("snapname", r"[A-Za-z][A-Za-z0-9_\-]{0,39}"),
     // `pve-storage-id`.
     ("storage", r"[a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]"),
-    // `pve-volume-id`, as the storage content lists give it: a storage id,
-    // `:`, then up to five `/`-separated components, each starting with a
-    // letter or digit (`local:iso/x.iso`, `pbs:backup/ct/101/2025-...Z`).
-    (
-        "volid",
-        r"[a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]:[A-Za-z0-9][A-Za-z0-9_.+=:~\-]*(/[A-Za-z0-9][A-Za-z0-9_.+=:~\-]*){0,4}",
-    ),
+    // `pve-volume-id`: the one segment that may hold a `/`.
+    ("volid", crate::endpoint::VOLID_PATTERN),
     // A task's UPID, as PVE formats it.
     (
         "upid",
