@@ -317,9 +317,12 @@ async fn list_storage_on_pve1_includes_usage() {
             "storage on pve1",
             &out,
             json!({"node": "pve1", "usage_included": true, "cluster": "default",
-                   "total": 3, "limit": 100, "next_offset": null}),
+                   "total": 4, "limit": 100, "next_offset": null}),
         );
-        assert_eq!(storage_ids(&out), ["local", "local-lvm", "nfs-backup"]);
+        assert_eq!(
+            storage_ids(&out),
+            ["local", "local-lvm", "nfs-backup", "nfs-images"]
+        );
         assert_eq!(
             out["storages"][0],
             json!({
@@ -341,6 +344,13 @@ async fn list_storage_on_pve1_includes_usage() {
                 2,
                 json!({"type": "nfs", "shared": true, "used": 2_345_052_143_616u64}),
                 0.2932,
+            ),
+            (
+                3,
+                json!({"type": "nfs", "shared": true, "content": ["images", "import", "rootdir"],
+                       "total": 3_998_614_552_576u64, "used": 601_295_421_440u64,
+                       "avail": 3_397_319_131_136u64}),
+                0.1504,
             ),
         ];
         for (i, fields, fraction) in usage {
@@ -369,7 +379,10 @@ async fn list_storage_without_node_is_the_configuration_without_usage() {
             &out,
             json!({"node": null, "usage_included": false, "cluster": "default"}),
         );
-        assert_eq!(storage_ids(&out), ["local", "local-lvm", "nfs-backup"]);
+        assert_eq!(
+            storage_ids(&out),
+            ["local", "local-lvm", "nfs-backup", "nfs-images"]
+        );
         for s in out["storages"].as_array().unwrap() {
             for key in ["total", "used", "avail", "used_fraction", "active"] {
                 assert_eq!(s[key], Value::Null, "{key}: {s}");
@@ -383,6 +396,11 @@ async fn list_storage_without_node_is_the_configuration_without_usage() {
             "storages[2]",
             &out["storages"][2],
             json!({"shared": true, "type": "nfs"}),
+        );
+        assert_fields(
+            "storages[3]",
+            &out["storages"][3],
+            json!({"shared": true, "type": "nfs", "content": ["images", "import", "rootdir"]}),
         );
         assert!(text(&result).contains("pass node"), "{}", text(&result));
         assert_eq!(paths(&sim), ["/api2/json/storage?"]);
@@ -402,9 +420,12 @@ async fn list_storage_content_filter_and_paging() {
             ),
             (
                 json!({"node": "pve2", "content": "images"}),
-                vec!["local-lvm"],
+                vec!["local-lvm", "nfs-images"],
             ),
-            (json!({"content": "rootdir"}), vec!["local-lvm"]),
+            (
+                json!({"content": "rootdir"}),
+                vec!["local-lvm", "nfs-images"],
+            ),
             (json!({"content": "iso"}), vec!["local"]),
             (json!({"content": "vztmpl"}), vec!["local"]),
             (json!({"content": "snippets"}), vec![]),
@@ -421,10 +442,10 @@ async fn list_storage_content_filter_and_paging() {
             )
             .await;
         assert_eq!(storage_ids(&page), ["local-lvm"]);
-        assert_page(&page, 3, 1, 1, Some(2));
+        assert_page(&page, 4, 1, 1, Some(2));
         assert_eq!(page["storages"][0]["used"], 287_762_808_832u64);
-        let past = server.ok("pve_list_storage", json!({"offset": 3})).await;
-        assert_page(&past, 3, 0, 3, None);
+        let past = server.ok("pve_list_storage", json!({"offset": 4})).await;
+        assert_page(&past, 4, 0, 4, None);
         assert_no_schema_violations(&sim);
     })
     .await;

@@ -673,8 +673,8 @@ async fn list_resources_counts_every_kind_in_order() {
         assert_fields(
             "resources",
             &out,
-            json!({"count_by_type": {"pool": 1, "qemu": 8, "lxc": 5, "node": 3, "storage": 9, "sdn": 2},
-                   "total": 28, "returned": 28, "omitted": 0, "limit": 200,
+            json!({"count_by_type": {"pool": 1, "qemu": 8, "lxc": 5, "node": 3, "storage": 12, "sdn": 2},
+                   "total": 31, "returned": 31, "omitted": 0, "limit": 200,
                    "next_offset": null, "cluster": "default"}),
         );
         let ids = ids(&out);
@@ -706,12 +706,15 @@ async fn list_resources_counts_every_kind_in_order() {
                 "storage/pve1/local",
                 "storage/pve1/local-lvm",
                 "storage/pve1/nfs-backup",
+                "storage/pve1/nfs-images",
                 "storage/pve2/local",
                 "storage/pve2/local-lvm",
                 "storage/pve2/nfs-backup",
+                "storage/pve2/nfs-images",
                 "storage/pve3/local",
                 "storage/pve3/local-lvm",
                 "storage/pve3/nfs-backup",
+                "storage/pve3/nfs-images",
                 "sdn/pve1/localnetwork",
                 "sdn/pve2/localnetwork",
             ]
@@ -723,12 +726,13 @@ async fn list_resources_counts_every_kind_in_order() {
             json!({"kind": "pool", "id": "/pool/production", "type": "pool", "pool": "production"})
         );
         assert_eq!(
-            r[26],
+            r[29],
             json!({"kind": "sdn", "id": "sdn/pve1/localnetwork", "type": "sdn", "sdn": "localnetwork",
                    "zone_type": null, "node": "pve1", "status": "ok"})
         );
         // (position, fields): a guest, a guest on the offline node, a node,
-        // a storage and the shared storage on the offline node.
+        // a storage, the shared image storage and the shared storages on
+        // the offline node.
         let samples = [
             (
                 1,
@@ -750,8 +754,20 @@ async fn list_resources_counts_every_kind_in_order() {
                        "maxdisk": 100_861_726_720u64}),
             ),
             (
-                25,
+                20,
+                json!({"kind": "storage", "storage": "nfs-images", "plugintype": "nfs",
+                       "status": "available", "shared": true,
+                       "content": ["images", "import", "rootdir"], "disk": 601_295_421_440u64,
+                       "maxdisk": 3_998_614_552_576u64}),
+            ),
+            (
+                27,
                 json!({"storage": "nfs-backup", "shared": true, "status": "unknown",
+                       "used_fraction": null}),
+            ),
+            (
+                28,
+                json!({"storage": "nfs-images", "shared": true, "status": "unknown",
                        "used_fraction": null}),
             ),
         ];
@@ -759,8 +775,9 @@ async fn list_resources_counts_every_kind_in_order() {
             assert_fields(&format!("resources[{i}]"), &r[i], fields);
         }
         assert_approx(&r[17]["used_fraction"], 0.1418);
+        assert_approx(&r[20]["used_fraction"], 0.1504);
         assert!(
-            text(&result).contains("28 resources"),
+            text(&result).contains("31 resources"),
             "{}",
             text(&result)
         );
@@ -783,19 +800,19 @@ async fn list_resources_each_filter_narrows_it() {
             (json!({"resource_type": "node"}), json!({"node": 3}), 3),
             (
                 json!({"resource_type": "storage"}),
-                json!({"storage": 9}),
-                9,
+                json!({"storage": 12}),
+                12,
             ),
             (json!({"resource_type": "sdn"}), json!({"sdn": 2}), 2),
             (
                 json!({"node": "pve3"}),
-                json!({"qemu": 1, "lxc": 1, "node": 1, "storage": 3}),
-                6,
+                json!({"qemu": 1, "lxc": 1, "node": 1, "storage": 4}),
+                7,
             ),
             (
                 json!({"node": "pve1", "resource_type": "storage"}),
-                json!({"storage": 3}),
-                3,
+                json!({"storage": 4}),
+                4,
             ),
             (
                 json!({"status": "running"}),
@@ -809,11 +826,11 @@ async fn list_resources_each_filter_narrows_it() {
             ),
             (json!({"status": "offline"}), json!({"node": 1}), 1),
             (json!({"status": "online"}), json!({"node": 2}), 2),
-            (json!({"status": "available"}), json!({"storage": 6}), 6),
+            (json!({"status": "available"}), json!({"storage": 8}), 8),
             (
                 json!({"status": "unknown"}),
-                json!({"qemu": 1, "lxc": 1, "storage": 3}),
-                5,
+                json!({"qemu": 1, "lxc": 1, "storage": 4}),
+                6,
             ),
             (
                 json!({"status": "stopped", "node": "pve1", "resource_type": "vm"}),
@@ -874,25 +891,25 @@ async fn list_resources_pages_and_refuses_bad_input() {
         .await;
 
         let first = server.ok(t, json!({"limit": 5})).await;
-        assert_page(&first, 28, 5, 0, Some(5));
+        assert_page(&first, 31, 5, 0, Some(5));
         // Counts cover every match, not just the page.
-        assert_eq!(first["count_by_type"]["storage"], 9);
+        assert_eq!(first["count_by_type"]["storage"], 12);
         let second = server.ok(t, json!({"limit": 5, "offset": 5})).await;
-        assert_page(&second, 28, 5, 5, Some(10));
+        assert_page(&second, 31, 5, 5, Some(10));
         assert_eq!(ids(&second)[0], "qemu/104");
         assert!(ids(&first).iter().all(|id| !ids(&second).contains(id)));
-        let last = server.ok(t, json!({"limit": 5, "offset": 25})).await;
+        let last = server.ok(t, json!({"limit": 5, "offset": 28})).await;
         assert_eq!(
             ids(&last),
             [
-                "storage/pve3/nfs-backup",
+                "storage/pve3/nfs-images",
                 "sdn/pve1/localnetwork",
                 "sdn/pve2/localnetwork"
             ]
         );
-        assert_page(&last, 28, 3, 25, None);
+        assert_page(&last, 31, 3, 28, None);
         let past = server.ok(t, json!({"offset": 1000})).await;
-        assert_page(&past, 28, 0, 1000, None);
+        assert_page(&past, 31, 0, 1000, None);
         assert_no_schema_violations(&sim);
     })
     .await;
@@ -945,7 +962,7 @@ async fn list_resources_on_a_5000_guest_cluster_stays_bounded() {
         let first = server.ok("pve_list_resources", json!({})).await;
         let total = first["total"].as_u64().unwrap();
         assert!(total >= 5000, "total {total}");
-        assert_eq!(total, 5000 + 1 + 3 + 9 + 2);
+        assert_eq!(total, 5000 + 1 + 3 + 12 + 2);
         assert_eq!(first["returned"], 200, "the default limit is 200");
         assert_eq!(first["limit"], 200);
         assert_eq!(first["omitted"].as_u64().unwrap(), total - 200);
