@@ -68,9 +68,33 @@ impl Base {
     }
 }
 
+/// `s` percent-encoded as a path segment or a form value: every byte but
+/// `A-Za-z0-9-._~` escaped (what Perl's `uri_escape` escapes, so also how
+/// Proxmox stores `sshkeys`).
+pub fn escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_all_but_unreserved_bytes() {
+        assert_eq!(escape("local:iso/a-1.iso"), "local%3Aiso%2Fa-1.iso");
+        assert_eq!(
+            escape("ssh-ed25519 A+/= me@x\n"),
+            "ssh-ed25519%20A%2B%2F%3D%20me%40x%0A"
+        );
+        assert_eq!(escape("%20"), "%2520");
+    }
 
     #[test]
     fn parses_ipv4_with_port() {

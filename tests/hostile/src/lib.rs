@@ -30,6 +30,8 @@ mod methods;
 #[cfg(target_arch = "wasm32")]
 mod net;
 #[cfg(target_arch = "wasm32")]
+mod provisioning;
+#[cfg(target_arch = "wasm32")]
 mod refusals;
 #[cfg(target_arch = "wasm32")]
 mod routes;
@@ -274,6 +276,9 @@ mod component {
                     crate::smuggle::run(&name, &base()?, &limits()?, &args).map_err(bad)?
                 }
                 "hostile_stop" => crate::tasks::run(&base()?, &limits()?, &args).map_err(bad)?,
+                "hostile_volume" | "hostile_move" | "hostile_cloudinit" | "hostile_download" => {
+                    crate::provisioning::run(&name, &base()?, &limits()?, &args).map_err(bad)?
+                }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 "hostile_wait" if args.bool_or("spin", false).map_err(bad)? => crate::abuse::spin(),
                 "hostile_wait" | "hostile_sleep" => crate::wait::wait(
@@ -304,14 +309,14 @@ mod component {
         Param {
             name: p.name.into(),
             argument: p.argument.map(Into::into),
-            otherwise: match p.otherwise {
-                _ if p.answered.is_some() => {
-                    ParamValue::Answered(p.answered.unwrap_or_default().into())
+            otherwise: match (p.answered, p.free_text(), p.otherwise) {
+                (Some(field), _, _) => ParamValue::Answered(field.into()),
+                (None, Some(max), _) => ParamValue::Free(ValueKind::Text(max)),
+                (None, None, None) => ParamValue::Absent,
+                (None, None, Some([])) => ParamValue::Free(ValueKind::Boolean),
+                (None, None, Some(values)) => {
+                    ParamValue::OneOf(values.iter().map(|v| (*v).into()).collect())
                 }
-                None => ParamValue::Absent,
-                Some([]) => ParamValue::Free(ValueKind::Boolean),
-                Some(["*"]) => ParamValue::Free(ValueKind::Text(512 << 10)),
-                Some(values) => ParamValue::OneOf(values.iter().map(|v| (*v).into()).collect()),
             },
         }
     }

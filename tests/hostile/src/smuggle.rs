@@ -32,7 +32,7 @@ const JSON: &str = "application/json";
 
 /// One request to try: what it is, method, path and query, content type
 /// and body.
-struct Case {
+pub(crate) struct Case {
     what: &'static str,
     method: Method,
     path: String,
@@ -40,7 +40,7 @@ struct Case {
     body: String,
 }
 
-fn case(what: &'static str, method: Method, path: String, body: String) -> Case {
+pub(crate) fn case(what: &'static str, method: Method, path: String, body: String) -> Case {
     Case {
         what,
         method,
@@ -222,7 +222,7 @@ pub fn run(name: &str, base: &Base, limits: &Limits, args: &Args) -> Result<Valu
     Ok(json!({ "attempts": attempts(base, limits, cases) }))
 }
 
-fn attempts(base: &Base, limits: &Limits, cases: Vec<Case>) -> Vec<Value> {
+pub(crate) fn attempts(base: &Base, limits: &Limits, cases: Vec<Case>) -> Vec<Value> {
     let mut out = Vec::new();
     for c in cases {
         let url = Base::url(&base.scheme, &base.authority, &c.path);
