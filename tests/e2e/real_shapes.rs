@@ -276,6 +276,33 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             }),
         ),
         (
+            "pve_list_networks",
+            json!({"node": "pve2"}),
+            Expect::Ok(|o| {
+                // PVE puts the pending diff beside data, in `changes`.
+                assert_eq!(o["pending"], true, "{o}");
+                let vmbr2 = find(o, "interfaces", "iface", "vmbr2");
+                assert_eq!(vmbr2["pending"], true, "{o}");
+                assert_eq!(find(o, "interfaces", "iface", "vmbr0")["active"], true, "{o}");
+            }),
+        ),
+        (
+            "pve_get_cloudinit",
+            json!({"vmid": 900}),
+            Expect::Ok(|o| {
+                assert_eq!(o["drive"], "ide2", "{o}");
+                assert_eq!(find(o, "settings", "key", "cipassword")["value"], "**********");
+            }),
+        ),
+        (
+            "pve_list_appliances",
+            json!({"node": "pve1", "section": "turnkeylinux"}),
+            Expect::Ok(|o| {
+                assert_eq!(o["total"], 1, "{o}");
+                assert!(o["appliances"][0]["template"].as_str().unwrap().contains("turnkey"));
+            }),
+        ),
+        (
             "pve_check_permissions",
             json!({"path": "/sdn/zones/lab-network"}),
             Expect::Ok(|o| assert_eq!(o["missing"], json!([]))),

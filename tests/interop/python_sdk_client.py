@@ -39,6 +39,7 @@ EVERY_TOOL = {
     "pve_get_vm_metrics": {"vmid": 100},
     "pve_get_vm_ips": {"vmid": 100},
     "pve_list_ha": {},
+    "pve_list_networks": {"node": "pve2"},
     "pve_check_permissions": {"path": "/vms/100"},
     "pve_get_next_vmid": {},
     "pve_wait_task": {"upid": LONG_LOG_UPID, "timeout": 5},

@@ -43,11 +43,13 @@ DESTRUCTIVE = {
     "pve_guest_file_write",
     "pve_stop_task",
     "pve_convert_to_template",
+    "pve_delete_volume",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
     "pve_resume_vm", "pve_create_snapshot", "pve_migrate_vm", "pve_clone_vm",
-    "pve_create_qemu_vm", "pve_create_lxc", "pve_backup_vm",
+    "pve_create_qemu_vm", "pve_create_lxc", "pve_backup_vm", "pve_move_disk", "pve_set_cloudinit",
+    "pve_regenerate_cloudinit", "pve_download_to_storage", "pve_download_appliance",
 } | DESTRUCTIVE
 
 
@@ -126,7 +128,17 @@ async def exercise(client, label, person):
     archive = backups["backups"][0]["volid"]
     await act("pve_restore_vm", {"archive": archive, "vmid": 163, "node": "pve1", "wait": True})
     await act("pve_delete_vm", {"vmid": 163, "purge": True, "wait": True})
+    await act("pve_move_disk", {"vmid": 161, "disk": "scsi0", "storage": "nfs-images", "wait": True})
     await act("pve_convert_to_template", {"vmid": 161})
+    # Provisioning: cloud-init on the clone, a download, an appliance.
+    await act("pve_set_cloudinit", {"vmid": 160, "ipconfig0": "ip=dhcp", "ciuser": "py"})
+    await act("pve_regenerate_cloudinit", {"vmid": 160})
+    await act("pve_download_to_storage", {"node": "pve1", "storage": "local", "content": "iso", "wait": True,
+                                          "url": "https://mirror.example.org/py.iso", "filename": "py.iso"})
+    await act("pve_delete_volume", {"node": "pve1", "storage": "local", "volid": "local:iso/py.iso"})
+    index = (await client.call_tool("pve_list_appliances", {"node": "pve1", "query": "alpine"})).structured_content
+    alpine = index["appliances"][0]["template"]
+    await act("pve_download_appliance", {"node": "pve1", "storage": "local", "template": alpine, "wait": True})
     # The generic tool: the clone made above, started through its own path.
     await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 

@@ -198,9 +198,12 @@ const SHARED_ARGUMENTS: &[&str] = &["cluster", "dry_run", "wait", "wait_timeout"
 pub fn markdown(tools: &[ToolInfo]) -> String {
     let (reads, writes): (Vec<&ToolInfo>, Vec<&ToolInfo>) =
         tools.iter().partition(|t| Tier::of(t) == Tier::Read);
-    let mut out = String::from("Read tools (the default policy runs these):\n\n");
+    let mut out = String::from(
+        "Read tools (the default policy runs these; those of an opt-in toolset once it is \
+         offered):\n\n",
+    );
     out.push_str(
-        "| tool | answers | arguments | reads | privileges |\n| --- | --- | --- | --- | --- |\n",
+        "| tool | toolset | answers | arguments | reads | privileges |\n| --- | --- | --- | --- | --- | --- |\n",
     );
     for tool in reads {
         let asks: Vec<String> = tool
@@ -209,8 +212,9 @@ pub fn markdown(tools: &[ToolInfo]) -> String {
             .map(|r| format!("`GET {}`", cell(r)))
             .collect();
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} |\n",
             tool.name,
+            toolset_cell(tool),
             cell(&tool.title),
             arguments(tool),
             if asks.is_empty() {
@@ -223,7 +227,7 @@ pub fn markdown(tools: &[ToolInfo]) -> String {
     }
     out.push_str("\nTools that write (each needs its own policy rule):\n\n");
     out.push_str(
-        "| tool | does | arguments | sends | privileges | tier |\n| --- | --- | --- | --- | --- | --- |\n",
+        "| tool | toolset | does | arguments | sends | privileges | tier |\n| --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for tool in writes {
         let sends: Vec<String> = tool
@@ -238,8 +242,9 @@ pub fn markdown(tools: &[ToolInfo]) -> String {
             })
             .collect();
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
             tool.name,
+            toolset_cell(tool),
             cell(&tool.title),
             arguments(tool),
             sends.join("<br>"),
@@ -248,6 +253,15 @@ pub fn markdown(tools: &[ToolInfo]) -> String {
         ));
     }
     out
+}
+
+/// A tool's toolset, marked when a server offers it only when named.
+fn toolset_cell(tool: &ToolInfo) -> String {
+    if crate::tools::offered_by_default(&tool.toolset) {
+        format!("`{}`", tool.toolset)
+    } else {
+        format!("`{}` (opt-in)", tool.toolset)
+    }
 }
 
 /// The arguments whose values can make a call of a write tool
