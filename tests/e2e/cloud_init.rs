@@ -245,3 +245,71 @@ async fn a_template_is_cloned_given_a_key_and_an_address_and_started_in_three_ca
     })
     .await;
 }
+
+/// The generated data is a read the host guards: only the tool's own rule
+/// runs it, it reads exactly the type asked, and the password hash the
+/// user data carries does not leave.
+#[tokio::test]
+async fn the_generated_data_needs_its_own_rule_and_hides_the_password_hash() {
+    within(async {
+        let sim = simulator().await;
+        let read_only = with_policy_opts(
+            &sim,
+            "[policy]\ndefault = \"read-only\"\n",
+            Opts::default()
+                .arg("--toolsets")
+                .arg("default,provisioning"),
+        )
+        .await;
+        let refused = read_only
+            .server
+            .err("pve_dump_cloudinit", json!({"vmid": 900, "type": "user"}))
+            .await;
+        assert!(refused.contains("policy"), "{refused}");
+        assert!(
+            !sim.requests()
+                .iter()
+                .any(|r| r.api_path().contains("cloudinit/dump")),
+            "a refused call read the dump"
+        );
+        let p = server(&sim, &["pve_dump_cloudinit"]).await;
+        let user = p
+            .server
+            .ok("pve_dump_cloudinit", json!({"vmid": 900, "type": "user"}))
+            .await;
+        let content = user["content"].as_str().unwrap();
+        assert!(content.starts_with("#cloud-config"), "{content}");
+        assert!(content.contains("password: **********"), "{content}");
+        assert!(!content.contains("$5$"), "{content}");
+        let network = p
+            .server
+            .ok(
+                "pve_dump_cloudinit",
+                json!({"vmid": 900, "type": "network"}),
+            )
+            .await;
+        assert!(
+            network["content"].as_str().unwrap().contains("dhcp"),
+            "{network}"
+        );
+        let dumps: Vec<String> = sim
+            .requests()
+            .iter()
+            .filter(|r| r.api_path().contains("cloudinit/dump"))
+            .map(|r| {
+                let params: Vec<String> =
+                    r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{} {}", r.api_path(), params.join("&"))
+            })
+            .collect();
+        assert_eq!(
+            dumps,
+            [
+                "/nodes/pve1/qemu/900/cloudinit/dump type=user",
+                "/nodes/pve1/qemu/900/cloudinit/dump type=network"
+            ]
+        );
+        assert_no_schema_violations(&sim);
+    })
+    .await;
+}

@@ -283,7 +283,11 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
                 assert_eq!(o["pending"], true, "{o}");
                 let vmbr2 = find(o, "interfaces", "iface", "vmbr2");
                 assert_eq!(vmbr2["pending"], true, "{o}");
-                assert_eq!(find(o, "interfaces", "iface", "vmbr0")["active"], true, "{o}");
+                assert_eq!(
+                    find(o, "interfaces", "iface", "vmbr0")["active"],
+                    true,
+                    "{o}"
+                );
             }),
         ),
         (
@@ -291,7 +295,10 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             json!({"vmid": 900}),
             Expect::Ok(|o| {
                 assert_eq!(o["drive"], "ide2", "{o}");
-                assert_eq!(find(o, "settings", "key", "cipassword")["value"], "**********");
+                assert_eq!(
+                    find(o, "settings", "key", "cipassword")["value"],
+                    "**********"
+                );
             }),
         ),
         (
@@ -299,7 +306,12 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             json!({"node": "pve1", "section": "turnkeylinux"}),
             Expect::Ok(|o| {
                 assert_eq!(o["total"], 1, "{o}");
-                assert!(o["appliances"][0]["template"].as_str().unwrap().contains("turnkey"));
+                assert!(
+                    o["appliances"][0]["template"]
+                        .as_str()
+                        .unwrap()
+                        .contains("turnkey")
+                );
             }),
         ),
         (

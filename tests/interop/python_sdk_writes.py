@@ -44,6 +44,7 @@ DESTRUCTIVE = {
     "pve_stop_task",
     "pve_convert_to_template",
     "pve_delete_volume",
+    "pve_dump_cloudinit",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
@@ -133,6 +134,8 @@ async def exercise(client, label, person):
     # Provisioning: cloud-init on the clone, a download, an appliance.
     await act("pve_set_cloudinit", {"vmid": 160, "ipconfig0": "ip=dhcp", "ciuser": "py"})
     await act("pve_regenerate_cloudinit", {"vmid": 160})
+    meta = await act("pve_dump_cloudinit", {"vmid": 160, "type": "meta"}, sent=None)
+    check(meta.get("content", "").startswith("instance-id:"), f"[{label}] cloud-init meta data: {meta}")
     await act("pve_download_to_storage", {"node": "pve1", "storage": "local", "content": "iso", "wait": True,
                                           "url": "https://mirror.example.org/py.iso", "filename": "py.iso"})
     await act("pve_delete_volume", {"node": "pve1", "storage": "local", "volid": "local:iso/py.iso"})
@@ -160,6 +163,9 @@ async def exercise(client, label, person):
     # A write's form shows the request its dry run planned; a guarded read
     # (a guest file read) has no dry run, and its form names the file.
     def shows_what_runs(m):
+        if "pve_dump_cloudinit" in m:
+            # A guarded read: no dry run; its arguments name what it reads.
+            return '"type":"meta"' in m and "Will send" not in m
         if "pve_guest_file_read" in m:
             return 'Path (exactly): "/tmp/py-note"' in m and "Will send" not in m
         return "Will send" in m and any(verb in m for verb in ("POST", "PUT", "DELETE"))

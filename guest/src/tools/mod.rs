@@ -126,6 +126,7 @@ registry! {
     convert_to_template: [TOOL] in "provisioning",
     move_disk: [TOOL] in "provisioning",
     get_cloudinit: [TOOL] in "provisioning",
+    dump_cloudinit: [TOOL] in "provisioning",
     set_cloudinit: [TOOL] in "provisioning",
     regenerate_cloudinit: [TOOL] in "provisioning",
     list_appliances: [TOOL] in "provisioning",
