@@ -104,11 +104,20 @@ async fn cloud_init_is_read_set_and_regenerated() {
 
         // Regenerated: nothing waits any more.
         sim.clear_requests();
+        let plan = p
+            .server
+            .ok(
+                "pve_regenerate_cloudinit",
+                json!({"vmid": 900, "dry_run": true}),
+            )
+            .await;
+        assert!(sim.writes().is_empty());
         let regen = p
             .server
             .ok("pve_regenerate_cloudinit", json!({"vmid": 900}))
             .await;
         assert_eq!(regen["sent"], true, "{regen}");
+        assert_eq!(regen["requests"], plan["requests"], "{regen}");
         assert_eq!(writes(&sim), ["PUT /nodes/pve1/qemu/900/cloudinit"]);
         let regenerated = get().await;
         assert_eq!(regenerated["pending"], false, "{regenerated}");
