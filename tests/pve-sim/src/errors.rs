@@ -130,6 +130,10 @@ pub(crate) enum Reply {
     /// `{"data": value, ...}` with further top-level keys, as a handler's
     /// `set_result_attrib` adds them (the network list's `changes`).
     DataWith(Value, serde_json::Map<String, Value>),
+    /// The body exactly as given: what a handler streams from a program's
+    /// output (`download => {fh => ...}`), e.g. nothing when the program
+    /// failed.
+    Raw(Bytes),
 }
 
 impl Reply {
@@ -154,6 +158,7 @@ impl Reply {
                 obj.extend(attrs);
                 Bytes::from(Value::Object(obj).to_string())
             }
+            Reply::Raw(body) => body,
             Reply::RawData(raw) => {
                 let mut out = Vec::with_capacity(raw.len() + 10);
                 out.extend_from_slice(b"{\"data\":");

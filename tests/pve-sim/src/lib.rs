@@ -170,6 +170,52 @@
 //!   [`Simulator::task`] ([`TaskState`]), [`Simulator::running_tasks`],
 //!   [`Simulator::set_guest_lock`].
 //!
+//! # Node health, replication and pools (issue 25)
+//!
+//! Reads: `GET /nodes/{node}/services` (and `.../services/{service}`,
+//! `.../services/{service}/state`), `.../apt/update`, `.../apt/versions`,
+//! `.../journal`, `.../syslog`, `.../disks/list`, `.../disks/smart`,
+//! `/cluster/ceph/status` (and `/nodes/{node}/ceph/status`),
+//! `/cluster/replication[/{id}]`, `/nodes/{node}/replication`,
+//! `.../replication/{id}[/status|/log]`, `/pools` and `/pools/{poolid}`;
+//! writes: `POST .../replication/{id}/schedule_now`, `POST`/`PUT`/`DELETE
+//! /pools` and `PUT`/`DELETE /pools/{poolid}`.
+//!
+//! - **Services**: all run, but `chrony` failed on `pve2`;
+//!   `systemd-timesyncd` is not installed; `lab1` never started corosync.
+//! - **Updates**: `pve1` has six (pve-manager 9.1.6, a 6.17.4 kernel and
+//!   its new signed image, libpve-common-perl, OpenSSL), `pve2` none,
+//!   `lab1` tzdata.
+//! - **Journal** (per online node, Nov 27 00:00 to Nov 29 01:01 around
+//!   the seed's night of 2026-11-28; 400-600 lines): hourly cron, midnight
+//!   log rotation reloading pveproxy/spiceproxy, worker turnover, logins,
+//!   every seeded task's start and end, corosync losing `pve3` for 35 s at
+//!   04:10 and for good at 15:22 (quorum, pmxcfs resync, the HA manager),
+//!   replication `106-0` failing three times before that (`pve1`), the
+//!   backup of CT 107 failing the night before and `chrony` failing to
+//!   restart (`pve2`), smartd's `FAILED SMART self-check` for `pve2`'s
+//!   `/dev/sdb` every half hour.
+//! - **Disks**: 4 per primary node, 2 on `lab1` (table in the `disks`
+//!   handler): `pve2`'s `/dev/sda` is a worn SSD (wearout 4), its
+//!   `/dev/sdb` (osd.2) reports `FAILED!`; `lab1`'s `/dev/sda` is unused.
+//! - **Ceph** (primary only; the lab answers `binary not installed:
+//!   /usr/bin/ceph-mon`): 3 monitors, 6 OSDs; with `pve3` offline
+//!   `HEALTH_WARN` (`MON_DOWN`, `OSD_DOWN`, `OSD_HOST_DOWN`,
+//!   `PG_DEGRADED`), 4 of 6 OSDs up and in, 129 PGs undersized+degraded.
+//! - **Replication**: `101-0` (pve1 → pve2, `*/15`, 50 MB/s) and `107-0`
+//!   (pve2 → pve1, `*/30`) in sync on schedule; `106-0` (pve1 → pve3)
+//!   failed 3 times (ssh to pve3: `exit code 255`) and waits for pve3
+//!   (`next_sync` 0). `schedule_now` zeroes `last_try`; the simulated
+//!   scheduler then runs the job after the `pvesr` task duration
+//!   ([`Simulator::set_task_duration_for`]) and it takes as long again.
+//! - **Pools**: `production` ("Production workloads": VMs 100, 101 and
+//!   storage `nfs-backup`); guests' `pool` and `/cluster/resources` follow
+//!   every change.
+//! - **Releases**: the primary cluster runs PVE 9.1.5, the secondary PVE
+//!   [`PVE8_VERSION`]; [`SimConfig::pve_version`] sets every node's
+//!   (e.g. `8.0.9`: pools before nesting), [`SimConfig::pve8_nodes`] single
+//!   nodes'.
+//!
 //! # Deviations from real PVE
 //!
 //! - Ticket signatures are HMAC-SHA256 with a per-run key, not RSA; keys are
@@ -186,6 +232,11 @@
 //!   sha256-crypt shape but is a plain SHA-256. Per-key config privileges
 //!   (`VM.Config.CPU` for `cores`, ...) are not checked beyond the
 //!   method's any-of list.
+//! - The journal endpoint answers plain JSON (PVE streams it gzipped) and
+//!   the journal does not grow. Replication works on the guests'
+//!   `local-lvm` disks (PVE replicates ZFS only) and `schedule_now` starts
+//!   no worker task, as in PVE, but the job runs within a second or so
+//!   rather than at the scheduler's next minute. Ceph figures do not move.
 //! - Config digests are 40 hex digits of a SHA-256 of the rendered config
 //!   and its snapshots (PVE: SHA-1 of the file). RRD series are synthetic but aligned to the
 //!   current time (hour: 60 × 60 s; day/week/month/year: 70 × 30 min / 3 h
@@ -213,9 +264,13 @@ mod guest_exec;
 mod guest_os;
 mod handlers;
 mod ifaces;
+mod journal;
+mod journal_seed;
 mod log;
 mod params;
 mod perms;
+mod release;
+mod replication;
 mod router;
 mod schema;
 mod seed;
@@ -238,6 +293,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use handlers::{download_bytes, download_checksum};
+pub use release::PVE8_VERSION;
 pub use seed::{AUDITOR_VISIBLE_VMIDS, LONG_LOG_UPID};
 pub use view::{GuestState, TaskState};
 pub use work::DEFAULT_TASK_DURATION;
@@ -360,8 +416,21 @@ pub struct SimConfig {
     /// takes only `file` (`count`, `decode`, `offset` answer 400 `property
     /// is not defined in schema ...`, even with a PVE 9 `apidata.json`
     /// loaded) and always returns decoded content. Each node on a
-    /// request's way checks with its own release's privileges.
+    /// request's way checks with its own release's privileges. They run
+    /// [`PVE8_VERSION`]: their node status says so, and so does
+    /// `/version` when the node answering (`pve1`) is one of them, which
+    /// then also serves `/pools` as PVE 8.4 does. A PVE 8 cluster
+    /// ([`ClusterFlavor::Secondary`], or `pve_version` 8.x) runs PVE 8 on
+    /// every node without this list.
     pub pve8_nodes: Vec<String>,
+    /// The `pve-manager` version every node runs (e.g. `8.0.9`, `8.4.14`,
+    /// `9.1.5`), replacing the cluster's own ([`ClusterFlavor::Primary`]:
+    /// 9.1.5, [`ClusterFlavor::Secondary`]: [`PVE8_VERSION`]). It decides
+    /// what `/version` and node status report and what the release-bound
+    /// endpoints do: a major version 8 makes every node a PVE 8 node (see
+    /// `pve8_nodes`), and before 8.1 pools are not nested (`GET /pools`
+    /// takes no `poolid`, `PUT`/`DELETE /pools` do not exist).
+    pub pve_version: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -375,6 +444,7 @@ impl Default for SimConfig {
             shapes: Shapes::Schema,
             task_duration: DEFAULT_TASK_DURATION,
             pve8_nodes: Vec::new(),
+            pve_version: None,
         }
     }
 }

@@ -41,6 +41,10 @@ struct Args {
     /// file-read takes no count/decode/offset); repeat for more.
     #[arg(long = "pve8-node", value_name = "NODE")]
     pve8_nodes: Vec<String>,
+    /// The pve-manager version every node runs (e.g. 8.0.9, 8.4.14),
+    /// instead of the cluster's own (9.1.5; --secondary: 8.4.14).
+    #[arg(long, value_name = "VERSION")]
+    pve_version: Option<String>,
 }
 
 #[tokio::main]
@@ -72,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
         },
         task_duration: std::time::Duration::from_millis(args.task_ms),
         pve8_nodes: args.pve8_nodes,
+        pve_version: args.pve_version,
         ..SimConfig::default()
     };
     let sim = Simulator::start_on(cfg, args.port).await?;

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::perms::{Acl, AclEntry};
+use crate::release::Release;
 use crate::state::{
-    Cluster, Guest, GuestKind, HaResource, Node, NodeNetwork, ResourceCache, RunState, RunStats,
-    Snapshot, Storage, Task, Token, User, Volume,
+    Cluster, Guest, GuestKind, HaResource, Node, NodeNetwork, Pool, ResourceCache, RunState,
+    RunStats, Snapshot, Storage, Task, Token, User, Volume,
 };
 use crate::{ClusterFlavor, Scenario, Shapes, shapes, tokens};
 
@@ -64,17 +65,17 @@ fn primary(scenario: &Scenario) -> Cluster {
             })
             .collect(),
     );
-    Cluster {
+    let mut production = Pool::new("production", Some("Production workloads"));
+    production.storage = vec!["nfs-backup".into()];
+    let mut cluster = Cluster {
         name: "demo-cluster".into(),
         config_version: 3,
         local_node: "pve1".into(),
-        version: "9.1.5",
-        release: "9.1",
-        repoid: "8f3a5c1e7b2d9046",
+        release: Release::new("9.1.5"),
         nodes: nodes(),
         guests,
         storages: storages(),
-        pools: vec!["production".into()],
+        pools: vec![production],
         users: vec![
             User {
                 userid: tokens::TICKET_USER.into(),
@@ -114,7 +115,13 @@ fn primary(scenario: &Scenario) -> Cluster {
             ("pve3", "192.0.2.13"),
         ]),
         file_origins: file_origins(),
-    }
+        replication: Vec::new(),
+        journals: BTreeMap::new(),
+        ceph: true,
+    };
+    cluster.replication = crate::replication::seed(&cluster);
+    cluster.journals = crate::journal_seed::seed(&cluster);
+    cluster
 }
 
 /// Where the seeded files that PVE's appliance index offers came from:
@@ -1138,8 +1145,8 @@ fn secondary() -> Cluster {
         rootfs_total: 100_861_726_720,
         rootfs_used: 8_589_934_592,
         uptime: 864_000,
-        kernel_release: "6.17.2-1-pve",
-        kernel_version: "#1 SMP PREEMPT_DYNAMIC PMX 6.17.2-1 (2025-11-18T14:27Z)",
+        kernel_release: "6.8.12-16-pve",
+        kernel_version: "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-16 (2025-10-14T09:23Z)",
         boot_efi: true,
     };
     let mut guests = Vec::new();
@@ -1204,13 +1211,11 @@ fn secondary() -> Cluster {
         T0 + 7_203,
         310_550_331,
     )];
-    Cluster {
+    let mut cluster = Cluster {
         name: "lab-cluster".into(),
         config_version: 1,
         local_node: "lab1".into(),
-        version: "9.1.5",
-        release: "9.1",
-        repoid: "8f3a5c1e7b2d9046",
+        release: Release::new(crate::release::PVE8_VERSION),
         nodes: vec![node],
         guests: guests.into_iter().map(|g| (g.vmid, g)).collect(),
         storages,
@@ -1236,5 +1241,10 @@ fn secondary() -> Cluster {
         guest_os: BTreeMap::new(),
         networks: networks(&[("lab1", "198.51.100.21")]),
         file_origins: BTreeMap::new(),
-    }
+        replication: Vec::new(),
+        journals: BTreeMap::new(),
+        ceph: false,
+    };
+    cluster.journals = crate::journal_seed::seed(&cluster);
+    cluster
 }

@@ -79,7 +79,10 @@ pub(crate) async fn start(cfg: SimConfig, port: u16) -> anyhow::Result<Started> 
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let mut cluster = seed::build_flavor(&cfg.scenario, &cfg.cluster, cfg.shapes);
-    cluster.pve8_nodes = cfg.pve8_nodes.clone();
+    cluster.pve8_nodes.extend(cfg.pve8_nodes.iter().cloned());
+    if let Some(v) = &cfg.pve_version {
+        cluster.release = crate::release::Release::new(v);
+    }
     let shared = Arc::new(Shared {
         cluster: RwLock::new(cluster),
         cfg,

@@ -38,9 +38,7 @@ pub const PBS_STORAGE: &str = "pbs-main";
 /// Turns the standard primary cluster into the real-shapes one.
 pub(crate) fn apply(c: &mut Cluster) {
     c.shapes = Shapes::Real;
-    c.version = "9.2.3";
-    c.release = "9.2";
-    c.repoid = "4f6e0ac86f9e8c7f";
+    c.release = crate::release::Release::new("9.2.3");
 
     // A running VM whose agent is too old for network-get-interfaces.
     let mut g = base(111, GuestKind::Qemu, "pve2", Some("legacy-agent-vm"));

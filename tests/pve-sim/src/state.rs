@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use crate::Shapes;
 use crate::perms::Acl;
+use crate::release::Release;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GuestKind {
@@ -317,13 +318,13 @@ pub(crate) struct Cluster {
     pub config_version: u32,
     /// The node this API endpoint "is" (answers locally, `local: 1`).
     pub local_node: String,
-    pub version: &'static str,
-    pub release: &'static str,
-    pub repoid: &'static str,
+    /// The `pve-manager` release the nodes run (but those in `pve8_nodes`).
+    pub release: Release,
     pub nodes: Vec<Node>,
     pub guests: BTreeMap<u32, Guest>,
     pub storages: Vec<Storage>,
-    pub pools: Vec<String>,
+    /// Resource pools (`user.cfg`); guests name theirs in [`Guest::pool`].
+    pub pools: Vec<Pool>,
     pub users: Vec<User>,
     pub tokens: Vec<Token>,
     /// `false` for a standalone node (no corosync cluster).
@@ -338,8 +339,9 @@ pub(crate) struct Cluster {
     /// Running worker tasks and their timing.
     pub work: crate::work::Work,
     pub resource_cache: Mutex<ResourceCache>,
-    /// Nodes that run PVE 8 (qemu-server 8): their agent endpoints check
-    /// `VM.Monitor` and `file-read` takes no `count`/`decode`/`offset`.
+    /// Nodes that run PVE 8 ([`crate::release::PVE8_VERSION`]) in a PVE 9
+    /// cluster: their agent endpoints check `VM.Monitor` and `file-read`
+    /// takes no `count`/`decode`/`offset`.
     pub pve8_nodes: Vec<String>,
     /// The inside of the VMs the guest agent was asked about, by vmid
     /// (seeded on first use by [`Cluster::guest_os_mut`]).
@@ -349,6 +351,37 @@ pub(crate) struct Cluster {
     /// The URL each downloaded file came from, by volid: its bytes (and so
     /// its checksums) are those of [`crate::handlers::download_bytes`].
     pub file_origins: BTreeMap<String, String>,
+    /// Storage replication jobs (`replication.cfg`) and their state.
+    pub replication: Vec<crate::replication::Job>,
+    /// Each node's systemd journal, oldest first.
+    pub journals: BTreeMap<String, Vec<crate::journal::Entry>>,
+    /// Whether the cluster runs Ceph (`pveceph init` done, monitors on every
+    /// node, two OSDs per node).
+    pub ceph: bool,
+}
+
+/// A resource pool. Its guests are those whose [`Guest::pool`] names it,
+/// plus `orphans`: vmids added while no guest had them (PVE keeps them in
+/// `user.cfg` and lists only existing guests).
+#[derive(Debug, Clone)]
+pub(crate) struct Pool {
+    /// `name`, or `parent/child` (up to three levels, PVE >= 8.1).
+    pub id: String,
+    pub comment: Option<String>,
+    /// Storage members, sorted.
+    pub storage: Vec<String>,
+    pub orphans: std::collections::BTreeSet<u32>,
+}
+
+impl Pool {
+    pub fn new(id: &str, comment: Option<&str>) -> Pool {
+        Pool {
+            id: id.to_string(),
+            comment: comment.map(str::to_string),
+            storage: Vec::new(),
+            orphans: Default::default(),
+        }
+    }
 }
 
 /// A node's network configuration files and what the kernel has up.
@@ -371,9 +404,28 @@ impl Cluster {
         self.nodes.iter().find(|n| n.name == name)
     }
 
+    /// The release `node` runs.
+    pub fn release_of(&self, node: &str) -> Release {
+        if self.release.major() >= 9 && self.pve8_nodes.iter().any(|n| n == node) {
+            Release::new(crate::release::PVE8_VERSION)
+        } else {
+            self.release.clone()
+        }
+    }
+
     /// Whether `node` runs PVE 8 rather than 9.
     pub fn is_pve8(&self, node: &str) -> bool {
-        self.pve8_nodes.iter().any(|n| n == node)
+        self.release_of(node).major() == 8
+    }
+
+    /// The release of the node this API endpoint is (which answers the
+    /// calls that are not proxied).
+    pub fn local_release(&self) -> Release {
+        self.release_of(&self.local_node)
+    }
+
+    pub fn pool(&self, id: &str) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.id == id)
     }
 
     /// The guest OS of VM `vmid`, seeded from the guest on first use.

@@ -7,7 +7,7 @@ use super::{Ctx, frac, pbool};
 use crate::Shapes;
 use crate::errors::{HandlerResult, Reply};
 use crate::shapes;
-use crate::state::{Cluster, Guest, GuestKind, Node, RunState};
+use crate::state::{Cluster, Guest, GuestKind, Node, RunState, Storage};
 use crate::util::lock;
 
 /// `GET /api2/json/`: the top-level directories.
@@ -19,11 +19,11 @@ pub(crate) fn root_index(_ctx: &Ctx<'_>) -> HandlerResult {
 }
 
 pub(crate) fn version(ctx: &Ctx<'_>) -> HandlerResult {
-    let c = ctx.cluster();
+    let r = ctx.cluster().local_release();
     Ok(Reply::Data(json!({
-        "version": c.version,
-        "release": c.release,
-        "repoid": c.repoid,
+        "version": r.version,
+        "release": r.release,
+        "repoid": r.repoid,
     })))
 }
 
@@ -128,6 +128,28 @@ pub(crate) fn node_entry(n: &Node, audit: bool) -> Map<String, Value> {
     m
 }
 
+/// A storage's entry on a node (`extract_storage_stats`), in
+/// `/cluster/resources` and pool members.
+pub(crate) fn storage_resource(s: &Storage, n: &Node) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("id".into(), format!("storage/{}/{}", n.name, s.id).into());
+    m.insert("storage".into(), s.id.clone().into());
+    m.insert("node".into(), n.name.clone().into());
+    m.insert("type".into(), "storage".into());
+    m.insert("plugintype".into(), s.plugintype.into());
+    m.insert("shared".into(), pbool(s.shared));
+    m.insert("content".into(), s.content.into());
+    if n.online {
+        m.insert("status".into(), "available".into());
+        m.insert("maxdisk".into(), s.total.into());
+        let used = s.used.get(&n.name).copied().unwrap_or(0);
+        m.insert("disk".into(), used.into());
+    } else {
+        m.insert("status".into(), "unknown".into());
+    }
+    m
+}
+
 /// Serialised guest entries in PVE's order (vmid compared as strings),
 /// rebuilt only when the state changed. Large clusters stay cheap to list.
 fn guest_entries(c: &Cluster) -> Vec<(u32, Bytes)> {
@@ -162,7 +184,9 @@ pub(crate) fn resources(ctx: &Ctx<'_>) -> HandlerResult {
     };
 
     if ty.is_none() {
-        for p in &c.pools {
+        let mut pools: Vec<&str> = c.pools.iter().map(|p| p.id.as_str()).collect();
+        pools.sort_unstable();
+        for p in pools {
             if ctx.can(&format!("/pool/{p}"), "Pool.Audit") {
                 let v = json!({"id": format!("/pool/{p}"), "pool": p, "type": "pool"});
                 push(&mut out, v.to_string().as_bytes());
@@ -200,22 +224,7 @@ pub(crate) fn resources(ctx: &Ctx<'_>) -> HandlerResult {
                 if s.nodes.as_ref().is_some_and(|l| !l.contains(&n.name)) {
                     continue;
                 }
-                let mut m = Map::new();
-                m.insert("id".into(), format!("storage/{}/{}", n.name, s.id).into());
-                m.insert("storage".into(), s.id.clone().into());
-                m.insert("node".into(), n.name.clone().into());
-                m.insert("type".into(), "storage".into());
-                m.insert("plugintype".into(), s.plugintype.into());
-                m.insert("shared".into(), pbool(s.shared));
-                m.insert("content".into(), s.content.into());
-                if n.online {
-                    m.insert("status".into(), "available".into());
-                    m.insert("maxdisk".into(), s.total.into());
-                    let used = s.used.get(&n.name).copied().unwrap_or(0);
-                    m.insert("disk".into(), used.into());
-                } else {
-                    m.insert("status".into(), "unknown".into());
-                }
+                let m = storage_resource(s, n);
                 push(&mut out, Value::Object(m).to_string().as_bytes());
             }
         }

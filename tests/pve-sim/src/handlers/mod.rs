@@ -6,20 +6,28 @@ mod agent;
 mod agent_exec;
 mod agent_file;
 mod aplinfo;
+mod apt;
 mod backup;
+mod ceph;
 mod cloudinit;
 mod cluster;
 mod config;
 mod config_write;
+mod disks;
 mod download;
 mod guests;
 mod ha;
+mod health_routes;
 mod lifecycle;
+mod logs;
 mod move_disk;
 mod network;
 mod nodes;
+mod pools;
 mod power;
+mod replication;
 mod rrd;
+mod services;
 mod snapshot_write;
 mod storage;
 mod storage_cfg;
@@ -121,6 +129,7 @@ pub(crate) fn routes() -> Vec<Route> {
     let mut all = read_routes();
     all.extend(agent::routes());
     all.extend(write_routes::routes());
+    all.extend(health_routes::routes());
     all
 }
 

@@ -78,7 +78,7 @@ pub(crate) fn status(ctx: &Ctx<'_>) -> HandlerResult {
             "used": n.swap_used,
             "free": n.swap_total.saturating_sub(n.swap_used),
         },
-        "pveversion": format!("pve-manager/{}/{}", c.version, c.repoid),
+        "pveversion": c.release_of(&n.name).manager_text(),
         "rootfs": {
             "total": n.rootfs_total,
             "used": n.rootfs_used,

@@ -106,6 +106,8 @@ pub(super) fn check_format(format: &str, v: &str, path: &str) -> Result<(), Stri
         "pve-iface" => valid_iface(v)
             .then_some(())
             .ok_or_else(|| format!("invalid network interface name '{v}'\n")),
+        "pve-poolid" => check_poolid(v),
+        "pve-replication-job-id" => check_replication_id(v),
         _ => Ok(()),
     }
 }
@@ -222,6 +224,41 @@ pub(crate) fn valid_cidr(v: &str, v6: bool) -> bool {
         }
 }
 
+/// pve-access-control's `verify_poolname` (nested pools, PVE >= 8.1).
+fn check_poolid(v: &str) -> Result<(), String> {
+    if v.split('/').count() > 3 {
+        return Err(format!(
+            "pool name '{v}' nested too deeply (max levels = 3)\n"
+        ));
+    }
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+    };
+    if v.split('/').all(part) {
+        Ok(())
+    } else {
+        Err(format!("pool name '{v}' contains invalid characters\n"))
+    }
+}
+
+/// pve-guest-common's `parse_replication_job_id`: `<guest>-<jobnum>`.
+fn check_replication_id(v: &str) -> Result<(), String> {
+    let msg = format!("invalid replication job id '{v}'");
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match v.split_once('-') {
+        Some((g, j)) if digits(g) && digits(j) => {
+            if g.trim_start_matches('0').len() < 3 {
+                Err(format!("{msg} (guest IDs < 100 are reserved)\n"))
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err(format!("{msg}\n")),
+    }
+}
+
 /// `pve_verify_iface`: `^[a-z][a-z0-9_]{1,20}([:\.]\d+)?$`, case-insensitive.
 fn valid_iface(v: &str) -> bool {
     let (base, suffix) = match v.find([':', '.']) {
@@ -261,6 +298,7 @@ fn known_format(f: &str) -> bool {
             | "ipv4"
             | "ipv6"
             | "pve-iface"
+            | "pve-poolid"
     )
 }
 
