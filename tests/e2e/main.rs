@@ -39,6 +39,7 @@ mod interop;
 mod list_vms;
 mod networks;
 mod node_clients;
+mod node_health;
 mod policy_check;
 mod policy_egress;
 mod policy_harness;

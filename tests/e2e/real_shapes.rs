@@ -315,6 +315,35 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             }),
         ),
         (
+            "pve_list_services",
+            json!({"node": "pve2"}),
+            Expect::Ok(|o| assert_eq!(o["not_running"], json!(["chrony"]), "{o}")),
+        ),
+        (
+            "pve_list_updates",
+            json!({"node": "pve1"}),
+            Expect::Ok(|o| assert_eq!(o["total"], 6, "{o}")),
+        ),
+        (
+            "pve_list_disks",
+            json!({"node": "pve1", "smart": "/dev/nvme0n1"}),
+            Expect::Ok(|o| {
+                // NVMe answers SMART as text, not attributes.
+                assert!(o["smart"]["text"].is_string(), "{o}");
+                assert_eq!(o["smart"]["attributes"], json!([]), "{o}");
+            }),
+        ),
+        (
+            "pve_get_ceph_status",
+            json!({}),
+            Expect::Ok(|o| assert_eq!(o["health"], "HEALTH_WARN", "{o}")),
+        ),
+        (
+            "pve_list_replication",
+            json!({}),
+            Expect::Ok(|o| assert_eq!(o["failing"], json!(["106-0"]), "{o}")),
+        ),
+        (
             "pve_check_permissions",
             json!({"path": "/sdn/zones/lab-network"}),
             Expect::Ok(|o| assert_eq!(o["missing"], json!([]))),

@@ -51,6 +51,7 @@ WRITES = {
     "pve_resume_vm", "pve_create_snapshot", "pve_migrate_vm", "pve_clone_vm",
     "pve_create_qemu_vm", "pve_create_lxc", "pve_backup_vm", "pve_move_disk", "pve_set_cloudinit",
     "pve_regenerate_cloudinit", "pve_download_to_storage", "pve_download_appliance",
+    "pve_run_replication",
 } | DESTRUCTIVE
 
 
@@ -142,6 +143,8 @@ async def exercise(client, label, person):
     index = (await client.call_tool("pve_list_appliances", {"node": "pve1", "query": "alpine"})).structured_content
     alpine = index["appliances"][0]["template"]
     await act("pve_download_appliance", {"node": "pve1", "storage": "local", "template": alpine, "wait": True})
+    # Operations: a replication job run now.
+    await act("pve_run_replication", {"job": "101-0"})
     # The generic tool: the clone made above, started through its own path.
     await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 
