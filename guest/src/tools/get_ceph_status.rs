@@ -171,7 +171,7 @@ fn run(pve: &mut dyn Pve, _: NoArguments) -> Result<Answer<CephStatus>, ToolErro
                 .collect()
         })
         .unwrap_or_default();
-    pg_states.sort_by(|a, b| b.count.cmp(&a.count));
+    pg_states.sort_by_key(|p| std::cmp::Reverse(p.count));
     let used = pgmap.and_then(|p| pj::uint(p.get("bytes_used")));
     let total = pgmap.and_then(|p| pj::uint(p.get("bytes_total")));
     let usage = match (used, total) {
