@@ -49,6 +49,7 @@ pub mod json;
 pub mod node_action;
 pub mod paging;
 pub mod path;
+pub mod pools;
 pub mod replication;
 pub mod resolve;
 pub mod resources;

@@ -15,7 +15,7 @@ use crate::write::PlannedRequest;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct NodeActionOutput {
-    /// Node the request goes to
+    /// Node the request is about; "cluster" for a cluster-wide one (a pool)
     pub node: String,
     /// true: a dry run; nothing was sent and requests is the plan
     pub dry_run: bool,

@@ -50,6 +50,8 @@ pub struct Guest {
     pub lock: Option<String>,
     /// The HA state (`started`, `stopped`, ...) for HA-managed guests.
     pub hastate: Option<String>,
+    /// The resource pool it belongs to, if any.
+    pub pool: Option<String>,
 }
 
 impl Guest {
@@ -77,6 +79,7 @@ impl Guest {
             tags: json::tags(entry.get("tags")),
             lock: json::text(entry.get("lock")),
             hastate: json::text(entry.get("hastate")),
+            pool: json::text(entry.get("pool")),
         })
     }
 }

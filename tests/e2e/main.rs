@@ -47,6 +47,7 @@ mod policy_limits;
 mod policy_reload;
 mod policy_rules;
 mod policy_tiers;
+mod pools;
 mod protocol;
 mod provisioning_gate;
 mod real_shapes;

@@ -344,6 +344,14 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             Expect::Ok(|o| assert_eq!(o["failing"], json!(["106-0"]), "{o}")),
         ),
         (
+            "pve_list_pools",
+            json!({"poolid": "production"}),
+            Expect::Ok(|o| {
+                assert_eq!(o["form"], "pools?poolid=", "{o}");
+                assert_eq!(o["pools"][0]["members"].as_array().unwrap().len(), 3, "{o}");
+            }),
+        ),
+        (
             "pve_check_permissions",
             json!({"path": "/sdn/zones/lab-network"}),
             Expect::Ok(|o| assert_eq!(o["missing"], json!([]))),

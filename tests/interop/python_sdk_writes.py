@@ -45,13 +45,14 @@ DESTRUCTIVE = {
     "pve_convert_to_template",
     "pve_delete_volume",
     "pve_dump_cloudinit",
+    "pve_delete_pool",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
     "pve_resume_vm", "pve_create_snapshot", "pve_migrate_vm", "pve_clone_vm",
     "pve_create_qemu_vm", "pve_create_lxc", "pve_backup_vm", "pve_move_disk", "pve_set_cloudinit",
     "pve_regenerate_cloudinit", "pve_download_to_storage", "pve_download_appliance",
-    "pve_run_replication",
+    "pve_run_replication", "pve_create_pool", "pve_update_pool",
 } | DESTRUCTIVE
 
 
@@ -145,6 +146,10 @@ async def exercise(client, label, person):
     await act("pve_download_appliance", {"node": "pve1", "storage": "local", "template": alpine, "wait": True})
     # Operations: a replication job run now.
     await act("pve_run_replication", {"job": "101-0"})
+    await act("pve_create_pool", {"poolid": "py", "comment": "python"})
+    await act("pve_update_pool", {"poolid": "py", "vms": "162"})
+    await act("pve_update_pool", {"poolid": "py", "vms": "162", "remove": True})
+    await act("pve_delete_pool", {"poolid": "py"})
     # The generic tool: the clone made above, started through its own path.
     await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 

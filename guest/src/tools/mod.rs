@@ -121,6 +121,10 @@ registry! {
     get_ceph_status: [TOOL] in "nodes",
     list_replication: [TOOL] in "replication",
     run_replication: [TOOL] in "replication",
+    list_pools: [TOOL] in "pools",
+    create_pool: [TOOL] in "pools",
+    update_pool: [TOOL] in "pools",
+    delete_pool: [TOOL] in "pools",
     check_permissions: [TOOL] in "access",
     next_vmid: [TOOL] in "cluster",
     wait_task: [TOOL] in "tasks",
@@ -355,7 +359,12 @@ mod tests {
                         "{}",
                         tool.name
                     );
-                    assert!(path.starts_with("/nodes/{node}/"), "{}: {path}", tool.name);
+                    // A node's objects, or the cluster's resource pools.
+                    assert!(
+                        path.starts_with("/nodes/{node}/") || path.starts_with("/pools"),
+                        "{}: {path}",
+                        tool.name
+                    );
                     // Each parameter carries one of the tool's own
                     // arguments, or is declared as what the tool works out.
                     let bound = route.params.iter().filter_map(|p| p.argument);

@@ -28,6 +28,8 @@ pub(super) const PLACEHOLDERS: &[(&str, &str)] = &[
     ("snapname", r"[A-Za-z][A-Za-z0-9_\-]{0,39}"),
     // `pve-storage-id`.
     ("storage", r"[a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]"),
+    // `pve-poolid` without nesting: letters, digits, `-` and `_`.
+    ("poolid", r"[A-Za-z0-9\-_]{1,64}"),
     // `pve-replication-job-id`: the guest's vmid, `-`, the job number.
     ("job", r"[1-9][0-9]{2,8}-[0-9]{1,9}"),
     // `pve-volume-id`: the one segment that may hold a `/`.
