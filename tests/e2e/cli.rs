@@ -228,6 +228,9 @@ fn tools_routes_prints_each_tools_writes() {
         // The generic tool's one route is its call's own request.
         let route = if *tool == "pve_api_request" {
             "{method} /api2/json/{path} (the call's own request"
+        } else if tool.ends_with("_pool") {
+            // Pools are the cluster's, not a node's.
+            "/api2/json/pools"
         } else {
             "/api2/json/nodes/"
         };
