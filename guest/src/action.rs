@@ -300,6 +300,15 @@ pub fn guest_path(target: &Target) -> ApiPath {
         .id(target.vmid)
 }
 
+/// The names of a guest's snapshots, `current` (the live state) left out.
+pub fn snapshot_names(pve: &mut dyn Pve, target: &Target) -> Result<Vec<String>, ToolError> {
+    Ok(fetch::list(pve, &guest_path(target).lit("snapshot"))?
+        .iter()
+        .filter_map(|s| pj::text(s.get("name")))
+        .filter(|n| n != "current")
+        .collect())
+}
+
 /// A write tool's answer: the plan, and what happened when it was sent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]

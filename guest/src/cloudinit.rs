@@ -89,7 +89,7 @@ impl SshKeys {
 
     /// How many keys it holds.
     pub fn count(&self) -> usize {
-        self.0.lines().filter(|l| !l.trim().is_empty()).count()
+        count_keys(&self.0)
     }
 }
 deserialize_from_json!(SshKeys);
@@ -202,6 +202,17 @@ pub fn drive(config: &Map<String, Value>) -> Option<(String, String)> {
         let is_disk = crate::arg::disk::is_disk_key(k);
         (is_disk && volume.contains("cloudinit")).then(|| (k.clone(), volume))
     })
+}
+
+/// Whether one entry of `GET .../cloudinit` waits for the drive's next
+/// generation: removed, or set to other than what the drive holds.
+pub fn is_pending(value: Option<&str>, pending: Option<&str>, delete: bool) -> bool {
+    delete || (pending.is_some() && pending != value)
+}
+
+/// How many keys an `sshkeys` text holds: its lines that are not blank.
+pub fn count_keys(text: &str) -> usize {
+    text.lines().filter(|l| !l.trim().is_empty()).count()
 }
 
 /// Refuses a container, before any request about it: cloud-init is a

@@ -47,3 +47,22 @@ pub fn require(
         ),
     ))
 }
+
+/// Whether `storage` on `node` holds `volid` among its `content` volumes.
+pub fn holds(
+    pve: &mut dyn Pve,
+    node: &str,
+    storage: &str,
+    content: &str,
+    volid: &str,
+) -> Result<bool, ToolError> {
+    let path = ApiPath::new("nodes")
+        .seg(node)
+        .lit("storage")
+        .seg(storage)
+        .lit("content")
+        .query("content", content);
+    Ok(fetch::list(pve, &path)?
+        .iter()
+        .any(|e| pj::text(e.get("volid")).as_deref() == Some(volid)))
+}

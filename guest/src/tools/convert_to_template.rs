@@ -53,12 +53,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
             )));
         }
         if target.vm_type == VmType::Lxc {
-            let snapshots = fetch::list(pve, &action::guest_path(target).lit("snapshot"))?;
-            let names: Vec<String> = snapshots
-                .iter()
-                .filter_map(|s| pj::text(s.get("name")))
-                .filter(|n| n != "current")
-                .collect();
+            let names = action::snapshot_names(pve, target)?;
             if !names.is_empty() {
                 return Err(ToolError::Precondition(format!(
                     "{label} has {} ({}), and Proxmox cannot make a container with snapshots a \

@@ -75,16 +75,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
     };
     storages::require(pve, "storage", node, storage, "vztmpl", "container templates")?;
     let volid = format!("{storage}:vztmpl/{template}");
-    let content = ApiPath::new("nodes")
-        .seg(node)
-        .lit("storage")
-        .seg(storage)
-        .lit("content")
-        .query("content", "vztmpl");
-    let there = fetch::list(pve, &content)?
-        .iter()
-        .any(|e| pj::text(e.get("volid")).as_deref() == Some(volid.as_str()));
-    if there {
+    if storages::holds(pve, node, storage, "vztmpl", &volid)? {
         return Err(ToolError::Precondition(format!(
             "{volid} is already on {storage}. Nothing was sent. Create containers from it \
              (pve_create_lxc ostemplate {volid})."

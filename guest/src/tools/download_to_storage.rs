@@ -203,10 +203,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
     storages::require(pve, "storage", node, storage, content, what)?;
     let storage_path = ApiPath::new("nodes").seg(node).lit("storage").seg(storage);
     let volid = format!("{storage}:{content}/{}", input.filename.0);
-    let there = crate::fetch::list(pve, &storage_path.clone().lit("content").query("content", content))?
-        .iter()
-        .any(|e| crate::json::text(e.get("volid")).as_deref() == Some(volid.as_str()));
-    if there {
+    if storages::holds(pve, node, storage, content, &volid)? {
         return Err(ToolError::Precondition(format!(
             "{volid} is already on {storage}, and Proxmox does not overwrite it. Nothing was \
              sent. Use it as it is, pick another filename, or delete it first \

@@ -103,7 +103,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<CloudInit>, ToolError> 
         .collect();
     let changes: Vec<&str> = settings
         .iter()
-        .filter(|s| s.delete || (s.pending.is_some() && s.pending != s.value))
+        .filter(|s| cloudinit::is_pending(s.value.as_deref(), s.pending.as_deref(), s.delete))
         .map(|s| s.key.as_str())
         .collect();
     let label = target.label();

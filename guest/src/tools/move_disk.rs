@@ -117,12 +117,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
         storages::require(pve, "storage", &target.node, storage, content, what)?;
         let delete = input.delete.map(|f| f.0);
         if delete == Some(true) {
-            let snapshots = fetch::list(pve, &action::guest_path(target).lit("snapshot"))?;
-            let names: Vec<String> = snapshots
-                .iter()
-                .filter_map(|s| pj::text(s.get("name")))
-                .filter(|n| n != "current")
-                .collect();
+            let names = action::snapshot_names(pve, target)?;
             if !names.is_empty() {
                 return Err(ToolError::Precondition(format!(
                     "{label} has snapshots ({}), which still need the source of {disk}, so \

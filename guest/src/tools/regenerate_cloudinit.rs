@@ -47,9 +47,11 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
         let pending: Vec<String> = fetch::list(pve, &base.clone().lit("cloudinit"))?
             .iter()
             .filter(|item| {
-                let pending = pj::text(item.get("pending"));
-                pj::flag(item.get("delete"))
-                    || (pending.is_some() && pending != pj::text(item.get("value")))
+                cloudinit::is_pending(
+                    pj::text(item.get("value")).as_deref(),
+                    pj::text(item.get("pending")).as_deref(),
+                    pj::flag(item.get("delete")),
+                )
             })
             .filter_map(|item| pj::text(item.get("key")))
             .collect();

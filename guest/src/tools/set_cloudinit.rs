@@ -117,8 +117,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<ActionOutput>, ToolErro
             }
             let old = match key {
                 "sshkeys" => old.map(|o| {
-                    let keys = cloudinit::decode_keys(&o);
-                    let n = keys.lines().filter(|l| !l.trim().is_empty()).count();
+                    let n = cloudinit::count_keys(&cloudinit::decode_keys(&o));
                     crate::format::count(n, "key", "keys")
                 }),
                 _ => old,

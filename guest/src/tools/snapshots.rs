@@ -14,8 +14,6 @@ use crate::api::Pve;
 use crate::arg::snapname::SnapName;
 use crate::arg::{Text, VmType};
 use crate::error::{ToolError, listed, quoted};
-use crate::fetch;
-use crate::json as pj;
 use crate::resolve::Target;
 use crate::write::{Method, WriteRequest};
 
@@ -110,18 +108,9 @@ pub static ROLLBACK: Tool = write_tool! {
     run: rollback,
 };
 
-/// The names of a guest's snapshots, `current` left out.
-fn snapshot_names(pve: &mut dyn Pve, target: &Target) -> Result<Vec<String>, ToolError> {
-    Ok(fetch::list(pve, &snapshot_path(target))?
-        .iter()
-        .filter_map(|s| pj::text(s.get("name")))
-        .filter(|n| n != "current")
-        .collect())
-}
-
 /// Refuses when the guest has no snapshot `name`, listing the ones it has.
 fn require_snapshot(pve: &mut dyn Pve, target: &Target, name: &str) -> Result<(), ToolError> {
-    let names = snapshot_names(pve, target)?;
+    let names = action::snapshot_names(pve, target)?;
     if names.iter().any(|n| n == name) {
         return Ok(());
     }
@@ -149,7 +138,7 @@ fn create(pve: &mut dyn Pve, input: CreateInput) -> Result<Answer<ActionOutput>,
         }
         state.refuse_if_locked(target)?;
         let name = input.snapname.as_str();
-        if snapshot_names(pve, target)?.iter().any(|n| n == name) {
+        if action::snapshot_names(pve, target)?.iter().any(|n| n == name) {
             return Err(ToolError::Precondition(format!(
                 "{} already has a snapshot {}. Nothing was sent. Choose another name, or delete \
                  the old one with pve_delete_snapshot.",
