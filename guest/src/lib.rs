@@ -229,5 +229,9 @@ fn wit_route(r: &route::Route) -> wit::Route {
             .collect(),
         entries: r.entries.map(str::to_owned),
         once: r.once,
+        when: r.when.map(|(argument, value)| wit::RouteCondition {
+            argument: argument.to_owned(),
+            value: value.to_owned(),
+        }),
     }
 }

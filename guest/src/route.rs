@@ -26,6 +26,9 @@ pub struct Route {
     pub entries: Option<&'static str>,
     /// The call sends it at most once.
     pub once: bool,
+    /// It applies only to calls whose argument (first) is this string
+    /// (second): `("scope", "cluster")`.
+    pub when: Option<(&'static str, &'static str)>,
 }
 
 impl Route {
@@ -37,12 +40,24 @@ impl Route {
             params,
             entries: None,
             once: false,
+            when: None,
         }
     }
 
     /// The same request, sent at most once per call (`agent/exec`).
     pub const fn once(self) -> Route {
         Route { once: true, ..self }
+    }
+
+    /// The same request, for calls whose `argument` is `value` only: the
+    /// host admits it for no other call, and ranks each call by the
+    /// routes that apply to it (a firewall rule at cluster scope is
+    /// destructive, one at guest scope a write).
+    pub const fn when(self, argument: &'static str, value: &'static str) -> Route {
+        Route {
+            when: Some((argument, value)),
+            ..self
+        }
     }
 
     /// The same write, also carrying each entry of the object argument
@@ -62,6 +77,7 @@ impl Route {
         params: &[],
         entries: Some("params"),
         once: false,
+        when: None,
     };
 }
 

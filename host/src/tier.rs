@@ -33,29 +33,32 @@ pub enum Tier {
 }
 
 impl Tier {
-    /// The tier of a tool's mildest call: the worst of its routes' paths
-    /// and its own claim. Which tools a policy lists and which rules enable
+    /// The tier of a tool's mildest call: the worst of the routes that
+    /// apply to it and its own claim. A tool whose routes apply only under
+    /// conditions (`scope` = `guest`, `scope` = `cluster`) is ranked by its
+    /// mildest choice. Which tools a policy lists and which rules enable
     /// them follow from it; each call is then judged at [`Tier::of_call`].
     pub fn of(tool: &ToolInfo) -> Tier {
-        if tool.annotations.destructive || tool.routes.iter().any(is_destructive) {
-            Tier::Destructive
-        } else if tool.routes.is_empty() {
-            Tier::Read
-        } else if sends_harm(tool, &JsonObject::new()) {
-            // Harmful even when the call gives no optional argument.
-            Tier::Destructive
-        } else {
-            Tier::Write
+        if tool.annotations.destructive {
+            return Tier::Destructive;
         }
+        if tool.routes.is_empty() {
+            return Tier::Read;
+        }
+        choices(tool)
+            .iter()
+            .map(|arguments| judged(tool, arguments))
+            .min()
+            .unwrap_or(Tier::Destructive)
     }
 
     /// The tier of one call of `tool` with these `arguments` (as the
-    /// policy sees them): its tool's, or destructive when a route bound to
-    /// them may send a [destructive parameter](DESTRUCTIVE_PARAMS) with a
-    /// harmful value.
+    /// policy sees them): its tool's, or destructive when a route that
+    /// applies to them is a destructive write, or may send a [destructive
+    /// parameter](DESTRUCTIVE_PARAMS) with a harmful value.
     pub fn of_call(tool: &ToolInfo, arguments: &JsonObject) -> Tier {
         match Tier::of(tool) {
-            Tier::Write if sends_harm(tool, arguments) => Tier::Destructive,
+            Tier::Write => judged(tool, arguments),
             tier => tier,
         }
     }
@@ -64,7 +67,11 @@ impl Tier {
     /// `destructiveHint` says.
     pub fn worst(tool: &ToolInfo) -> Tier {
         match Tier::of(tool) {
-            Tier::Write if !raised_by(tool).is_empty() => Tier::Destructive,
+            Tier::Write
+                if !raised_by(tool).is_empty() || tool.routes.iter().any(is_destructive) =>
+            {
+                Tier::Destructive
+            }
             tier => tier,
         }
     }
@@ -86,15 +93,35 @@ impl fmt::Display for Tier {
 }
 
 /// One kind of destructive write: a method, and the last segments of the
-/// path (`"*"`: any one segment; no segments: any path).
+/// path (`"*"`: any one segment; no segments: any path), or its first.
 pub struct DestructiveWrite {
     /// The method.
     pub method: Method,
     /// The path's last segments.
     pub tail: &'static [&'static str],
+    /// The path's first segments instead, when not empty: anything below.
+    pub under: &'static [&'static str],
     /// Why it destroys, for the docs and tests.
     pub why: &'static str,
 }
+
+impl DestructiveWrite {
+    /// Whether some call of `route` could send this write.
+    pub fn could_be_sent_by(&self, route: &Route) -> bool {
+        if self.under.is_empty() {
+            route.could_send(&self.method, self.tail)
+        } else {
+            route.could_send_under(&self.method, self.under)
+        }
+    }
+}
+
+/// A firewall write at cluster or node scope: one rule or option there
+/// applies to every node (or the node's own management interface), so a
+/// wrong one cuts the API and SSH off for everyone. A guest's firewall
+/// stays a write: it guards that guest only.
+const FIREWALL_WHY: &str = "a cluster or node firewall rule or option can cut every client off \
+                            the API and SSH";
 
 /// The writes that destroy data or cannot be undone (the shared
 /// reference's "Dangerous" classification, §4, and the guest-destructive
@@ -106,45 +133,109 @@ pub const DESTRUCTIVE: &[DestructiveWrite] = &[
     DestructiveWrite {
         method: Method::DELETE,
         tail: &[],
+        under: &[],
         why: "removes what the path names: a guest and its disks, a snapshot, a volume, a job",
     },
     DestructiveWrite {
         method: Method::POST,
         tail: &["snapshot", "*", "rollback"],
+        under: &[],
         why: "loses every change since the snapshot, disk and RAM",
     },
     DestructiveWrite {
         method: Method::PUT,
         tail: &["resize"],
+        under: &[],
         why: "a disk never shrinks back, and a size without a unit is bytes",
     },
     DestructiveWrite {
         method: Method::POST,
         tail: &["template"],
+        under: &[],
         why: "converting a guest to a template cannot be undone",
     },
     DestructiveWrite {
         method: Method::PUT,
         tail: &["unlink"],
+        under: &[],
         why: "destroys disk images",
     },
+    DestructiveWrite {
+        method: Method::POST,
+        tail: &[],
+        under: &["cluster", "firewall"],
+        why: FIREWALL_WHY,
+    },
+    DestructiveWrite {
+        method: Method::PUT,
+        tail: &[],
+        under: &["cluster", "firewall"],
+        why: FIREWALL_WHY,
+    },
+    DestructiveWrite {
+        method: Method::POST,
+        tail: &[],
+        under: &["nodes", "*", "firewall"],
+        why: FIREWALL_WHY,
+    },
+    DestructiveWrite {
+        method: Method::PUT,
+        tail: &[],
+        under: &["nodes", "*", "firewall"],
+        why: FIREWALL_WHY,
+    },
 ];
+
+/// The arguments that pick each choice of a tool's conditional routes
+/// (`{"scope": "cluster"}`, ...), or one empty object when it has none.
+fn choices(tool: &ToolInfo) -> Vec<JsonObject> {
+    let mut choices: Vec<JsonObject> = Vec::new();
+    for (argument, value) in tool.routes.iter().filter_map(Route::condition) {
+        let mut choice = JsonObject::new();
+        choice.insert(argument.to_owned(), value.into());
+        if !choices.contains(&choice) {
+            choices.push(choice);
+        }
+    }
+    if choices.is_empty() {
+        choices.push(JsonObject::new());
+    }
+    choices
+}
+
+/// A write tool's call with `arguments`: destructive when a route that
+/// applies to it is, or may send a harmful parameter; else a write.
+fn judged(tool: &ToolInfo, arguments: &JsonObject) -> Tier {
+    let destroys = tool
+        .routes
+        .iter()
+        .filter(|r| r.applies(arguments))
+        .any(is_destructive);
+    if destroys || sends_harm(tool, arguments) {
+        Tier::Destructive
+    } else {
+        Tier::Write
+    }
+}
 
 /// Whether a call of `tool` with `arguments` may send a destructive
 /// parameter with a harmful value.
 fn sends_harm(tool: &ToolInfo, arguments: &JsonObject) -> bool {
-    tool.routes.iter().any(|route| {
-        let bound = route.bind(arguments);
-        let destroys = DESTRUCTIVE_PARAMS.iter().any(|d| {
-            route.could_send(&d.method, d.tail) && bound.may_send(d.name).beyond(d.harmless)
-        });
-        // A value the tool chooses that the host cannot judge.
-        let unnamed = bound
-            .chosen_by_the_tool()
-            .iter()
-            .any(|name| !HARMLESS_FREE.contains(name));
-        destroys || unnamed
-    })
+    tool.routes
+        .iter()
+        .filter(|r| r.applies(arguments))
+        .any(|route| {
+            let bound = route.bind(arguments);
+            let destroys = DESTRUCTIVE_PARAMS.iter().any(|d| {
+                route.could_send(&d.method, d.tail) && bound.may_send(d.name).beyond(d.harmless)
+            });
+            // A value the tool chooses that the host cannot judge.
+            let unnamed = bound
+                .chosen_by_the_tool()
+                .iter()
+                .any(|name| !HARMLESS_FREE.contains(name));
+            destroys || unnamed
+        })
 }
 
 /// The arguments (or `ARG.KEY` entries) whose values can make a call of
@@ -152,6 +243,16 @@ fn sends_harm(tool: &ToolInfo, arguments: &JsonObject) -> bool {
 /// can.
 pub fn raised_by(tool: &ToolInfo) -> Vec<String> {
     let mut names = Vec::new();
+    // A harsher choice of conditional routes (`scope` = `cluster`).
+    let choices = choices(tool);
+    let tiers: Vec<Tier> = choices.iter().map(|c| judged(tool, c)).collect();
+    if tiers.iter().min() != tiers.iter().max() {
+        for (argument, _) in tool.routes.iter().filter_map(Route::condition) {
+            if !names.iter().any(|n| n == argument) {
+                names.push(argument.to_owned());
+            }
+        }
+    }
     for route in &tool.routes {
         for d in DESTRUCTIVE_PARAMS
             .iter()
@@ -175,10 +276,7 @@ pub fn raised_by(tool: &ToolInfo) -> Vec<String> {
 pub fn is_destructive(route: &Route) -> bool {
     // A guarded read shows what is inside a guest (its files, a command's
     // output) or a secret: as much harm as most writes, and no undo.
-    route.is_guarded_read()
-        || DESTRUCTIVE
-            .iter()
-            .any(|d| route.could_send(&d.method, d.tail))
+    route.is_guarded_read() || DESTRUCTIVE.iter().any(|d| d.could_be_sent_by(route))
 }
 
 #[cfg(test)]
@@ -456,5 +554,110 @@ mod tests {
             Tier::of(&tool(false, &[("DELETE", "/nodes/{node}/qemu/{vmid}")])),
             Tier::Destructive
         );
+    }
+}
+
+#[cfg(test)]
+mod conditional_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A firewall rule tool: the same write at three scopes, each route
+    /// applying to one value of `scope`.
+    fn firewall_tool() -> ToolInfo {
+        let mut tool = ToolInfo::sample(
+            "fw",
+            &[
+                ("POST", "/cluster/firewall/rules"),
+                ("POST", "/nodes/{node}/firewall/rules"),
+                ("POST", "/nodes/{node}/{vm_type}/{vmid}/firewall/rules"),
+            ],
+        );
+        let scopes = ["cluster", "node", "guest"];
+        tool.routes = std::mem::take(&mut tool.routes)
+            .into_iter()
+            .zip(scopes)
+            .map(|(r, s)| r.applying_when("scope".into(), s.into()))
+            .collect();
+        tool
+    }
+
+    fn args(v: serde_json::Value) -> JsonObject {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_call_is_ranked_by_the_routes_its_scope_picks() {
+        let tool = firewall_tool();
+        assert_eq!(Tier::of(&tool), Tier::Write, "the mildest choice: a guest");
+        assert_eq!(Tier::worst(&tool), Tier::Destructive);
+        assert_eq!(raised_by(&tool), vec!["scope".to_string()]);
+        for (scope, want) in [
+            ("guest", Tier::Write),
+            ("node", Tier::Destructive),
+            ("cluster", Tier::Destructive),
+        ] {
+            let call = args(json!({"scope": scope, "vmid": 100}));
+            assert_eq!(Tier::of_call(&tool, &call), want, "{scope}");
+        }
+    }
+
+    #[test]
+    fn a_route_admits_nothing_for_a_call_it_does_not_apply_to() {
+        let tool = firewall_tool();
+        let cluster = &tool.routes[0];
+        let post = http::Method::POST;
+        let path = "/cluster/firewall/rules";
+        assert!(
+            cluster
+                .bind(&args(json!({"scope": "cluster"})))
+                .admits(&post, path)
+        );
+        for other in [json!({"scope": "guest"}), json!({}), json!({"scope": 1})] {
+            assert!(
+                !cluster.bind(&args(other.clone())).admits(&post, path),
+                "{other}"
+            );
+        }
+        // The node route, for a guest-scope call that names no node, would
+        // otherwise admit every node's rules.
+        let node = &tool.routes[1];
+        let guest_call = args(json!({"scope": "guest", "vmid": 100}));
+        assert!(
+            !node
+                .bind(&guest_call)
+                .admits(&post, "/nodes/pve1/firewall/rules")
+        );
+        assert!(
+            tool.routes[2]
+                .bind(&guest_call)
+                .admits(&post, "/nodes/pve1/qemu/100/firewall/rules")
+        );
+        assert!(cluster.to_string().ends_with("(scope = cluster)"));
+        // A route that does not apply leaves the call's reads alone.
+        assert!(!cluster.bind(&guest_call).binds_reads());
+    }
+
+    #[test]
+    fn only_cluster_and_node_firewall_writes_are_destructive() {
+        let route = |m: &str, p: &str| Route::parse(m, p).unwrap();
+        assert!(is_destructive(&route("PUT", "/cluster/firewall/options")));
+        assert!(is_destructive(&route(
+            "POST",
+            "/nodes/{node}/firewall/rules"
+        )));
+        assert!(is_destructive(&route(
+            "PUT",
+            "/nodes/{node}/firewall/rules/{vmid}"
+        )));
+        assert!(!is_destructive(&route(
+            "POST",
+            "/nodes/{node}/{vm_type}/{vmid}/firewall/rules"
+        )));
+        assert!(!is_destructive(&route(
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/firewall/options"
+        )));
     }
 }

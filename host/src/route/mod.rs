@@ -59,6 +59,8 @@ pub struct Route {
     params: Params,
     /// A call may send it at most once.
     once: bool,
+    /// It applies only to calls whose argument (first) is this string.
+    when: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +86,7 @@ impl Route {
                 kind: Kind::CallRequest,
                 params: Params::call_request(),
                 once: false,
+                when: None,
             });
         }
         if method == CALL_REQUEST.0 || path == CALL_REQUEST.1 {
@@ -130,6 +133,7 @@ impl Route {
             kind: Kind::Template { method, segments },
             params: Params::default(),
             once: false,
+            when: None,
         })
     }
 
@@ -143,6 +147,31 @@ impl Route {
     /// Whether a call may send it at most once.
     pub fn is_once(&self) -> bool {
         self.once
+    }
+
+    /// The route, applying only to calls whose `argument` is the string
+    /// `value`. The call's own request applies to every call of its tool.
+    pub fn applying_when(mut self, argument: String, value: String) -> Route {
+        if !self.is_call_request() {
+            self.when = Some((argument, value));
+        }
+        self
+    }
+
+    /// The argument and value a call needs for the route to apply, if any.
+    pub fn condition(&self) -> Option<(&str, &str)> {
+        self.when.as_ref().map(|(a, v)| (a.as_str(), v.as_str()))
+    }
+
+    /// Whether the route applies to a call with these `arguments`: it has
+    /// no condition, or the call's argument is the string it names.
+    pub fn applies(&self, arguments: &JsonObject) -> bool {
+        match &self.when {
+            None => true,
+            Some((argument, value)) => {
+                arguments.get(argument).and_then(Value::as_str) == Some(value.as_str())
+            }
+        }
     }
 
     /// Whether it is a read the gate guards: a `GET` route.
@@ -221,11 +250,39 @@ impl Route {
             })
     }
 
+    /// Whether some call could send `method` with this route to a path
+    /// that starts with `head` (`"*"`: any one segment), as
+    /// [`Route::could_send`] judges a path's end.
+    pub fn could_send_under(&self, method: &Method, head: &[&str]) -> bool {
+        let Kind::Template {
+            method: own,
+            segments,
+        } = &self.kind
+        else {
+            return true;
+        };
+        own == method
+            && segments.len() >= head.len()
+            && segments
+                .iter()
+                .zip(head)
+                .all(|(segment, want)| match segment {
+                    _ if *want == "*" => true,
+                    Segment::Literal(l) => l == want,
+                    Segment::Arg(name) => {
+                        pattern(name).is_some_and(|p| p.is_match(want)) && !is_localhost(name, want)
+                    }
+                })
+    }
+
     /// The route with its placeholders filled from `arguments`, where given.
     /// The call's own request binds to the normalised `method` and `path`
     /// arguments; when they are not (the host normalises them before the
     /// call runs), it admits nothing.
     pub fn bind(&self, arguments: &JsonObject) -> BoundRoute {
+        if !self.applies(arguments) {
+            return BoundRoute::Inapplicable;
+        }
         let params = self.params.bind(arguments);
         let (method, segments) = match &self.kind {
             Kind::Template { method, segments } => (method, segments),
@@ -265,7 +322,12 @@ impl Route {
     /// value, and, unless `destructive`, each [destructive
     /// parameter](destructive) only its harmless values.
     pub fn bind_open(&self, destructive: bool) -> BoundRoute {
-        let mut bound = self.bind(&JsonObject::new());
+        // Without calls there is no argument to meet a condition with.
+        let unconditional = Route {
+            when: None,
+            ..self.clone()
+        };
+        let mut bound = unconditional.bind(&JsonObject::new());
         if let BoundRoute::Template { params, once, .. } = &mut bound {
             // Without calls, nothing is a call's first or second request.
             *once = false;
@@ -302,6 +364,9 @@ impl fmt::Display for Route {
                 Segment::Literal(l) => write!(f, "/{l}")?,
                 Segment::Arg(name) => write!(f, "/{{{name}}}")?,
             }
+        }
+        if let Some((argument, value)) = &self.when {
+            write!(f, " ({argument} = {value})")?;
         }
         Ok(())
     }
@@ -342,8 +407,12 @@ pub enum BoundRoute {
     /// The call's own request, and the reads that follow a task it starts;
     /// its parameters are the entries of its `params` argument.
     Request(ApiRequest, BoundParams),
-    /// Nothing at all.
+    /// Nothing at all, reads included: a call's own request its
+    /// arguments do not name.
     Nothing,
+    /// Nothing this call may send: a route whose condition the call does
+    /// not meet. Its reads are not held to it.
+    Inapplicable,
 }
 
 impl BoundRoute {
@@ -365,7 +434,7 @@ impl BoundRoute {
                 method, segments, ..
             } => (method, segments),
             BoundRoute::Request(request, _) => return request.admits(method, api_path),
-            BoundRoute::Nothing => return false,
+            BoundRoute::Nothing | BoundRoute::Inapplicable => return false,
         };
         if method != own {
             return false;
@@ -421,7 +490,7 @@ impl BoundRoute {
             BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
                 params.admits(sent, answered)
             }
-            BoundRoute::Nothing => Err("no request is admitted".into()),
+            BoundRoute::Nothing | BoundRoute::Inapplicable => Err("no request is admitted".into()),
         }
     }
 
@@ -437,7 +506,7 @@ impl BoundRoute {
             BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
                 params.chosen_by_the_tool().collect()
             }
-            BoundRoute::Nothing => Vec::new(),
+            BoundRoute::Nothing | BoundRoute::Inapplicable => Vec::new(),
         }
     }
 
@@ -447,7 +516,7 @@ impl BoundRoute {
             BoundRoute::Template { params, .. } | BoundRoute::Request(_, params) => {
                 params.may_send(name)
             }
-            BoundRoute::Nothing => MaySend::Nothing,
+            BoundRoute::Nothing | BoundRoute::Inapplicable => MaySend::Nothing,
         }
     }
 }

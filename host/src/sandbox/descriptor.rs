@@ -104,5 +104,15 @@ fn route(r: guest::Route) -> Result<Route, String> {
         .collect();
     let params = Params::parse(rules, r.entries)
         .map_err(|problem| format!("{} {}: {problem}", r.method, r.path))?;
-    Ok(route.with_params(params).sent_once(r.once))
+    let route = route.with_params(params).sent_once(r.once);
+    Ok(match r.when {
+        Some(c) if c.argument.is_empty() || c.value.is_empty() => {
+            return Err(format!(
+                "{} {}: its condition names no argument or no value",
+                r.method, r.path
+            ));
+        }
+        Some(c) => route.applying_when(c.argument, c.value),
+        None => route,
+    })
 }

@@ -123,6 +123,7 @@ mod component {
                             params: t.params.iter().map(param).collect(),
                             entries: t.entries.map(Into::into),
                             once: t.once.contains(path),
+                            when: None,
                         })
                         .collect(),
                     waits: t.waits,
