@@ -7,8 +7,6 @@ use crate::action::{Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::Text;
 use crate::error::ToolError;
-use crate::fetch;
-use crate::json as pj;
 use crate::node_action::{self, NodeActionOutput};
 use crate::path::ApiPath;
 use crate::pools::{self, PoolId};
@@ -52,10 +50,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
             "pool {id} exists already. Nothing was sent. pve_list_pools shows its members."
         )));
     }
-    let version = fetch::object(pve, &ApiPath::new("version"))?;
-    let major = pj::text(version.get("release"))
-        .or_else(|| pj::text(version.get("version")))
-        .and_then(|v| v.split('.').next().and_then(|m| m.parse::<u32>().ok()));
+    let major = crate::release::major(pve)?;
     if major.is_some_and(|m| m >= 9) && !id.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return Err(ToolError::field(
             "poolid",

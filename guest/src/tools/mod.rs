@@ -121,6 +121,14 @@ registry! {
     get_ceph_status: [TOOL] in "nodes",
     list_replication: [TOOL] in "replication",
     run_replication: [TOOL] in "replication",
+    get_firewall: [TOOL] in "firewall",
+    add_firewall_rule: [TOOL] in "firewall",
+    update_firewall_rule: [TOOL] in "firewall",
+    delete_firewall_rule: [TOOL] in "firewall",
+    set_firewall_options: [TOOL] in "firewall",
+    set_ha_resource: [TOOL] in "ha",
+    remove_ha_resource: [TOOL] in "ha",
+    ha_migrate: [TOOL] in "ha",
     list_pools: [TOOL] in "pools",
     create_pool: [TOOL] in "pools",
     update_pool: [TOOL] in "pools",
@@ -359,9 +367,13 @@ mod tests {
                         "{}",
                         tool.name
                     );
-                    // A node's objects, or the cluster's resource pools.
+                    // A node's objects, the cluster's resource pools,
+                    // firewall or HA resources.
                     assert!(
-                        path.starts_with("/nodes/{node}/") || path.starts_with("/pools"),
+                        path.starts_with("/nodes/{node}/")
+                            || path.starts_with("/pools")
+                            || path.starts_with("/cluster/firewall/")
+                            || path.starts_with("/cluster/ha/resources"),
                         "{}: {path}",
                         tool.name
                     );

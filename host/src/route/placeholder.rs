@@ -32,6 +32,10 @@ pub(super) const PLACEHOLDERS: &[(&str, &str)] = &[
     ("poolid", r"[A-Za-z0-9\-_]{1,64}"),
     // `pve-replication-job-id`: the guest's vmid, `-`, the job number.
     ("job", r"[1-9][0-9]{2,8}-[0-9]{1,9}"),
+    // An HA resource: `vm:100` or `ct:101`.
+    ("sid", r"(vm|ct):[1-9][0-9]{2,8}"),
+    // A firewall rule's position in its ruleset.
+    ("pos", r"[0-9]{1,5}"),
     // `pve-volume-id`: the one segment that may hold a `/`.
     ("volid", crate::endpoint::VOLID_PATTERN),
     // A task's UPID, as PVE formats it.
