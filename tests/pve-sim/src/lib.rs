@@ -216,6 +216,55 @@
 //!   (e.g. `8.0.9`: pools before nesting), [`SimConfig::pve8_nodes`] single
 //!   nodes'.
 //!
+//! # Firewall (issue 25)
+//!
+//! pve-firewall's API at three scopes, each a config file: the cluster's
+//! `/cluster/firewall/...` (`cluster.fw`), a node's
+//! `/nodes/{node}/firewall/...` (its `host.fw`; proxied to the node) and a
+//! guest's `/nodes/{node}/{qemu,lxc}/{vmid}/firewall/...` (`<vmid>.fw`).
+//! Reads: the directory indexes, `options`, `rules`, `rules/{pos}`;
+//! `aliases`, `ipset`, `ipset/{name}` and `refs` (cluster and guest);
+//! `groups`, `groups/{group}`, `groups/{group}/{pos}` (cluster). Writes:
+//! `POST rules`, `PUT`/`DELETE rules/{pos}` (and a security group's
+//! `POST groups/{group}`, `PUT`/`DELETE groups/{group}/{pos}`), `PUT
+//! options`. Privileges: `Sys.Audit`/`Sys.Modify` on `/` (cluster,
+//! groups), on `/nodes/{node}` (node), `VM.Audit`/`VM.Config.Network` on
+//! `/vms/{vmid}` (guest); the group list and the indexes need none.
+//!
+//! | scope | options | rules (`pos`: rule) | also |
+//! |---|---|---|---|
+//! | cluster | `enable: 1`, `policy_in: DROP`, `policy_out: ACCEPT` | 0 `IN ACCEPT -source +management -p tcp -dport 8006`, 1 the same for `22`, 2 `IN Ping(ACCEPT)`, 3 disabled `IN ACCEPT -source monitoring -p tcp -dport 9100` (`ipversion` 4) | IP set `management` (`10.0.0.0/24`, `!10.0.0.66` nomatch, `192.0.2.0/24`), aliases `jumphost` (10.0.0.5) and `monitoring` (10.0.0.109), security group `webserver` (0 `IN ACCEPT -p tcp -dport 80`, 1 `... 443`) |
+//! | `pve1` | `enable: 1`, `log_level_in`/`log_level_out: nolog`, `ndp`, `nosmurfs`, `tcpflags: 1` | 0 `IN ACCEPT -i vmbr0 -source 192.0.2.0/24 -p tcp -dport 3128`, 1 `IN ACCEPT -source +management -p udp -dport 161`, 2 `OUT REJECT -p tcp -dport 25 -log warning` | |
+//! | VM 100 | `enable`, `dhcp`, `ipfilter: 1`, `policy_in: DROP`, `policy_out: ACCEPT`, `log_level_in: nolog` | 0 `GROUP webserver -i net0`, 1 `IN ACCEPT -source +management -p tcp -dport 22`, 2 `OUT ACCEPT -dest db-primary -p tcp -dport 5432` | IP set `ipfilter-net0` (`10.0.0.100`), alias `db-primary` (10.0.0.101) |
+//!
+//! Other nodes and guests have no file: empty lists, options `{digest}`.
+//! As in pve-firewall:
+//!
+//! - Lists carry the list's `digest` on every entry (rules also `pos`),
+//!   options theirs as a key: SHA-1 hex over each entry's keys in sorted
+//!   order as `key:value\n` (`copy_list_with_digest`). A rule shows
+//!   `enable` (0/1), `type`, `action` and what it sets of `macro`,
+//!   `iface`, `source`, `dest`, `proto`, `dport`, `sport`, `log`,
+//!   `icmp-type`, `comment`, plus the `ipversion` its addresses, aliases or
+//!   ICMP protocol imply.
+//! - `POST rules` puts the rule at position 0 and leaves it disabled
+//!   unless `enable` is given; it ignores `pos` and `digest`. `PUT` with a
+//!   `moveto` other than `pos` only moves the rule, before the one at
+//!   `moveto` (past the end: last); otherwise it sets values (`""` or `-`
+//!   removes one), applies `delete` and checks the rule again.
+//! - A `digest` that differs (`PUT`/`DELETE rules/{pos}`, `PUT options`)
+//!   fails with 500 `detected modified configuration - file changed by
+//!   other user? Try again.`; a missing position with `no rule at position
+//!   <pos>`, a missing group or IP set with `no such security group '<g>'`
+//!   / `no such IPSet '<name>'`. `verify_rule`'s complaints are 400 with
+//!   the parameter named (`invalid rule type 'forward' for rule_env 'vm'`,
+//!   `no such ipset 'x'`, `unknown macro 'x'`, `missing property - 'dport'
+//!   requires this property`, ...), and the `pve-fw-*` formats are checked.
+//! - A guest's file is its vmid's: neither the node nor the guest type in
+//!   the path is checked (only `options` is proxied to the node).
+//! - The cluster's `enable` above 1 stores the current time (the
+//!   anti-lockout call) and reads as 0 once more than 60 s old.
+//!
 //! # Deviations from real PVE
 //!
 //! - Ticket signatures are HMAC-SHA256 with a per-run key, not RSA; keys are
@@ -232,6 +281,11 @@
 //!   sha256-crypt shape but is a plain SHA-256. Per-key config privileges
 //!   (`VM.Config.CPU` for `cores`, ...) are not checked beyond the
 //!   method's any-of list.
+//! - The firewall filters nothing and has no `log`, `macros` or SDN IP
+//!   sets; aliases, IP sets and security groups are read-only (their
+//!   writes answer 501). A rule's macro is not expanded to compare its
+//!   ports with the rule's; address errors paraphrase Net::IP's texts;
+//!   `refs` lists IP sets and aliases sorted by name (PVE: hash order).
 //! - The journal endpoint answers plain JSON (PVE streams it gzipped) and
 //!   the journal does not grow. Replication works on the guests'
 //!   `local-lvm` disks (PVE replicates ZFS only) and `schedule_now` starts
@@ -260,6 +314,7 @@ mod conf;
 mod digests;
 mod errors;
 mod faults;
+mod firewall;
 mod guest_exec;
 mod guest_os;
 mod handlers;

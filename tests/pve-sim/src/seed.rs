@@ -117,6 +117,7 @@ fn primary(scenario: &Scenario) -> Cluster {
         file_origins: file_origins(),
         replication: Vec::new(),
         journals: BTreeMap::new(),
+        firewall: crate::firewall::seed_primary(),
         ceph: true,
     };
     cluster.replication = crate::replication::seed(&cluster);
@@ -1243,6 +1244,7 @@ fn secondary() -> Cluster {
         file_origins: BTreeMap::new(),
         replication: Vec::new(),
         journals: BTreeMap::new(),
+        firewall: Default::default(),
         ceph: false,
     };
     cluster.journals = crate::journal_seed::seed(&cluster);

@@ -355,6 +355,8 @@ pub(crate) struct Cluster {
     pub replication: Vec<crate::replication::Job>,
     /// Each node's systemd journal, oldest first.
     pub journals: BTreeMap<String, Vec<crate::journal::Entry>>,
+    /// The firewall's config files (`cluster.fw`, `host.fw`, `<vmid>.fw`).
+    pub firewall: crate::firewall::Firewall,
     /// Whether the cluster runs Ceph (`pveceph init` done, monitors on every
     /// node, two OSDs per node).
     pub ceph: bool,

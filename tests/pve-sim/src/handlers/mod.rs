@@ -15,6 +15,8 @@ mod config;
 mod config_write;
 mod disks;
 mod download;
+mod firewall;
+mod firewall_routes;
 mod guests;
 mod ha;
 mod health_routes;
@@ -130,6 +132,7 @@ pub(crate) fn routes() -> Vec<Route> {
     all.extend(agent::routes());
     all.extend(write_routes::routes());
     all.extend(health_routes::routes());
+    all.extend(firewall_routes::routes());
     all
 }
 

@@ -108,6 +108,7 @@ pub(super) fn check_format(format: &str, v: &str, path: &str) -> Result<(), Stri
             .ok_or_else(|| format!("invalid network interface name '{v}'\n")),
         "pve-poolid" => check_poolid(v),
         "pve-replication-job-id" => check_replication_id(v),
+        f if f.starts_with("pve-fw-") => crate::firewall::check_format(f, v),
         _ => Ok(()),
     }
 }

@@ -9,6 +9,7 @@ mod disk_moves;
 mod disks_ceph;
 mod endpoints;
 mod faults;
+mod firewall;
 mod network;
 mod node_health;
 mod pools;
