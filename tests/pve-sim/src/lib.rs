@@ -106,7 +106,8 @@
 //!   task (only in `/cluster/tasks`). The large scenario adds 5,000 tasks
 //!   on pve1/pve2 and one backup per generated guest (up to 5,000).
 //! - **HA**: `vm:100`, `vm:103` (group `prod-ha`) and `ct:106`, all
-//!   `started`; master and LRMs on pve1/pve2, pve3's LRM is dead.
+//!   `started`; master and LRMs on pve1/pve2, pve3's LRM is dead (more
+//!   under "HA resources, groups and rules").
 //! - **Permissions**: root tokens/tickets hold every privilege; the
 //!   auditor holds `VM.Audit` on [`AUDITOR_VISIBLE_VMIDS`] only.
 //!
@@ -158,7 +159,8 @@
 //!   configuration - ...`), root-only options for tokens.
 //! - **HA-managed guests** (100, 103, 106) answer start/stop/shutdown and
 //!   migrate with a `hastart`/`hastop`/`hamigrate` task that only queues
-//!   the request; the HA manager then runs the real task as `root@pam`.
+//!   the request; the HA manager then runs the real task as `root@pam`
+//!   (a migration as `POST /cluster/ha/resources/{sid}/migrate` does).
 //! - **Seed facts tests meet:** every disk is on `local-lvm` (local), so a
 //!   live qemu migration needs `with-local-disks=1` (the task otherwise
 //!   fails `migration aborted`), and a clone with `target` is refused; the
@@ -215,6 +217,112 @@
 //!   [`PVE8_VERSION`]; [`SimConfig::pve_version`] sets every node's
 //!   (e.g. `8.0.9`: pools before nesting), [`SimConfig::pve8_nodes`] single
 //!   nodes'.
+//!
+//! # HA resources, groups and rules (issue 25)
+//!
+//! pve-ha-manager's API; reads need `Sys.Audit` on `/`, writes
+//! `Sys.Console` on `/`. `GET /cluster/ha/status/current`, `GET`/`POST
+//! /cluster/ha/resources`, `GET`/`PUT`/`DELETE /cluster/ha/resources/{sid}`,
+//! `POST /cluster/ha/resources/{sid}/migrate` and `.../relocate` (`node`),
+//! `GET`/`POST /cluster/ha/groups`, `GET`/`PUT`/`DELETE
+//! /cluster/ha/groups/{group}`, `GET`/`POST /cluster/ha/rules` (filters
+//! `type`, `resource`), `GET`/`PUT`/`DELETE /cluster/ha/rules/{rule}`.
+//! `{sid}` is `vm:<vmid>`, `ct:<vmid>` or a bare vmid.
+//!
+//! - **Seed** (primary): `vm:100` (pve1, comment `customer-facing web
+//!   tier`) and `vm:103` (pve2, locked `backup`) in group `prod-ha`,
+//!   `ct:106` (pve1) in none; all set `state started`, `max_restart 1`,
+//!   `max_relocate 1`, `failback 1`. Groups: `prod-ha` (`nodes pve1,pve2`,
+//!   `restricted 1`) and the unused `prefer-pve2` (`nodes pve2:2,pve1:1`,
+//!   `nofailback 1`, comment `pve2 first; stays where it was moved to`).
+//!   `pve3` is offline. The secondary cluster has no HA configuration.
+//! - **Groups or rules, by release.** PVE 9 turns the groups resources use
+//!   into node-affinity rules once every node runs PVE 9 and is online,
+//!   which `pve3` never is. So the primary (9.1.5) keeps its groups (reads
+//!   and writes work), resources keep `group`, `GET /cluster/ha/rules`
+//!   shows `prod-ha` as the generated rule `ha-group-prod-ha` (`nodes
+//!   pve1,pve2`, `strict 1`, `resources vm:100,vm:103`, comment `Generated
+//!   from HA group 'prod-ha'.`, `order 1`) and rule writes fail `cannot
+//!   create ha rule: ha groups have not been migrated yet` (`update` the
+//!   same). [`Simulator::migrate_ha_groups`] runs that migration: rules
+//!   are then `rules.cfg`'s and writable, resources lose `group` (it may
+//!   not be set any more: `invalid parameter 'group': ha groups have been
+//!   migrated to rules`), and the group endpoints fail `cannot index
+//!   groups: ha groups have been migrated to rules` (`read`, `create`,
+//!   `update`, `delete`). PVE 8 (the secondary, `pve_version` 8.x, or a
+//!   [`SimConfig::pve8_nodes`] node answering) has groups only:
+//!   `/cluster/ha/rules[/{rule}]` is 501 `Method 'GET /cluster/ha/rules'
+//!   not implemented` before any permission check, `failback` and
+//!   `purge` are no parameters (400 `property is not defined in schema
+//!   and the schema does not allow additional properties`), resources and
+//!   status rows have no `failback`, migrate/relocate answer `null`.
+//! - **Shapes.** A resource: `sid`, `type` (`vm`/`ct`), `digest` (SHA-1 of
+//!   `resources.cfg`) and the keys set: `state`, `group`, `failback`
+//!   (0/1, PVE 9), `max_restart`, `max_relocate`, `comment`; the list adds
+//!   `errors.group` for a group that does not exist. A group: `group`,
+//!   `type: group`, `nodes` (`pve1:2,pve2`), `restricted`/`nofailback`
+//!   (0/1, when set), `comment`, `digest`. A rule: `rule`, `type`
+//!   (`node-affinity` with `nodes`, `strict` when set; `resource-affinity`
+//!   with `affinity` `positive`/`negative`), `resources` (sorted,
+//!   `vm:100,vm:103`), `disable: 1` when set, `comment`, `order`,
+//!   `digest`, and `errors` (`{"resources": ["..."]}`) for a rule PVE
+//!   would drop: a resource in two node-affinity rules, a
+//!   resource-affinity rule with fewer than two resources, a negative one
+//!   with more resources than nodes. PVE 9's migrate/relocate answer
+//!   `{"sid", "requested-node"}` plus `comigrated-resources` (positive
+//!   affinity) and `blocking-resources` (`[{"sid", "cause":
+//!   "resource-affinity"}]`) when there are any. Service rows of
+//!   `status/current`: `sid`, `node`, `state` (`started`, `starting`,
+//!   `migrate`, `relocate`, `request_stop`, `stopped`, `disabled`,
+//!   `ignored`, `fence` for a service on offline `pve3`), `crm_state`
+//!   (none when `ignored`), `request_state`, `status` (`vm:100 (pve1,
+//!   started)`), `max_restart`/`max_relocate` (default 1), `failback` (PVE
+//!   9), `group`, `comment`; sorted by sid, ignored services last.
+//! - **The HA manager** acts at once (PVE: within its 10 s round). A
+//!   service to start is started by a `qmstart`/`vzstart` task, one to stop
+//!   (`stopped`, `disabled`) shut down by `qmshutdown`/`vzshutdown`. A
+//!   `migrate` moves a running VM live in one `qmigrate` task on the
+//!   source node; a `relocate`, a CT, or a stopped guest is shut down
+//!   first if running, moved offline (`qmigrate`/`vzmigrate`) and started
+//!   again on the target. All are `root@pam` tasks of
+//!   [`SimConfig::task_duration`] each (300 ms by default; per type with
+//!   [`Simulator::set_task_duration_for`]): a live VM migration takes one
+//!   task duration, a relocation three. Meanwhile the service row shows
+//!   `migrate`/`relocate` on the source node and the guest has lock
+//!   `migrate`; then it is `started` on the target. As in PVE the API
+//!   accepts a command the manager then ignores: to a node that is not
+//!   online (unknown or `pve3`), to the node the service is on, or while a
+//!   negative-affinity partner is there; positive partners move along.
+//!   A locked guest's migration fails (`VM is locked (backup)`) and it
+//!   stays. After any change the manager moves services where their
+//!   group or rule wants them (`failback`: to the highest-priority online
+//!   node; `prod-ha`'s nodes are equal, so a service moved to pve2
+//!   stays). `POST .../qemu/{vmid}/migrate` of an HA guest queues the
+//!   same command (`hamigrate`).
+//! - **Errors** (500 unless said): `create resource failed: resource ID
+//!   'vm:100' already defined`, `unable to detect SID from VMID - VM/CT
+//!   999 does not exist`, `resource 'vm:999' does not exist in cluster`,
+//!   `resource 'vm:106' - guest with ID 106 is not a VM` (`... not a
+//!   container`), `types does not match`, `unknown section type 'foo'`,
+//!   `update resources config failed: detected modified configuration -
+//!   file changed by other user? Try again.` (stale `digest`), `update
+//!   resources config failed: no such resource 'vm:101'` / `no such option
+//!   'x'`, `HA group 'x' does not exist`, `no such resource 'vm:101'`
+//!   (GET), `cannot delete service 'vm:101', not HA managed!`, `resource
+//!   'vm:101' is not HA managed` (migrate/relocate, also for `ignored`),
+//!   `no such ha group 'x'`, `create ha group failed: ha group ID 'x'
+//!   already defined`, `delete ha group failed: ha group is used by
+//!   service 'vm:100'`, `no such ha rule 'x'`, `create ha rule failed: HA
+//!   rule 'x' already defined` / `cannot use unmanaged resource(s)
+//!   vm:101.` / `cannot use non-existent node(s) pve7.` / `400 Rule 'x' is
+//!   invalid.\nresources: <why>`, `unexpected property 'nodes'` (an option
+//!   of the other rule type), `missing value for required option
+//!   'affinity'`. Malformed ids are 400 (`invalid format - value does not
+//!   look like a valid ha resource id`, `... valid ha node`).
+//! - **Deviations.** A guest on offline `pve3` made an HA resource stays in
+//!   `fence` (PVE would recover it to another node); `vm:<id>` of a
+//!   container is refused on PVE 8 too; the CRM's log is not in the
+//!   journal.
 //!
 //! # Firewall (issue 25)
 //!
@@ -317,6 +425,7 @@ mod faults;
 mod firewall;
 mod guest_exec;
 mod guest_os;
+mod ha;
 mod handlers;
 mod ifaces;
 mod journal;
@@ -851,6 +960,20 @@ impl Simulator {
         g.lock = lock.map(str::to_string);
         c.generation += 1;
         true
+    }
+
+    /// Migrates the HA groups to rules, as PVE 9's HA manager does once
+    /// every node runs PVE 9 and is online (on the standard cluster `pve3`
+    /// never is): each group a resource uses becomes the node-affinity rule
+    /// `ha-group-<group>` (`strict` from `restricted`, the group's comment
+    /// or `Generated from HA group '<group>'.`), the resources lose `group`
+    /// (a `nofailback` group's get `failback 0`), and every group goes.
+    /// From then on rules can be written and the group endpoints refuse.
+    /// Returns `false` (and changes nothing) on PVE 8 or without groups.
+    pub fn migrate_ha_groups(&self) -> bool {
+        let mut c = util::write(&self.handle.shared.cluster);
+        work::advance(&mut c);
+        ha::migrate_groups(&mut c)
     }
 
     fn cluster_now(&self) -> std::sync::RwLockReadGuard<'_, state::Cluster> {

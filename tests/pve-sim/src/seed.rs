@@ -119,6 +119,7 @@ fn primary(scenario: &Scenario) -> Cluster {
         journals: BTreeMap::new(),
         firewall: crate::firewall::seed_primary(),
         ceph: true,
+        ha: crate::ha::seed(),
     };
     cluster.replication = crate::replication::seed(&cluster);
     cluster.journals = crate::journal_seed::seed(&cluster);
@@ -421,6 +422,12 @@ fn ha(group: Option<&str>) -> Option<HaResource> {
         state: "started".into(),
         failback: true,
         auto_rebalance: false,
+        max_restart: Some(1),
+        max_relocate: Some(1),
+        comment: None,
+        state_set: true,
+        failback_set: true,
+        motion: None,
     })
 }
 
@@ -433,6 +440,9 @@ fn standard_guests() -> Vec<Guest> {
     g.tags = Some("prod;web".into());
     g.pool = Some("production".into());
     g.ha = ha(Some("prod-ha"));
+    if let Some(h) = &mut g.ha {
+        h.comment = Some("customer-facing web tier".into());
+    }
     g.agent = true;
     g.memory_mib = 4096;
     g.balloon_mib = 2048;
@@ -1246,6 +1256,7 @@ fn secondary() -> Cluster {
         journals: BTreeMap::new(),
         firewall: Default::default(),
         ceph: false,
+        ha: crate::ha::HaConfig::default(),
     };
     cluster.journals = crate::journal_seed::seed(&cluster);
     cluster

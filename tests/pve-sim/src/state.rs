@@ -68,6 +68,25 @@ pub(crate) struct HaResource {
     pub failback: bool,
     /// PVE 9.2: the CRM may move it to balance the load.
     pub auto_rebalance: bool,
+    /// `max_restart`, `max_relocate` and `comment` as `resources.cfg` holds
+    /// them (`None`: not set; the HA manager then uses 1, 1 and none).
+    pub max_restart: Option<u32>,
+    pub max_relocate: Option<u32>,
+    pub comment: Option<String>,
+    /// Whether `resources.cfg` sets `state` / `failback` (else PVE's
+    /// defaults `started` / 1 apply and reads leave the key out).
+    pub state_set: bool,
+    pub failback_set: bool,
+    /// A migration or relocation the HA manager is carrying out
+    /// ([`crate::ha`]).
+    pub motion: Option<HaMotion>,
+}
+
+/// The HA manager moving a service: `migrate` or `relocate` to `target`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HaMotion {
+    pub cmd: &'static str,
+    pub target: String,
 }
 
 #[derive(Debug, Clone)]
@@ -360,6 +379,9 @@ pub(crate) struct Cluster {
     /// Whether the cluster runs Ceph (`pveceph init` done, monitors on every
     /// node, two OSDs per node).
     pub ceph: bool,
+    /// The HA groups and rules (`ha/groups.cfg`, `ha/rules.cfg`); the HA
+    /// resources are the guests' [`Guest::ha`].
+    pub ha: crate::ha::HaConfig,
 }
 
 /// A resource pool. Its guests are those whose [`Guest::pool`] names it,

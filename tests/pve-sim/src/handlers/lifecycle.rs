@@ -837,23 +837,17 @@ fn migrate(ctx: &Ctx<'_>, kind: GuestKind) -> HandlerResult {
         _ => {}
     }
     let user = act::user(ctx);
-    if g.ha.is_some() {
+    if g.ha.as_ref().is_some_and(|h| h.state != "ignored") {
         let mut spec = Spec::new(ctx.node, "hamigrate", vmid.to_string(), &user);
         spec.line(
             0.0,
             format!("Requesting HA migration for {w} {vmid} to node {target}"),
         );
-        let lrm_ty = if kind == GuestKind::Qemu {
-            "qmigrate"
-        } else {
-            "vzmigrate"
-        };
-        let source = ctx.node.to_string();
+        // `ha-manager migrate <sid> <target>`: the CRM takes it from there
+        // (`crate::ha`), its LRM running the migration as `root@pam`.
+        let sid = crate::ha::sid(g);
         let spec = spec.effect(move |c: &mut Cluster| {
-            let lrm = Spec::new(&source, lrm_ty, vmid.to_string(), "root@pam")
-                .lock(vmid, "migrate")
-                .effect(move |c: &mut Cluster| move_guest(c, vmid, &target, false));
-            work::spawn(c, lrm);
+            crate::ha::request_motion(c, &sid, "migrate", &target);
         });
         return act::upid(work::spawn(&mut c, spec));
     }

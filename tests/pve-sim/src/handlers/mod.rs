@@ -19,6 +19,8 @@ mod firewall;
 mod firewall_routes;
 mod guests;
 mod ha;
+mod ha_routes;
+mod ha_write;
 mod health_routes;
 mod lifecycle;
 mod logs;
@@ -132,6 +134,7 @@ pub(crate) fn routes() -> Vec<Route> {
     all.extend(agent::routes());
     all.extend(write_routes::routes());
     all.extend(health_routes::routes());
+    all.extend(ha_routes::routes());
     all.extend(firewall_routes::routes());
     all
 }

@@ -181,6 +181,7 @@ fn ha_request(
         };
         if let Some(ha) = &mut g.ha {
             ha.state = state.to_string();
+            ha.state_set = true;
         }
         let running = g.is_running();
         let node = g.node.clone();

@@ -108,6 +108,9 @@ pub(super) fn check_format(format: &str, v: &str, path: &str) -> Result<(), Stri
             .ok_or_else(|| format!("invalid network interface name '{v}'\n")),
         "pve-poolid" => check_poolid(v),
         "pve-replication-job-id" => check_replication_id(v),
+        "pve-ha-resource-id" | "pve-ha-resource-or-vm-id" | "pve-ha-node" => {
+            crate::ha::check_format(format, v)
+        }
         f if f.starts_with("pve-fw-") => crate::firewall::check_format(f, v),
         _ => Ok(()),
     }
@@ -300,6 +303,8 @@ fn known_format(f: &str) -> bool {
             | "ipv6"
             | "pve-iface"
             | "pve-poolid"
+            | "pve-ha-resource-id"
+            | "pve-ha-node"
     )
 }
 

@@ -10,6 +10,7 @@ mod disks_ceph;
 mod endpoints;
 mod faults;
 mod firewall;
+mod ha;
 mod network;
 mod node_health;
 mod pools;
