@@ -34,7 +34,9 @@ use crate::write::{PlannedRequest, WriteRequest};
 /// The plain form is about one existing guest: `vmid`, `node` and
 /// `vm_type` come first (as `resolve::guest_input!`). The `new:` form
 /// declares every field itself, for tools that make a guest or name it
-/// differently (`source_vmid`).
+/// differently (`source_vmid`). The `plan:` form does too, for a write
+/// Proxmox makes at once without a task (a firewall rule, an HA
+/// resource): no `wait` or `wait_timeout`, which would only cost bytes.
 macro_rules! action_input {
     (
         $(#[$meta:meta])*
@@ -91,6 +93,41 @@ macro_rules! action_input {
             pub confirm: $crate::arg::Flag,
         }
         $crate::action::action_input!(@execution $name);
+    };
+    (
+        plan:
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, serde::Deserialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$fmeta])* $fvis $field: $ty,)*
+            /// Plan only, send nothing
+            #[serde(default)]
+            pub dry_run: $crate::arg::Flag,
+            /// Accepted for compatibility with proxmox-mcp and ignored: it grants
+            /// nothing (the server's policy decides). Not advertised: see
+            /// [`UNADVERTISED`](crate::action::UNADVERTISED).
+            #[serde(default)]
+            pub confirm: $crate::arg::Flag,
+        }
+
+        impl $name {
+            /// How the call wants the action run: Proxmox starts no task
+            /// for it, so there is nothing to wait for.
+            pub fn execution(&self) -> $crate::action::Execution {
+                $crate::action::Execution {
+                    dry_run: self.dry_run.0,
+                    wait: false,
+                    wait_timeout: None,
+                }
+            }
+        }
     };
     (@execution $name:ident) => {
         impl $name {

@@ -151,7 +151,9 @@ fn node_list(nodes: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
         .split(',')
         .filter_map(|n| n.split(':').next())
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty())
+        .map(str::trim)
+        // Node names only: they go into messages for the agent.
+        .filter(|n| crate::arg::is_node_name(n))
+        .map(str::to_owned)
         .collect()
 }

@@ -179,7 +179,15 @@ pub const DISCOVER: &str = "discover";
 /// list would outgrow its budget (docs/tools.md), so a toolset an agent
 /// needs only for some jobs joins this list when it is made. Every other
 /// toolset, a foreign component's too, is offered by default.
-pub const OPT_IN_TOOLSETS: &[&str] = &["agent", "provisioning", "nodes", "replication", "pools"];
+pub const OPT_IN_TOOLSETS: &[&str] = &[
+    "agent",
+    "provisioning",
+    "nodes",
+    "replication",
+    "pools",
+    "firewall",
+    "ha",
+];
 /// The toolset-list word for the toolsets offered when none are named.
 pub const DEFAULT_TOOLSETS: &str = "default";
 /// The toolset-list word for every toolset.

@@ -191,8 +191,8 @@ fn tools_table_marks_the_tools_that_wait() {
     // Below the rows, the toolsets a server offers only when named.
     assert!(
         table.ends_with(
-            "\nOffered only when named (--toolsets default,NAME, or all): agent, nodes, pools, \
-             provisioning, replication.\n"
+            "\nOffered only when named (--toolsets default,NAME, or all): agent, firewall, ha, \
+             nodes, pools, provisioning, replication.\n"
         ),
         "{table}"
     );

@@ -177,3 +177,77 @@ async fn replication_jobs_are_listed_and_one_runs_now() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_nodes_log_is_read_newest_last_only_under_its_own_rule() {
+    within(async {
+        let sim = simulator().await;
+        // A guarded read (`node-logs`): refused and hidden by default.
+        let server = Server::start(&sim, opts()).await;
+        let text = server
+            .err("pve_get_node_log", json!({"node": "pve2"}))
+            .await;
+        assert!(text.contains("pve_get_node_log may write (tier destructive)"), "{text}");
+
+        let p = with_policy_opts(&sim, &allow(&["pve_get_node_log"]), opts()).await;
+        let chrony = p
+            .server
+            .ok(
+                "pve_get_node_log",
+                json!({"node": "pve2", "service": "chrony", "lines": 3}),
+            )
+            .await;
+        let lines = chrony["lines"].as_array().unwrap();
+        assert_eq!(lines.len(), 3, "{chrony}");
+        assert!(chrony["total"].as_u64().unwrap() >= 3, "{chrony}");
+        assert_eq!(
+            chrony["omitted"].as_u64().unwrap(),
+            chrony["total"].as_u64().unwrap() - 3
+        );
+        assert!(lines.iter().all(|l| l.as_str().unwrap().contains(" pve2 ")), "{chrony}");
+        assert!(chrony.to_string().contains("chrony"), "{chrony}");
+        // Newest last: the times never go back.
+        let times: Vec<&str> = lines.iter().map(|l| &l.as_str().unwrap()[..15]).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+
+        // The count first, then the last lines: two bounded GETs.
+        let gets: Vec<String> = sim
+            .requests()
+            .iter()
+            .filter(|r| r.api_path().starts_with("/nodes/pve2/syslog"))
+            .map(|r| {
+                let params: Vec<String> =
+                    r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                params.join("&")
+            })
+            .collect();
+        let total = chrony["total"].as_u64().unwrap();
+        assert_eq!(
+            gets,
+            [
+                "limit=1&service=chrony".to_string(),
+                format!("limit=3&service=chrony&start={}", total - 3)
+            ]
+        );
+
+        // A window with nothing in it, and a window the wrong way round.
+        let none = p
+            .server
+            .ok(
+                "pve_get_node_log",
+                json!({"node": "pve1", "since": "2001-01-01", "until": "2001-01-02"}),
+            )
+            .await;
+        assert_eq!((none["total"].as_u64(), none["lines"].as_array().map(Vec::len)), (Some(0), Some(0)));
+        let text = p
+            .server
+            .err(
+                "pve_get_node_log",
+                json!({"node": "pve1", "since": "2026-01-02", "until": "2026-01-01"}),
+            )
+            .await;
+        assert!(text.contains("until: is before since"), "{text}");
+        assert_no_schema_violations(&sim);
+    })
+    .await;
+}

@@ -344,6 +344,19 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             Expect::Ok(|o| assert_eq!(o["failing"], json!(["106-0"]), "{o}")),
         ),
         (
+            "pve_get_firewall",
+            json!({"scope": "guest", "vmid": 100}),
+            Expect::Ok(|o| {
+                assert_eq!(o["items"][0]["action"], "webserver", "{o}");
+                assert_eq!(o["digest"].as_str().map(str::len), Some(40), "{o}");
+            }),
+        ),
+        (
+            "pve_get_firewall",
+            json!({"scope": "node", "node": "pve1", "what": "options"}),
+            Expect::Ok(|o| assert_eq!(o["items"][0]["nosmurfs"], 1, "{o}")),
+        ),
+        (
             "pve_list_pools",
             json!({"poolid": "production"}),
             Expect::Ok(|o| {

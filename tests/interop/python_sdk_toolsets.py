@@ -79,7 +79,7 @@ async def default_and_opt_in_over_stdio():
         check(refused.is_error and "--toolsets naming agent" in text_of(refused), text_of(refused))
         instructions = client.instructions
         instructions = instructions() if callable(instructions) else instructions
-        check(instructions and "Not offered here (an operator enables them): agent, nodes, pools, provisioning, replication." in instructions,
+        check(instructions and "Not offered here (an operator enables them): agent, firewall, ha, nodes, pools, provisioning, replication." in instructions,
               f"instructions: {instructions}")
     params = await stdio(["--toolsets", "default,agent"])
     async with Client(params, read_timeout_seconds=60) as client:

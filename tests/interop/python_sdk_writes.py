@@ -46,13 +46,18 @@ DESTRUCTIVE = {
     "pve_delete_volume",
     "pve_dump_cloudinit",
     "pve_delete_pool",
+    "pve_delete_firewall_rule",
+    "pve_set_firewall_options",
+    "pve_remove_ha_resource",
+    "pve_get_node_log",
 }
 WRITES = {
     "pve_start_vm", "pve_shutdown_vm", "pve_stop_vm", "pve_reboot_vm", "pve_suspend_vm",
     "pve_resume_vm", "pve_create_snapshot", "pve_migrate_vm", "pve_clone_vm",
     "pve_create_qemu_vm", "pve_create_lxc", "pve_backup_vm", "pve_move_disk", "pve_set_cloudinit",
     "pve_regenerate_cloudinit", "pve_download_to_storage", "pve_download_appliance",
-    "pve_run_replication", "pve_create_pool", "pve_update_pool",
+    "pve_run_replication", "pve_create_pool", "pve_update_pool", "pve_add_firewall_rule",
+    "pve_update_firewall_rule", "pve_set_ha_resource", "pve_ha_migrate",
 } | DESTRUCTIVE
 
 
@@ -150,6 +155,20 @@ async def exercise(client, label, person):
     await act("pve_update_pool", {"poolid": "py", "vms": "162"})
     await act("pve_update_pool", {"poolid": "py", "vms": "162", "remove": True})
     await act("pve_delete_pool", {"poolid": "py"})
+    # Firewall at guest scope (a write), then the destructive ones.
+    await act("pve_add_firewall_rule", {"scope": "guest", "vmid": 100, "type": "in", "action": "ACCEPT",
+                                        "proto": "tcp", "dport": "8080"})
+    digest = (await client.call_tool("pve_get_firewall", {"scope": "guest", "vmid": 100})).structured_content["digest"]
+    await act("pve_update_firewall_rule", {"scope": "guest", "vmid": 100, "pos": 0, "comment": "py", "digest": digest})
+    digest = (await client.call_tool("pve_get_firewall", {"scope": "guest", "vmid": 100})).structured_content["digest"]
+    await act("pve_delete_firewall_rule", {"scope": "guest", "vmid": 100, "pos": 0, "digest": digest})
+    await act("pve_set_firewall_options", {"scope": "guest", "vmid": 100, "log_level_in": "info"})
+    # HA: a guest under HA, moved by the HA manager, taken out again.
+    await act("pve_set_ha_resource", {"sid": "ct:106", "comment": "python"})
+    await act("pve_ha_migrate", {"sid": "ct:106", "node": "pve2", "mode": "relocate"})
+    await act("pve_remove_ha_resource", {"sid": "ct:106"})
+    log = await act("pve_get_node_log", {"node": "pve2", "service": "chrony", "lines": 5}, sent=None)
+    check(len(log.get("lines", [])) == 5, f"[{label}] node log: {log}")
     # The generic tool: the clone made above, started through its own path.
     await act("pve_api_request", {"method": "POST", "path": "/nodes/pve1/qemu/160/status/start", "wait": True})
 
@@ -174,6 +193,8 @@ async def exercise(client, label, person):
         if "pve_dump_cloudinit" in m:
             # A guarded read: no dry run; its arguments name what it reads.
             return '"type":"meta"' in m and "Will send" not in m
+        if "pve_get_node_log" in m:
+            return '"service":"chrony"' in m and "Will send" not in m
         if "pve_guest_file_read" in m:
             return 'Path (exactly): "/tmp/py-note"' in m and "Will send" not in m
         return "Will send" in m and any(verb in m for verb in ("POST", "PUT", "DELETE"))

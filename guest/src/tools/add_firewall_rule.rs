@@ -25,7 +25,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
 
 action_input! {
-    new:
+    plan:
     /// Where, and the rule.
     pub struct Input {
         /// cluster, node or guest

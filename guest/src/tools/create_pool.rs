@@ -15,7 +15,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
 
 action_input! {
-    new:
+    plan:
     /// The pool to create.
     pub struct Input {
         /// New pool id, e.g. web

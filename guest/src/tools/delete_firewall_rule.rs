@@ -18,7 +18,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
 
 action_input! {
-    new:
+    plan:
     /// The rule and the digest seen.
     pub struct Input {
         /// cluster, node or guest

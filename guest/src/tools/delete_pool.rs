@@ -16,7 +16,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
 
 action_input! {
-    new:
+    plan:
     /// The pool to delete.
     pub struct Input {
         /// Pool id (pve_list_pools)

@@ -11,7 +11,7 @@
 use crate::action::{self, Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{NodeName, choice};
-use crate::error::{ToolError, listed};
+use crate::error::ToolError;
 use crate::ha::{self, Sid};
 use crate::node_action::{self, NodeActionOutput};
 use crate::path::ApiPath;
@@ -30,7 +30,7 @@ choice! {
 }
 
 action_input! {
-    new:
+    plan:
     /// The resource, where, and how.
     pub struct Input {
         /// vm:<vmid> or ct:<vmid>
@@ -82,7 +82,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
         return Err(ToolError::Precondition(format!(
             "{sid} may run only on {} ({why}); {target} is not one of them. Nothing was sent. \
              Choose one of those nodes.",
-            listed(&nodes)
+            nodes.join(", ")
         )));
     }
     let now = ha::current_node(pve, &input.sid)?;

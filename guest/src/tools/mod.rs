@@ -119,6 +119,7 @@ registry! {
     list_updates: [TOOL] in "nodes",
     list_disks: [TOOL] in "nodes",
     get_ceph_status: [TOOL] in "nodes",
+    get_node_log: [TOOL] in "nodes",
     list_replication: [TOOL] in "replication",
     run_replication: [TOOL] in "replication",
     get_firewall: [TOOL] in "firewall",

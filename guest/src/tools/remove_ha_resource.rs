@@ -15,7 +15,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
 
 action_input! {
-    new:
+    plan:
     /// The resource.
     pub struct Input {
         /// vm:<vmid> or ct:<vmid>

@@ -113,7 +113,7 @@ crate::arg::fixed_schema!(
 );
 
 action_input! {
-    new:
+    plan:
     /// Where, and the options.
     pub struct Input {
         /// cluster, node or guest

@@ -4,7 +4,7 @@
 //!
 //! Refused without writing: a guest that does not exist or is of the
 //! other type (`vm:` for a VM, `ct:` for a container), an HA group that
-//! does not exist, `group` on PVE 9 (which replaced groups with rules),
+//! does not exist, `group` once PVE 9 turned the groups into rules,
 //! and a change with nothing in it; settings equal to what is configured
 //! are nothing to do.
 
@@ -37,7 +37,7 @@ choice! {
 }
 
 action_input! {
-    new:
+    plan:
     /// The resource and its settings.
     pub struct Input {
         /// vm:<vmid> or ct:<vmid>
@@ -122,14 +122,20 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
         ));
     }
     if let Some(group) = &input.group {
-        if crate::release::major(pve)?.is_some_and(|m| m >= 9) {
-            return Err(ToolError::field(
-                "group",
-                "PVE 9 replaced HA groups with HA rules (Datacenter > HA > Affinity Rules); a \
-                 resource names no group there",
-            ));
-        }
-        let groups = fetch::list(pve, &ApiPath::new("cluster").lit("ha").lit("groups"))?;
+        // PVE 9 keeps groups until every node runs it, then turns them
+        // into rules and refuses the group endpoints: ask, not the version.
+        let path = ApiPath::new("cluster").lit("ha").lit("groups");
+        let groups = match fetch::list(pve, &path) {
+            Ok(groups) => groups,
+            Err(e) if e.message().contains("migrated to rules") => {
+                return Err(ToolError::field(
+                    "group",
+                    "this cluster's HA groups were migrated to HA rules (PVE 9): a resource \
+                     names no group there; its node affinity rules say where it runs",
+                ));
+            }
+            Err(e) => return Err(e),
+        };
         let names: Vec<String> = groups.iter().filter_map(|g| pj::text(g.get("group"))).collect();
         if !names.iter().any(|n| n == group.as_str()) {
             return Err(ToolError::field(

@@ -24,7 +24,7 @@ use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
 
 action_input! {
-    new:
+    plan:
     /// The rule, the digest seen, and the change.
     pub struct Input {
         /// cluster, node or guest

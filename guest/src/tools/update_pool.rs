@@ -54,7 +54,7 @@ deserialize_from_json!(IdList);
 fixed_schema!(IdList, serde_json::json!({"type": "string"}));
 
 action_input! {
-    new:
+    plan:
     /// The pool and the change.
     pub struct Input {
         /// Pool id (pve_list_pools)

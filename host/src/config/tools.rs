@@ -70,8 +70,8 @@ pub fn parse_list(names: Vec<String>, key: &str) -> Result<Vec<String>, ConfigEr
             key,
             format!("{bad:?} is not a toolset name"),
             "toolsets are lower-case names such as guests, snapshots, backups, tasks, storage, \
-             cluster, access, api, agent, provisioning, nodes, replication, pools and discover, or \
-             the words default and all (`pve-mcp tools` shows each tool's)",
+             cluster, access, api, agent, provisioning, nodes, replication, pools, firewall, ha and \
+             discover, or the words default and all (`pve-mcp tools` shows each tool's)",
         ));
     }
     Ok(names)
