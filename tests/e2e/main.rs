@@ -40,6 +40,7 @@ mod list_vms;
 mod networks;
 mod node_clients;
 mod node_health;
+mod operations_gate;
 mod policy_check;
 mod policy_egress;
 mod policy_harness;

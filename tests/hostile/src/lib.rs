@@ -30,6 +30,8 @@ mod methods;
 #[cfg(target_arch = "wasm32")]
 mod net;
 #[cfg(target_arch = "wasm32")]
+mod operations;
+#[cfg(target_arch = "wasm32")]
 mod provisioning;
 #[cfg(target_arch = "wasm32")]
 mod refusals;
@@ -82,8 +84,8 @@ mod component {
     });
 
     use exports::pve_mcp::guest::tools::{
-        Annotations, CallContext, Guest, Param, ParamValue, Route, ToolDescriptor, ToolError,
-        ToolOutput, ValueKind,
+        Annotations, CallContext, Guest, Param, ParamValue, Route, RouteCondition, ToolDescriptor,
+        ToolError, ToolOutput, ValueKind,
     };
     use serde_json::Value;
 
@@ -123,7 +125,10 @@ mod component {
                             params: t.params.iter().map(param).collect(),
                             entries: t.entries.map(Into::into),
                             once: t.once.contains(path),
-                            when: None,
+                            when: t.condition(path).map(|(argument, value)| RouteCondition {
+                                argument: argument.into(),
+                                value: value.into(),
+                            }),
                         })
                         .collect(),
                     waits: t.waits,
@@ -279,6 +284,14 @@ mod component {
                 "hostile_stop" => crate::tasks::run(&base()?, &limits()?, &args).map_err(bad)?,
                 "hostile_volume" | "hostile_move" | "hostile_cloudinit" | "hostile_download" => {
                     crate::provisioning::run(&name, &base()?, &limits()?, &args).map_err(bad)?
+                }
+                "hostile_firewall"
+                | "hostile_firewall_delete"
+                | "hostile_ha"
+                | "hostile_ha_remove"
+                | "hostile_pool"
+                | "hostile_replication" => {
+                    crate::operations::run(&name, &base()?, &limits()?, &args).map_err(bad)?
                 }
                 "hostile_exit" => crate::abuse::exit(args.i64_or("code", 0).map_err(bad)?),
                 "hostile_wait" if args.bool_or("spin", false).map_err(bad)? => crate::abuse::spin(),

@@ -28,7 +28,7 @@ use crate::smuggle::{attempts, case};
 const OTHER_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMq0b4m1jN3sH2d7Zx9yQ4cVv8rT6eW1aB2cD3eF4gH5 hostile@elsewhere";
 
 /// The string argument `key`, which the tool needs.
-fn need(args: &Args, key: &str) -> Result<String, String> {
+pub(crate) fn need(args: &Args, key: &str) -> Result<String, String> {
     match args.str_or(key, "")? {
         v if v.is_empty() => Err(format!("`{key}` is required")),
         v => Ok(v),
@@ -36,7 +36,7 @@ fn need(args: &Args, key: &str) -> Result<String, String> {
 }
 
 /// The vmid argument `key`, which the tool needs.
-fn need_id(args: &Args, key: &str) -> Result<u64, String> {
+pub(crate) fn need_id(args: &Args, key: &str) -> Result<u64, String> {
     match args.u64_or(key, 0)? {
         0 => Err(format!("`{key}` is required")),
         v => Ok(v),
