@@ -231,6 +231,11 @@ fn tools_routes_prints_each_tools_writes() {
         } else if tool.ends_with("_pool") {
             // Pools are the cluster's, not a node's.
             "/api2/json/pools"
+        } else if tool.contains("_ha_") || tool.ends_with("_ha_resource") {
+            "/api2/json/cluster/ha/resources"
+        } else if tool.contains("firewall") {
+            // Each scope its own route, the cluster's first.
+            "/api2/json/cluster/firewall/"
         } else {
             "/api2/json/nodes/"
         };

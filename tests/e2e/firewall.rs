@@ -339,3 +339,56 @@ async fn a_calls_scope_sets_its_tier() {
     })
     .await;
 }
+
+/// A lockout the call allows waits for an operator, and what the operator
+/// reads names what it cuts.
+#[tokio::test]
+async fn the_approval_of_a_lockout_says_what_it_cuts() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("pve-mcp.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[policy.tools.pve_add_firewall_rule]\naction = \"require_approval\"\n\
+                 approver = \"operator\"\n[approvals]\nadmin_socket = \"{}\"\n",
+                dir.path().join("admin.sock").display()
+            ),
+        )
+        .unwrap();
+        let token = "e2e-admin-token-firewall-1";
+        let opts = opts()
+            .arg("--config")
+            .arg(config.to_str().unwrap())
+            .env("PVE_MCP_ADMIN_TOKEN", token);
+        let server = Server::start(&sim, opts).await;
+        let text = server
+            .err(
+                "pve_add_firewall_rule",
+                json!({"scope": "cluster", "type": "in", "action": "DROP", "proto": "tcp",
+                       "dport": "22", "allow_lockout": true}),
+            )
+            .await;
+        crate::approvals::approval_id(&text);
+        let out = tokio::process::Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("PVE_MCP_ADMIN_TOKEN", token)
+            .arg("--config")
+            .arg(&config)
+            .args(["approvals", "list", "--json"])
+            .output()
+            .await
+            .unwrap();
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            listed.contains("WARNING: this cuts the management network off SSH (tcp/22) on pve1"),
+            "{listed}"
+        );
+        assert!(listed.contains("POST /api2/json/cluster/firewall/rules"), "{listed}");
+        assert!(sim.writes().is_empty(), "{:?}", writes(&sim));
+    })
+    .await;
+}

@@ -23,6 +23,7 @@ mod disk_moves;
 mod egress_proxy;
 mod errors;
 mod fault_matrix;
+mod firewall;
 mod foreign_hosts;
 #[path = "../fuzz/gen.rs"]
 mod fuzz_gen;
@@ -31,6 +32,7 @@ mod fuzz_stdio;
 mod guest_agent;
 mod guest_agent_gate;
 mod guest_progress;
+mod ha;
 mod hostile;
 mod http;
 mod http_limits;
