@@ -294,7 +294,8 @@ async fn a_calls_scope_sets_its_tier() {
         // guest's rule is a write, the cluster's is destructive.
         let p = with_policy_opts(&sim, "[policy]\ndefault = \"allow\"\n", opts()).await;
         let rule = |scope: Value| {
-            let mut args = json!({"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "8443"});
+            let mut args =
+                json!({"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "8443"});
             args.as_object_mut()
                 .unwrap()
                 .extend(scope.as_object().unwrap().clone());
@@ -326,7 +327,10 @@ async fn a_calls_scope_sets_its_tier() {
                 rule(json!({"scope": "guest", "vmid": 100})),
             )
             .await;
-        for scope in [json!({"scope": "cluster"}), json!({"scope": "node", "node": "pve1"})] {
+        for scope in [
+            json!({"scope": "cluster"}),
+            json!({"scope": "node", "node": "pve1"}),
+        ] {
             refused(
                 &p.server,
                 "pve_add_firewall_rule",
@@ -387,7 +391,10 @@ async fn the_approval_of_a_lockout_says_what_it_cuts() {
             listed.contains("WARNING: this cuts the management network off SSH (tcp/22) on pve1"),
             "{listed}"
         );
-        assert!(listed.contains("POST /api2/json/cluster/firewall/rules"), "{listed}");
+        assert!(
+            listed.contains("POST /api2/json/cluster/firewall/rules"),
+            "{listed}"
+        );
         assert!(sim.writes().is_empty(), "{:?}", writes(&sim));
     })
     .await;

@@ -46,11 +46,17 @@ async fn a_guest_is_put_under_ha_changed_moved_and_removed() {
             )
             .await;
         assert!(
-            changed["effect"].as_str().unwrap().contains("group unset -> prod-ha"),
+            changed["effect"]
+                .as_str()
+                .unwrap()
+                .contains("group unset -> prod-ha"),
             "{changed}"
         );
         let sent = writes(&sim);
-        assert_eq!(sent[0], "POST /cluster/ha/resources max_restart=2&sid=vm:101&state=started");
+        assert_eq!(
+            sent[0],
+            "POST /cluster/ha/resources max_restart=2&sid=vm:101&state=started"
+        );
         assert!(
             sent[1].starts_with("PUT /cluster/ha/resources/vm:101 comment=db&digest=")
                 && sent[1].ends_with("&group=prod-ha"),
@@ -68,15 +74,19 @@ async fn a_guest_is_put_under_ha_changed_moved_and_removed() {
             )
             .await;
         assert!(
-            moved["found"].as_str().unwrap().contains("vm:100 is an HA resource on pve1"),
+            moved["found"]
+                .as_str()
+                .unwrap()
+                .contains("vm:100 is an HA resource on pve1"),
             "{moved}"
         );
-        assert_eq!(writes(&sim), ["POST /cluster/ha/resources/vm:100/migrate node=pve2"]);
-        wait_until(
-            "vm:100 on pve2",
-            Duration::from_secs(20),
-            async || sim.guest(100).filter(|g| g.node == "pve2").map(|_| ()),
-        )
+        assert_eq!(
+            writes(&sim),
+            ["POST /cluster/ha/resources/vm:100/migrate node=pve2"]
+        );
+        wait_until("vm:100 on pve2", Duration::from_secs(20), async || {
+            sim.guest(100).filter(|g| g.node == "pve2").map(|_| ())
+        })
         .await;
         let there = p
             .server

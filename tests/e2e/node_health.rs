@@ -187,7 +187,10 @@ async fn a_nodes_log_is_read_newest_last_only_under_its_own_rule() {
         let text = server
             .err("pve_get_node_log", json!({"node": "pve2"}))
             .await;
-        assert!(text.contains("pve_get_node_log may write (tier destructive)"), "{text}");
+        assert!(
+            text.contains("pve_get_node_log may write (tier destructive)"),
+            "{text}"
+        );
 
         let p = with_policy_opts(&sim, &allow(&["pve_get_node_log"]), opts()).await;
         let chrony = p
@@ -204,7 +207,10 @@ async fn a_nodes_log_is_read_newest_last_only_under_its_own_rule() {
             chrony["omitted"].as_u64().unwrap(),
             chrony["total"].as_u64().unwrap() - 3
         );
-        assert!(lines.iter().all(|l| l.as_str().unwrap().contains(" pve2 ")), "{chrony}");
+        assert!(
+            lines.iter().all(|l| l.as_str().unwrap().contains(" pve2 ")),
+            "{chrony}"
+        );
         assert!(chrony.to_string().contains("chrony"), "{chrony}");
         // Newest last: the times never go back.
         let times: Vec<&str> = lines.iter().map(|l| &l.as_str().unwrap()[..15]).collect();
@@ -238,7 +244,13 @@ async fn a_nodes_log_is_read_newest_last_only_under_its_own_rule() {
                 json!({"node": "pve1", "since": "2001-01-01", "until": "2001-01-02"}),
             )
             .await;
-        assert_eq!((none["total"].as_u64(), none["lines"].as_array().map(Vec::len)), (Some(0), Some(0)));
+        assert_eq!(
+            (
+                none["total"].as_u64(),
+                none["lines"].as_array().map(Vec::len)
+            ),
+            (Some(0), Some(0))
+        );
         let text = p
             .server
             .err(
