@@ -204,6 +204,52 @@ async fn what_the_ha_manager_would_ignore_or_refuse_is_refused_first() {
     .await;
 }
 
+#[tokio::test]
+async fn on_pve_8_a_restricted_groups_nodes_bound_a_migrate() {
+    within(async {
+        let sim = pve_sim::Simulator::start(pve_sim::SimConfig {
+            pve_version: Some("8.0.9".into()),
+            schema_path: Some(schema_path()),
+            ..pve_sim::SimConfig::default()
+        })
+        .await
+        .unwrap();
+        sim_api(
+            &sim,
+            reqwest::Method::PUT,
+            "/cluster/ha/groups/prod-ha",
+            &[("nodes", "pve1")],
+        )
+        .await;
+        let p = with_policy_opts(&sim, &allow(TOOLS), opts()).await;
+        sim.clear_requests();
+        let text = p
+            .server
+            .err(
+                "pve_ha_migrate",
+                json!({"sid": "vm:100", "node": "pve2", "mode": "migrate"}),
+            )
+            .await;
+        assert!(
+            text.contains("vm:100 may run only on pve1 (restricted HA group prod-ha)"),
+            "{text}"
+        );
+        // A resource no group restricts goes where it is asked.
+        p.server
+            .ok(
+                "pve_ha_migrate",
+                json!({"sid": "ct:106", "node": "pve2", "mode": "relocate"}),
+            )
+            .await;
+        assert_eq!(
+            writes(&sim),
+            ["POST /cluster/ha/resources/ct:106/relocate node=pve2"]
+        );
+        assert_no_schema_violations(&sim);
+    })
+    .await;
+}
+
 /// One request to the simulator as its administrator, for what no tool
 /// here does (an HA rule's nodes).
 async fn sim_api(
