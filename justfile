@@ -10,11 +10,13 @@ guest:
 
 # Write the tool component this binary embeds and its WIT contract to dist/ (dist/pve_tools.wasm,
 # dist/wit/), for another host to run: docs/hosting.md. Also dist/pve_tools_wasi_only.wasm, the same
-# source without the `progress` import, for hosts that link only WASI (the stock wasmtime CLI).
+# source without the `progress` import, for hosts that link only WASI (the stock wasmtime CLI), and
+# dist/pve_tools_wassette.wasm, that build composed with the wassette adapter.
 component:
     cargo run -q -p pve-mcp -- component --out dist
     cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest --features no-progress-import --target-dir target/component-cli
     cp target/component-cli/wasm32-wasip2/wasm/pve_mcp_guest.wasm dist/pve_tools_wasi_only.wasm
+    bash guest/adapters/wassette/build.sh dist/pve_tools_wassette.wasm
 
 # Install the stock wasmtime CLI at the pinned version into target/wasmtime-cli (a release build of
 # several minutes) and run the component in it through the egress proxy. Not in CI: see docs/hosting.md.
@@ -22,6 +24,13 @@ component:
 wasmtime-cli: component
     cargo install wasmtime-cli --version 48.0.8 --locked --root target/wasmtime-cli
     PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime PVE_MCP_CLI_COMPONENT={{justfile_directory()}}/dist/pve_tools_wasi_only.wasm cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
+
+# Install wassette (pinned, through Debian trixie's loader) into target/wassette, build the wassette
+# component (one typed tool per pve-mcp tool) and run it through the egress proxy: docs/hosting.md.
+wassette:
+    bash guest/adapters/wassette/install.sh target/wassette
+    bash guest/adapters/wassette/build.sh target/wassette/pve_tools_wassette.wasm
+    cargo test -p pve-mcp --test e2e wassette -- --nocapture
 
 # Run every test: unit, end-to-end (real binary, real MCP client, HTTPS simulator) and Python SDK interop.
 test:
@@ -40,6 +49,7 @@ fuzz CASES="1000000":
 generate:
     UPDATE_SCHEMAS=1 cargo test -q -p pve-mcp-guest --lib
     UPDATE_DOCS=1 cargo test -q -p pve-mcp --test e2e tool_docs
+    UPDATE_WIT=1 cargo test -q -p pve-mcp-wassette --test generate
 
 # Try pve-mcp on the embedded simulated cluster.
 demo:

@@ -69,4 +69,5 @@ mod tools_list;
 mod toolsets;
 mod vm_status;
 mod wait_slots;
+mod wassette;
 mod whole_request;
