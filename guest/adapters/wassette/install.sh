@@ -35,7 +35,7 @@ REQ
     if [ -n "$only_wasm_tools" ]; then
         sed -i '1,2d' "$req"
     fi
-    python3 -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --only-binary=:all: \
         --require-hashes --upgrade --target "$dest/py" -r "$req"
 }
 
