@@ -40,6 +40,8 @@ pub mod policy;
 // 8. What happens around an allowed call: approvals and the audit log.
 pub mod approval;
 pub mod audit;
+// Traces of each call, around it like the audit log.
+pub mod telemetry;
 // 9. The server: the app, the MCP handler and what it reports to clients.
 pub mod server;
 // 10. Transports: stdio and Streamable HTTP.

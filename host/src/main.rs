@@ -9,7 +9,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Servers log each call (and HTTP request); interactive commands only
     // warnings.
-    pve_mcp::logging::init(cli.global.verbose, !commands::is_server(&cli.command));
+    // The trace exporter, when configured, is a layer of the subscriber.
+    let telemetry = match commands::traces::start(&cli) {
+        Ok(telemetry) => telemetry,
+        Err(code) => return code,
+    };
+    pve_mcp::logging::init(
+        cli.global.verbose,
+        !commands::is_server(&cli.command),
+        telemetry.as_ref().map(|t| t.layer()),
+    );
+    if let Some(t) = &telemetry {
+        tracing::info!(url = t.url(), "exporting traces (OTLP/HTTP)");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -20,5 +32,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(commands::run(&cli))
+    let code = runtime.block_on(commands::run(&cli));
+    // The last batch of spans goes out before the process ends.
+    drop(runtime);
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
+    code
 }

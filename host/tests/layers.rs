@@ -51,6 +51,7 @@ const LAYERS: &[(&str, u8)] = &[
     // 8. Around an allowed call.
     ("approval", 8),
     ("audit", 8),
+    ("telemetry", 8),
     // 9. The MCP server, whatever the transport.
     ("server", 9),
     // 10. stdio and Streamable HTTP.

@@ -67,6 +67,7 @@ mod tls;
 mod tool_docs;
 mod tools_list;
 mod toolsets;
+mod traces;
 mod vm_status;
 mod wait_slots;
 mod wassette;

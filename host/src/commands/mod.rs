@@ -24,6 +24,7 @@ pub mod policy_check;
 pub mod serve;
 pub mod sizes;
 pub mod tools;
+pub mod traces;
 
 pub use exit::{config_failure, failure, usage_failure};
 pub use global::Global;

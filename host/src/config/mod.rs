@@ -28,6 +28,7 @@ pub mod layered;
 pub mod listen;
 pub mod sandbox;
 pub mod section;
+pub mod telemetry;
 pub mod tools;
 
 pub use clusters::{Auth, Cluster, TICKET_LIFETIME};
@@ -50,6 +51,9 @@ pub struct Config {
     pub audit: audit::AuditSettings,
     /// `[tools]`: the toolsets enabled and the read-only switch.
     pub tools: tools::ToolSettings,
+    /// `[telemetry]`: OTLP traces (the exporter starts before the rest,
+    /// from [`Config::load_telemetry`]).
+    pub telemetry: telemetry::TelemetrySettings,
 }
 
 /// The file format. Unknown keys are errors, so a typo never silently
@@ -73,6 +77,8 @@ struct FileConfig {
     approvals: approvals::FileApprovals,
     #[serde(default)]
     tools: tools::FileTools,
+    #[serde(default)]
+    telemetry: telemetry::FileTelemetry,
 }
 
 impl Config {
@@ -93,6 +99,8 @@ impl Config {
         let audit = audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
         let approvals = approvals::ApprovalSettings::load(&file_config.approvals, &file_name, env)?;
         let tools = tools::ToolSettings::load(&file_config.tools, &file_name, env)?;
+        let telemetry =
+            telemetry::TelemetrySettings::load(&file_config.telemetry, &file_name, env)?;
         Ok(Config {
             clusters,
             sandbox,
@@ -100,6 +108,7 @@ impl Config {
             approvals,
             audit,
             tools,
+            telemetry,
         })
     }
 
@@ -121,6 +130,16 @@ impl Config {
     ) -> Result<tools::ToolSettings, ConfigError> {
         let (file_config, file_name) = FileConfig::read(file)?;
         tools::ToolSettings::load(&file_config.tools, &file_name, env)
+    }
+
+    /// Only the `[telemetry]` settings: the exporter is set up with
+    /// logging, before the rest is read.
+    pub fn load_telemetry(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<telemetry::TelemetrySettings, ConfigError> {
+        let (file_config, file_name) = FileConfig::read(file)?;
+        telemetry::TelemetrySettings::load(&file_config.telemetry, &file_name, env)
     }
 
     /// The default cluster.
@@ -431,6 +450,7 @@ mod tests {
             approvals::ApprovalSettings::SETTINGS,
             audit::AuditSettings::SETTINGS,
             tools::ToolSettings::SETTINGS,
+            telemetry::TelemetrySettings::SETTINGS,
         ]
         .into_iter()
         .flatten()

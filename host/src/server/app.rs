@@ -166,6 +166,11 @@ impl App {
         &self.component
     }
 
+    /// What scrubs the host's secrets out of text, e.g. a span's arguments.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// The egress gate, which the egress proxy shares with the sandbox.
     pub fn gate(&self) -> Arc<Gate> {
         self.sandbox.gate().clone()

@@ -304,6 +304,19 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Traces: a disabled span unless [telemetry] is on.
+        let span = crate::telemetry::span::call_span(&request, &context, self.app.redactor());
+        crate::telemetry::span::traced(span, self.call(request, context)).await
+    }
+}
+
+impl McpServer {
+    /// `tools/call`, measured by [`ServerHandler::call_tool`].
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let mut caller = Caller::from_context(&context);
         let view = self.app.exposure().view(caller.token.as_deref());
         let (name, arguments) = match request.name.as_ref() {
