@@ -256,9 +256,10 @@ pub fn transport_error(req: Request<'_>, code: &ErrorCode) -> ToolError {
     let base = req.base_url;
     let text = match code {
         ErrorCode::HttpRequestDenied => format!(
-            "The pve-mcp egress gate refused this request (host policy, not Proxmox): the \
+            "The host's egress gate refused this request (host policy, not Proxmox): the \
              request to {base} is outside what the host allows. Retrying will not help; ask \
-             the operator to check the pve-mcp endpoint configuration."
+             the operator to check the host's endpoint configuration (pve-mcp's clusters, or \
+             the network grant of the wasm host that runs this component)."
         ),
         ErrorCode::DnsTimeout | ErrorCode::DnsError(_) | ErrorCode::DestinationNotFound => {
             let detail = match code {
@@ -705,7 +706,7 @@ mod tests {
     fn transport_denied_dns_refused() {
         let m = upstream(transport(ErrorCode::HttpRequestDenied));
         assert!(
-            m.starts_with("The pve-mcp egress gate refused this request"),
+            m.starts_with("The host's egress gate refused this request"),
             "{m}"
         );
         let m = upstream(transport(ErrorCode::DnsError(DnsErrorPayload {
