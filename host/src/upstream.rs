@@ -15,8 +15,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use crate::config::credentials::{ApiToken, TierTokens};
 use crate::config::{Auth, Cluster};
 use crate::secret::Secret;
+use crate::tier::Tier;
 use crate::tls::client::{self as tls, FingerprintMismatch, TlsMode};
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
@@ -25,15 +27,84 @@ type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 /// credentials never leave this type except onto the wire.
 pub struct Upstream {
     client: Client<Connector, Full<Bytes>>,
-    credentials: Credentials,
+    /// Every distinct credential; the first is the cluster's own read one.
+    credentials: Vec<Credentials>,
+    /// The cluster's own credential per tier (read, write, destructive).
+    own: Slots,
+    /// Each credential set's, by name.
+    sets: Vec<(String, Slots)>,
     timeout: Duration,
 }
 
+/// Indexes into [`Upstream::credentials`], per tier.
+type Slots = [Option<usize>; 3];
+
 enum Credentials {
-    /// `Authorization: PVEAPIToken=...`, marked sensitive.
-    Token(HeaderValue),
+    /// `Authorization: PVEAPIToken=...`, marked sensitive, and the token's
+    /// id.
+    Token(HeaderValue, String),
     /// A ticket obtained by logging in, kept and renewed here.
     Ticket(Box<TicketLogin>),
+}
+
+/// One of a cluster's credentials, chosen once for a call from its tier
+/// and its caller's credential set (see [`Upstream::credential`]). The
+/// default is the cluster's own read credential, the least it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CredentialId(usize);
+
+/// Why a cluster has no credential for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoCredential {
+    /// The cluster defines no credential set of that name.
+    Set,
+    /// The set (or the cluster's own credentials) has no token for that
+    /// tier, and no fallback gave it one.
+    Tier,
+}
+
+fn tier_slot(tier: Tier) -> usize {
+    match tier {
+        Tier::Read => 0,
+        Tier::Write => 1,
+        Tier::Destructive => 2,
+    }
+}
+
+fn token_header(token: &ApiToken) -> anyhow::Result<HeaderValue> {
+    let mut header = HeaderValue::try_from(format!(
+        "PVEAPIToken={}={}",
+        token.id,
+        token.secret.expose()
+    ))
+    .map_err(|_| {
+        anyhow::anyhow!("the API token id or secret has characters not allowed in an HTTP header")
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
+}
+
+/// Adds each tier's token to `credentials` (once per distinct token id)
+/// and returns where each tier's is.
+fn token_slots(tokens: &TierTokens, credentials: &mut Vec<Credentials>) -> anyhow::Result<Slots> {
+    let mut slots = [None; 3];
+    for tier in [Tier::Read, Tier::Write, Tier::Destructive] {
+        let Some(token) = tokens.get(tier) else {
+            continue;
+        };
+        let known = credentials.iter().position(|c| {
+            matches!(c, Credentials::Token(header, id)
+                if *id == token.id && header.as_bytes().ends_with(token.secret.expose().as_bytes()))
+        });
+        slots[tier_slot(tier)] = Some(match known {
+            Some(i) => i,
+            None => {
+                credentials.push(Credentials::Token(token_header(token)?, token.id.clone()));
+                credentials.len() - 1
+            }
+        });
+    }
+    Ok(slots)
 }
 
 struct TicketLogin {
@@ -147,49 +218,111 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(16)
             .build(connector);
-        let credentials = match &cluster.auth {
-            Auth::Token { id, secret } => {
-                let mut header = HeaderValue::try_from(format!(
-                    "PVEAPIToken={id}={}",
-                    secret.expose()
-                ))
-                .map_err(|_| {
-                    anyhow::anyhow!(
-                        "the API token id or secret has characters not allowed in an HTTP header"
-                    )
-                })?;
-                header.set_sensitive(true);
-                Credentials::Token(header)
-            }
+        let mut credentials = Vec::new();
+        let own = match &cluster.auth {
             Auth::Password {
                 username,
                 password,
                 ticket_lifetime,
-            } => Credentials::Ticket(Box::new(TicketLogin {
-                username: username.clone(),
-                password: password.clone(),
-                lifetime: *ticket_lifetime,
-                login_uri: format!("{}/api2/json/access/ticket", cluster.endpoint.base_url())
-                    .parse()?,
-                current: tokio::sync::Mutex::new(None),
-            })),
+            } => {
+                credentials.push(Credentials::Ticket(Box::new(TicketLogin {
+                    username: username.clone(),
+                    password: password.clone(),
+                    lifetime: *ticket_lifetime,
+                    login_uri: format!("{}/api2/json/access/ticket", cluster.endpoint.base_url())
+                        .parse()?,
+                    current: tokio::sync::Mutex::new(None),
+                })));
+                [Some(0); 3]
+            }
+            _ => {
+                let tokens = cluster.tier_tokens().unwrap_or_default();
+                token_slots(&tokens, &mut credentials)?
+            }
         };
+        // The default credential (index 0) must be the cluster's own read
+        // one: the configuration requires a read token.
+        anyhow::ensure!(
+            own[0] == Some(0),
+            "cluster {} has no read credential",
+            cluster.name
+        );
+        let mut sets = Vec::with_capacity(cluster.credential_sets.len());
+        for (name, tokens) in &cluster.credential_sets {
+            sets.push((name.clone(), token_slots(tokens, &mut credentials)?));
+        }
         Ok(Upstream {
             client,
             credentials,
+            own,
+            sets,
             timeout: cluster.timeout,
         })
     }
 
-    /// Sends a request with the cluster's credentials added. With a ticket,
-    /// it logs in first when needed, renews a ticket past three quarters of
-    /// its life, and logs in again once if Proxmox answers 401.
+    /// The credential a call of `tier` carries, from the credential set
+    /// `set` (a bearer token's `pve_credentials`) or the cluster's own.
+    pub fn credential(&self, set: Option<&str>, tier: Tier) -> Result<CredentialId, NoCredential> {
+        let slots = match set {
+            None => &self.own,
+            Some(set) => match self.sets.iter().find(|(name, _)| name == set) {
+                Some((_, slots)) => slots,
+                None => return Err(NoCredential::Set),
+            },
+        };
+        slots[tier_slot(tier)]
+            .map(CredentialId)
+            .ok_or(NoCredential::Tier)
+    }
+
+    /// The distinct credentials of the set `set` (or the cluster's own),
+    /// each with the tiers it serves, in tier order.
+    pub fn tiers_of(&self, set: Option<&str>) -> Vec<(CredentialId, Vec<Tier>)> {
+        let mut out: Vec<(CredentialId, Vec<Tier>)> = Vec::new();
+        for tier in [Tier::Read, Tier::Write, Tier::Destructive] {
+            let Ok(id) = self.credential(set, tier) else {
+                continue;
+            };
+            match out.iter_mut().find(|(known, _)| *known == id) {
+                Some((_, tiers)) => tiers.push(tier),
+                None => out.push((id, vec![tier])),
+            }
+        }
+        out
+    }
+
+    /// Who a credential is in Proxmox: its token id, or the user that
+    /// logs in. Never the secret.
+    pub fn identity(&self, id: CredentialId) -> &str {
+        match self.credentials.get(id.0) {
+            Some(Credentials::Token(_, token_id)) => token_id,
+            Some(Credentials::Ticket(login)) => &login.username,
+            None => "",
+        }
+    }
+
+    /// Every distinct credential the cluster holds, its own first, then
+    /// each set's.
+    pub fn credentials(&self) -> impl Iterator<Item = CredentialId> + '_ {
+        (0..self.credentials.len()).map(CredentialId)
+    }
+
+    /// Sends a request with the credential `credential` added (see
+    /// [`Upstream::credential`]). With a ticket, it logs in first when
+    /// needed, renews a ticket past three quarters of its life, and logs in
+    /// again once if Proxmox answers 401.
     pub async fn send(
         &self,
+        credential: CredentialId,
         request: Request<Full<Bytes>>,
     ) -> Result<Response<UpstreamBody>, UpstreamFailure> {
-        match &self.credentials {
-            Credentials::Token(header) => {
+        let Some(credentials) = self.credentials.get(credential.0) else {
+            return Err(UpstreamFailure::Other(
+                "no credential of this cluster was chosen for the call".into(),
+            ));
+        };
+        match credentials {
+            Credentials::Token(header, _) => {
                 let mut request = request;
                 request
                     .headers_mut()

@@ -28,6 +28,7 @@ async fn embedded(sim: &Simulator) -> Sandbox {
         },
         tls: TlsMode::CaPem(sim.ca_pem().into_bytes()),
         timeout: Duration::from_secs(30),
+        credential_sets: Vec::new(),
     };
     let gate = Gate::new(vec![GateEndpoint {
         cluster: cluster.name.clone(),

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::common::{ADMIN_TOKEN_SECRET, AUDITOR_TOKEN_SECRET, LAB_TOKEN_SECRET, Opts};
+use pve_sim::tokens::OPERATOR_TOKEN_SECRET;
 
 /// Secrets the harness hands out in many tests: the simulator's API
 /// token secrets and the HTTP harness's bearer token. (Others, such as a
@@ -19,6 +20,7 @@ pub const SECRETS: &[&str] = &[
     ADMIN_TOKEN_SECRET,
     AUDITOR_TOKEN_SECRET,
     LAB_TOKEN_SECRET,
+    OPERATOR_TOKEN_SECRET,
     crate::http::TOKEN,
 ];
 

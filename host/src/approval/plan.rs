@@ -163,6 +163,7 @@ mod tests {
             },
             tls: TlsMode::Fingerprint(Fingerprint::of(b"x")),
             timeout: std::time::Duration::from_secs(5),
+            credential_sets: Vec::new(),
         };
         Gate::new(vec![GateEndpoint {
             cluster: "lab".into(),

@@ -480,6 +480,7 @@ pub(crate) mod tests {
             head: CallHead {
                 approver: None,
                 via: None,
+                pve_token: None,
                 time: "2026-01-01T00:00:00.000Z".into(),
                 call_id: "call-1".into(),
                 session: "stdio".into(),

@@ -219,6 +219,7 @@ impl AuditLog {
             rule: String::new(),
             approver: None,
             via: None,
+            pve_token: None,
         };
         let records = egress_records(&head, &[request], &self.redactor, self.record_output);
         if let Err(error) = self.write(records).await {
@@ -263,6 +264,7 @@ impl AuditLog {
                     rule: r(&decision.rule),
                     approver: decision.approver.clone(),
                     via: caller.via.map(str::to_string),
+                    pve_token: None,
                 },
                 outcome: String::new(),
                 ms: 0.0,
@@ -327,6 +329,14 @@ impl CallAudit<'_> {
     /// that must be on disk before the guest can send anything. If it
     /// cannot be and the log fails closed, the report that refuses the call
     /// before it runs; `None` means run it.
+    /// Names the Proxmox token id the call's requests carry (never the
+    /// secret) in its records.
+    pub fn set_pve_token(&mut self, token_id: &str) {
+        if let Some(call) = self.record.as_mut() {
+            call.head.pve_token = Some(self.log.redactor.redact(token_id).into_owned());
+        }
+    }
+
     pub async fn start(&mut self, access: Access) -> Option<CallReport> {
         let call = self.record.as_ref()?;
         let start = Record::CallStart(CallStartRecord {

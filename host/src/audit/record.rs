@@ -73,6 +73,10 @@ pub struct CallHead {
     /// (`pve_call_tool`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
+    /// The Proxmox token id (or user) the call's requests carry: its
+    /// granted tier's, from its caller's credential set. Never the secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pve_token: Option<String>,
 }
 
 /// A call about to run. It carries what is known before the guest starts,

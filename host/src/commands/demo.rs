@@ -64,6 +64,7 @@ fn demo_cluster(simulator: &Simulator) -> anyhow::Result<Cluster> {
         },
         tls: TlsMode::CaPem(simulator.ca_pem().into_bytes()),
         timeout: Duration::from_secs(30),
+        credential_sets: Vec::new(),
     })
 }
 

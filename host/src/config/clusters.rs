@@ -8,7 +8,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::layered::{Env, Layers, Sourced};
+use super::credentials::{
+    FileCredentials, TierTokens, both_given, check_header_safe, load_sets, load_tiers,
+    validate_token_id,
+};
+use super::layered::{Env, Layers};
 use crate::endpoint::{Endpoint, EndpointError};
 use crate::error::ConfigError;
 use crate::secret::Secret;
@@ -27,6 +31,34 @@ pub struct Cluster {
     pub tls: TlsMode,
     /// How long one upstream request may take.
     pub timeout: Duration,
+    /// The credential sets agents' bearer tokens may name
+    /// (`[….credential_sets.SET]`), in file order.
+    pub credential_sets: Vec<(String, TierTokens)>,
+}
+
+impl Cluster {
+    /// Its API tokens per tier: one for every tier with a single token,
+    /// each tier's own with `[….credentials.*]`; `None` with a password.
+    pub fn tier_tokens(&self) -> Option<TierTokens> {
+        match &self.auth {
+            Auth::Token { id, secret } => Some(TierTokens::single(super::credentials::ApiToken {
+                id: id.clone(),
+                secret: secret.clone(),
+            })),
+            Auth::Tiers(tokens) => Some(tokens.clone()),
+            Auth::Password { .. } => None,
+        }
+    }
+
+    /// Every secret it holds, its credential sets' too: what to scrub
+    /// from any text that leaves the host.
+    pub fn secrets(&self) -> Vec<Secret> {
+        let mut secrets = self.auth.secrets();
+        for (_, set) in &self.credential_sets {
+            secrets.extend(set.secrets());
+        }
+        secrets
+    }
 }
 
 /// Proxmox credentials.
@@ -49,6 +81,9 @@ pub enum Auth {
         /// How long Proxmox tickets live (2 h); renewed at three quarters.
         ticket_lifetime: Duration,
     },
+    /// An API token per tier (`[….credentials.read]`, `.write`,
+    /// `.destructive`): each call carries its granted tier's.
+    Tiers(TierTokens),
 }
 
 impl Auth {
@@ -57,6 +92,7 @@ impl Auth {
         match self {
             Auth::Token { secret, .. } => vec![secret.clone()],
             Auth::Password { password, .. } => vec![password.clone()],
+            Auth::Tiers(tokens) => tokens.secrets(),
         }
     }
 }
@@ -81,6 +117,8 @@ pub struct FileCluster {
     fingerprint: Option<String>,
     timeout_secs: Option<u64>,
     allow_insecure_http: Option<bool>,
+    credentials: Option<FileCredentials>,
+    credential_sets: Option<indexmap::IndexMap<String, FileCredentials>>,
 }
 
 fn parse_seconds(raw: &str, key: &str, max: u64) -> Result<Duration, ConfigError> {
@@ -186,12 +224,17 @@ fn load_cluster(src: &Layers<'_>, f: &FileCluster, name: &str) -> Result<Cluster
         Some(t) => parse_seconds(&t.value, &t.key, 3600)?,
         None => Duration::from_secs(30),
     };
+    let credential_sets = match &f.credential_sets {
+        Some(sets) => load_sets(src.section(), src.file_name(), sets)?,
+        None => Vec::new(),
+    };
     Ok(Cluster {
         name: name.into(),
         endpoint,
         auth,
         tls,
         timeout,
+        credential_sets,
     })
 }
 
@@ -210,6 +253,16 @@ fn endpoint_error(key: &str, value: &str, e: EndpointError) -> ConfigError {
 fn load_auth(src: &Layers<'_>, f: &FileCluster) -> Result<Auth, ConfigError> {
     let id = src.text("PVE_API_TOKEN_ID", "token_id", f.token_id.as_ref());
     let user = src.text("PVE_USERNAME", "username", f.username.as_ref());
+    if let Some(tiers) = &f.credentials {
+        if let Some(single) = id.as_ref().or(user.as_ref()) {
+            return Err(both_given(&single.key, src.section(), src.file_name()));
+        }
+        return Ok(Auth::Tiers(load_tiers(
+            src.section(),
+            src.file_name(),
+            tiers,
+        )?));
+    }
     // A token wins over a password, as in the reference server.
     if let Some(id) = id {
         validate_token_id(&id.value).map_err(|problem| {
@@ -289,52 +342,6 @@ fn load_auth(src: &Layers<'_>, f: &FileCluster) -> Result<Auth, ConfigError> {
         "no credentials: pve-mcp needs an API token (or a user and password)",
         "set PVE_API_TOKEN_ID=user@realm!tokenname and PVE_API_TOKEN_SECRET (or token_id / token_secret_file in the config); PVE_USERNAME and PVE_PASSWORD also work",
     ))
-}
-
-fn check_header_safe(secret: &Sourced<String>, fix: &str) -> Result<(), ConfigError> {
-    if secret.value.is_empty()
-        || secret
-            .value
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace())
-    {
-        return Err(ConfigError::new(
-            &secret.key,
-            "the secret is empty or contains spaces or control characters",
-            fix,
-        ));
-    }
-    Ok(())
-}
-
-/// PVE's own rule: `user@realm!token`, user without whitespace, `:` or `/`,
-/// realm and token name starting with a letter.
-fn validate_token_id(id: &str) -> Result<(), String> {
-    let name_ok = |s: &str| {
-        s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-    };
-    let Some((user_realm, token)) = id.rsplit_once('!') else {
-        return Err(format!("{id:?} has no '!tokenname' part"));
-    };
-    let Some((user, realm)) = user_realm.rsplit_once('@') else {
-        return Err(format!("{id:?} has no '@realm' part"));
-    };
-    if user.is_empty()
-        || user
-            .chars()
-            .any(|c| c.is_whitespace() || c == ':' || c == '/')
-    {
-        return Err(format!("{id:?} has an invalid user name"));
-    }
-    if !name_ok(realm) {
-        return Err(format!("{id:?} has an invalid realm {realm:?}"));
-    }
-    if !name_ok(token) {
-        return Err(format!("{id:?} has an invalid token name {token:?}"));
-    }
-    Ok(())
 }
 
 fn load_tls(src: &Layers<'_>, f: &FileCluster) -> Result<TlsMode, ConfigError> {

@@ -62,6 +62,16 @@ impl<'a> Layers<'a> {
         }
     }
 
+    /// The section's name, `pve` or `clusters.NAME`.
+    pub fn section(&self) -> &str {
+        &self.section
+    }
+
+    /// The file's name, as messages show it.
+    pub fn file_name(&self) -> &'a str {
+        self.file_name
+    }
+
     /// Whether the environment applies to this section.
     pub fn reads_env(&self) -> bool {
         self.env.is_some()

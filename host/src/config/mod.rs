@@ -22,10 +22,12 @@ pub mod allow_list;
 pub mod approvals;
 pub mod audit;
 pub mod clusters;
+pub mod credentials;
 pub mod file;
 pub mod http;
 pub mod layered;
 pub mod listen;
+pub mod metrics;
 pub mod sandbox;
 pub mod section;
 pub mod telemetry;
@@ -54,6 +56,8 @@ pub struct Config {
     /// `[telemetry]`: OTLP traces (the exporter starts before the rest,
     /// from [`Config::load_telemetry`]).
     pub telemetry: telemetry::TelemetrySettings,
+    /// `[metrics]`: Prometheus metrics, and their own listener.
+    pub metrics: metrics::MetricsSettings,
 }
 
 /// The file format. Unknown keys are errors, so a typo never silently
@@ -79,6 +83,8 @@ struct FileConfig {
     tools: tools::FileTools,
     #[serde(default)]
     telemetry: telemetry::FileTelemetry,
+    #[serde(default)]
+    metrics: metrics::FileMetrics,
 }
 
 impl Config {
@@ -96,11 +102,17 @@ impl Config {
         )?;
         let sandbox = SandboxLimits::load(&file_config.sandbox, &file_name, env)?;
         let http = http::load(&file_config.http, &file_name, env)?;
+        let sets: Vec<&str> = clusters
+            .iter()
+            .flat_map(|c| c.credential_sets.iter().map(|(set, _)| set.as_str()))
+            .collect();
+        credentials::check_agents(&sets, &http.tokens, &file_name)?;
         let audit = audit::AuditSettings::load(&file_config.audit, &file_name, env)?;
         let approvals = approvals::ApprovalSettings::load(&file_config.approvals, &file_name, env)?;
         let tools = tools::ToolSettings::load(&file_config.tools, &file_name, env)?;
         let telemetry =
             telemetry::TelemetrySettings::load(&file_config.telemetry, &file_name, env)?;
+        let metrics = metrics::MetricsSettings::load(&file_config.metrics, &file_name, env)?;
         Ok(Config {
             clusters,
             sandbox,
@@ -109,6 +121,7 @@ impl Config {
             audit,
             tools,
             telemetry,
+            metrics,
         })
     }
 
@@ -451,6 +464,7 @@ mod tests {
             audit::AuditSettings::SETTINGS,
             tools::ToolSettings::SETTINGS,
             telemetry::TelemetrySettings::SETTINGS,
+            metrics::MetricsSettings::SETTINGS,
         ]
         .into_iter()
         .flatten()

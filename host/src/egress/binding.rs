@@ -13,6 +13,7 @@ use super::history::CallHistory;
 use super::plan::ApprovedPlan;
 use crate::route::{BoundRoute, Route};
 use crate::tools::JsonObject;
+use crate::upstream::CredentialId;
 
 /// The argument every tool of the component takes to name the cluster it
 /// talks to (see `call-context` in the WIT); the call is bound to it.
@@ -36,6 +37,11 @@ pub struct Binding {
     pub answer_fields: Vec<String>,
     /// What the call has sent and been answered so far.
     pub history: Arc<CallHistory>,
+    /// The credential of its cluster every request carries: its granted
+    /// tier's, from its caller's credential set (see
+    /// [`Gate::credential`]). Bound as the cluster's own read credential,
+    /// the least it holds, until the call's tier is known.
+    pub credential: CredentialId,
 }
 
 impl Gate {
@@ -56,6 +62,7 @@ impl Gate {
             plan: None,
             answer_fields,
             history: Arc::default(),
+            credential: CredentialId::default(),
         }
     }
 

@@ -7,35 +7,40 @@ use http::{HeaderValue, Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use wasmtime_wasi_http::{Error as HttpError, WasiBody};
 
-use crate::upstream::{BodyTimeout, Upstream, UpstreamFailure};
+use crate::upstream::{BodyTimeout, CredentialId, Upstream, UpstreamFailure};
 
 /// The response header that carries Proxmox's HTTP reason phrase (its error
 /// message) to the guest, which wasi:http cannot otherwise see.
 pub const REASON_HEADER: &str = "pve-mcp-reason-phrase";
 
-/// Sends an allowed request upstream, with the response body capped.
+/// Sends an allowed request upstream with the call's `credential`, with
+/// the response body capped.
 pub async fn forward(
     upstream: &Upstream,
+    credential: CredentialId,
     request: Request<Full<bytes::Bytes>>,
     max_response: usize,
 ) -> Result<Response<WasiBody>, (UpstreamFailure, HttpError)> {
-    let response = upstream.send(request).await.map_err(|failure| {
-        let error = match &failure {
-            UpstreamFailure::Timeout => HttpError::HttpResponseTimeout,
-            UpstreamFailure::ConnectTimeout => HttpError::ConnectionTimeout,
-            UpstreamFailure::Refused(_) => HttpError::ConnectionRefused,
-            UpstreamFailure::Dns(text) => HttpError::DnsError {
-                rcode: Some(text.clone()),
-                info_code: None,
-            },
-            // wasi:http's TLS error codes carry no text; the message (which
-            // names both fingerprints on a pin mismatch) is what the agent
-            // needs, so it travels as an internal error with a payload.
-            UpstreamFailure::Tls(_) => HttpError::InternalError(Some(failure.to_string())),
-            UpstreamFailure::Other(text) => HttpError::InternalError(Some(text.clone())),
-        };
-        (failure, error)
-    })?;
+    let response = upstream
+        .send(credential, request)
+        .await
+        .map_err(|failure| {
+            let error = match &failure {
+                UpstreamFailure::Timeout => HttpError::HttpResponseTimeout,
+                UpstreamFailure::ConnectTimeout => HttpError::ConnectionTimeout,
+                UpstreamFailure::Refused(_) => HttpError::ConnectionRefused,
+                UpstreamFailure::Dns(text) => HttpError::DnsError {
+                    rcode: Some(text.clone()),
+                    info_code: None,
+                },
+                // wasi:http's TLS error codes carry no text; the message (which
+                // names both fingerprints on a pin mismatch) is what the agent
+                // needs, so it travels as an internal error with a payload.
+                UpstreamFailure::Tls(_) => HttpError::InternalError(Some(failure.to_string())),
+                UpstreamFailure::Other(text) => HttpError::InternalError(Some(text.clone())),
+            };
+            (failure, error)
+        })?;
     Ok(into_guest_response(response, max_response))
 }
 

@@ -82,6 +82,29 @@ pub enum Denial {
     RefusedMore(usize),
 }
 
+impl Denial {
+    /// The reason as `pve_mcp_egress_denials_total` labels it (the audit
+    /// log's rule names).
+    pub fn metric(&self) -> crate::metrics::Denial {
+        use crate::metrics::Denial as M;
+        match self {
+            Denial::Authority => M::Authority,
+            Denial::OtherCluster => M::Cluster,
+            Denial::Path(_) => M::Path,
+            Denial::Method => M::Method,
+            Denial::Route => M::Route,
+            Denial::GuardedRead(_) => M::Guarded,
+            Denial::Once => M::Once,
+            Denial::Params(_) => M::Params,
+            Denial::Plan(_) => M::Plan,
+            Denial::BodyOnGet => M::BodyOnGet,
+            Denial::BodyTooLarge => M::BodyTooLarge,
+            Denial::TooManyRequests(_) => M::TooManyRequests,
+            Denial::RefusedMore(_) => M::Stopping,
+        }
+    }
+}
+
 impl Gate {
     /// A gate for these endpoints.
     pub fn new(endpoints: Vec<GateEndpoint>) -> Gate {
@@ -262,6 +285,7 @@ mod tests {
             },
             tls: TlsMode::Fingerprint(crate::tls::client::Fingerprint::of(b"x")),
             timeout: Duration::from_secs(5),
+            credential_sets: Vec::new(),
         };
         GateEndpoint {
             cluster: name.into(),

@@ -170,7 +170,14 @@ impl WasiHttpHooks for CallHooks {
             // answer comes: a call cancelled while this waits still shows
             // that the request was sent.
             let slot = push(&log, record.clone());
-            let result = match forward(&endpoint.upstream, request, max_response).await {
+            let result = match forward(
+                &endpoint.upstream,
+                binding.credential,
+                request,
+                max_response,
+            )
+            .await
+            {
                 Ok(response) if keeps_answer && response.status().is_success() => {
                     kept(response, |body| {
                         if is_read {

@@ -5,6 +5,8 @@
 //!
 //! - [`gate`]: the decision (`Gate::check`), which nothing else makes;
 //! - [`binding`]: a call bound once to its cluster and write routes;
+//! - [`credential`]: the Proxmox credential a call carries (its granted
+//!   tier's, from its caller's credential set);
 //! - [`admission`]: the one admission of a request, which the in-process
 //!   hook and `pve-mcp egress-proxy` both call;
 //! - [`sent`]: a write's parameters, read strictly from query and body;
@@ -21,6 +23,7 @@ pub mod access;
 pub mod admission;
 pub mod answer;
 pub mod binding;
+pub mod credential;
 pub mod forward;
 pub mod gate;
 pub mod guest_file;
@@ -33,6 +36,7 @@ pub mod sent;
 pub use access::Access;
 pub use admission::{MAX_REQUEST_BODY, admit_body, admit_head, admit_params};
 pub use binding::{Binding, CLUSTER_ARG};
+pub use credential::credential_tier;
 pub use forward::{REASON_HEADER, reason_header};
 pub use gate::{ClusterIndex, Denial, Gate, GateEndpoint};
 pub use hook::{CallCaps, CallHooks};

@@ -16,7 +16,7 @@ use crate::caller::Caller;
 use crate::config::audit::AuditSettings;
 use crate::config::{Cluster, SandboxLimits};
 use crate::egress::plan::ApprovedPlan;
-use crate::egress::{Access, Binding, Gate, GateEndpoint};
+use crate::egress::{Access, Binding, Gate, GateEndpoint, credential_tier};
 use crate::error::ConfigError;
 use crate::exposure::Exposure;
 use crate::policy::{self, Decision, Grant};
@@ -27,6 +27,8 @@ use crate::sandbox::component::{
 use crate::sandbox::progress::ReportSender;
 use crate::sandbox::{CallReport, CallRequest, Sandbox};
 use crate::secret::Redactor;
+use crate::server::each_credential::{CHECK_PERMISSIONS, Ran, check_each_credential};
+use crate::tier::Tier;
 use crate::tools::{CallOutcome, FailureKind, JsonObject, ToolInfo};
 use crate::upstream::Upstream;
 
@@ -39,6 +41,8 @@ pub struct App {
     redactor: Redactor,
     audit: Option<AuditLog>,
     exposure: Exposure,
+    /// Each bearer token's credential set (`pve_credentials`), by name.
+    credential_sets: std::collections::HashMap<Arc<str>, Arc<str>>,
 }
 
 /// Who can be asked to approve a call the policy marks `require_approval`:
@@ -102,7 +106,7 @@ impl App {
                     format!("setting up the connection to cluster {}", cluster.name)
                 })?,
             });
-            secrets.extend(cluster.auth.secrets());
+            secrets.extend(cluster.secrets());
         }
         let wasm = match component {
             ComponentSource::Embedded => {
@@ -147,6 +151,7 @@ impl App {
             redactor,
             audit: None,
             exposure: Exposure::all(),
+            credential_sets: Default::default(),
         })
     }
 
@@ -204,6 +209,37 @@ impl App {
     /// Which tools each caller is offered.
     pub fn exposure(&self) -> &Exposure {
         &self.exposure
+    }
+
+    /// Lets each named bearer token's calls carry its own credential set
+    /// (`[http.tokens.NAME] pve_credentials`).
+    pub fn with_credential_sets(
+        mut self,
+        sets: impl IntoIterator<Item = (Arc<str>, Arc<str>)>,
+    ) -> App {
+        self.credential_sets = sets.into_iter().collect();
+        self
+    }
+
+    /// The credential set the caller's calls carry, if its token names one.
+    pub fn credential_set(&self, caller: &Caller) -> Option<&str> {
+        let token = caller.token.as_ref()?;
+        self.credential_sets.get(token).map(|s| &**s)
+    }
+
+    /// Whether some cluster holds the credential a call of `tool` by this
+    /// caller would carry (its tier, read when the policy lets it only
+    /// read): a tool whose tier has no credential is not listed. With no
+    /// cluster at all every tool is listed (and every request refused).
+    pub fn has_credential(
+        &self,
+        caller: &Caller,
+        tool: &ToolInfo,
+        policy: &policy::Policy,
+    ) -> bool {
+        let gate = self.sandbox.gate();
+        let tier = credential_tier(policy.effective(tool).access, Tier::of(tool));
+        gate.endpoints().is_empty() || gate.serves(self.credential_set(caller), tier)
     }
 
     /// The policy engine.
@@ -305,11 +341,54 @@ impl App {
             );
         }
         let gate = self.sandbox.gate();
-        let binding = gate.bind(&tool.routes, &arguments);
+        let mut binding = gate.bind(&tool.routes, &arguments);
         let decided = self
             .policy
             .decide(caller, tool, &gate.as_bound(&binding, &arguments))
             .await;
+        // The credential of the call's granted tier, from its caller's set;
+        // the dry run of an approval plan carries the read one.
+        let mut dry_credential = binding.credential;
+        if let (Decision::Allow(grant) | Decision::RequireApproval(grant), Some(cluster)) =
+            (&decided, binding.cluster)
+        {
+            let set = self.credential_set(caller);
+            let tier = credential_tier(
+                grant.access,
+                Tier::of_call(tool, &gate.as_bound(&binding, &arguments)),
+            );
+            let chosen = gate
+                .credential(cluster, set, tier)
+                .and_then(|id| Ok((id, gate.credential(cluster, set, Tier::Read)?)));
+            match chosen {
+                Ok((id, read)) => {
+                    binding.credential = id;
+                    dry_credential = read;
+                }
+                Err(why) => {
+                    if let Decision::Allow(grant) | Decision::RequireApproval(grant) = decided {
+                        grant.permit.rollback().await;
+                    }
+                    tracing::info!(
+                        session = %caller.session,
+                        token = caller.token.as_deref(),
+                        tool = %tool.name,
+                        outcome = "no_credential",
+                        "tool call refused: {why}"
+                    );
+                    let decision = AuditDecision {
+                        decision: "no-credential".into(),
+                        rule: format!("credentials.{tier}"),
+                        approver: None,
+                    };
+                    let report = CallReport::refused(format!("{} was not run: {why}", tool.name));
+                    return Authorized::Refused(
+                        self.record(caller, &tool.name, &arguments, &decision, report)
+                            .await,
+                    );
+                }
+            }
+        }
         let (grant, Approver { approvals, context }) = match decided {
             Decision::Allow(grant) => {
                 let decision = AuditDecision::allowed(&grant.rule);
@@ -335,7 +414,11 @@ impl App {
             }
         };
         let rule = grant.rule.clone();
-        let plan = match self.plan(tool, &arguments, &binding).await {
+        let dry = Binding {
+            credential: dry_credential,
+            ..binding.clone()
+        };
+        let plan = match self.plan(tool, &arguments, &dry).await {
             Ok(plan) => plan,
             Err(refusal) => {
                 grant.permit.rollback().await;
@@ -414,6 +497,7 @@ impl App {
         decision: &AuditDecision,
         report: CallReport,
     ) -> CallReport {
+        crate::metrics::call_refused(tool, &decision.decision);
         match &self.audit {
             Some(log) => {
                 log.begin(&self.next_call_id(), caller, tool, arguments, decision)
@@ -502,6 +586,16 @@ impl App {
             .audit
             .as_ref()
             .map(|log| log.begin(&id, caller, tool, arguments, decision));
+        // Who the call is in Proxmox: the token id its requests carry.
+        let pve_token = binding.cluster.map(|c| {
+            self.sandbox
+                .gate()
+                .identity(c, binding.credential)
+                .to_owned()
+        });
+        if let (Some(audit), Some(pve_token)) = (audit.as_mut(), &pve_token) {
+            audit.set_pve_token(pve_token);
+        }
         let started = Instant::now();
         // Write-ahead: the call-start record is on disk before the guest
         // can send anything, or (failing closed) the guest never runs.
@@ -522,6 +616,7 @@ impl App {
                 // A map of JSON values always serialises.
                 let arguments = serde_json::to_string(arguments).unwrap_or_default();
                 let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
+                let again = (info.name == CHECK_PERMISSIONS).then(|| binding.clone());
                 let report = self
                     .sandbox
                     .call_recording(
@@ -538,6 +633,20 @@ impl App {
                         egress,
                     )
                     .await;
+                // It checks each of the caller's credentials, not only its own.
+                let report = match again {
+                    Some(binding) => {
+                        let ran = Ran {
+                            tool: info,
+                            arguments: &arguments,
+                            id: &id,
+                            binding,
+                            set: self.credential_set(caller),
+                        };
+                        check_each_credential(&self.sandbox, ran, report).await
+                    }
+                    None => report,
+                };
                 if (proxmox_failed(&report) || turned_away(&report)) && !grant.permit.is_empty() {
                     grant.permit.rollback().await;
                 }
@@ -548,6 +657,7 @@ impl App {
             Some(audit) => audit.finish(report).await,
             None => report,
         };
+        crate::metrics::call_finished(tool, &report.outcome);
         let outcome = crate::audit::outcome_name(&report.outcome);
         tracing::info!(
             id,
@@ -557,6 +667,7 @@ impl App {
             outcome,
             rule = %grant.rule,
             may_write = grant.access == Access::Write,
+            pve_token = pve_token.as_deref(),
             upstream_requests = report.egress.len(),
             denied = report.egress.iter().filter(|r| r.denied.is_some()).count(),
             ms = started.elapsed().as_millis() as u64,

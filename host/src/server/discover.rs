@@ -90,12 +90,13 @@ fn invalid(field: &str, problem: &str) -> CallToolResult {
     ))])
 }
 
-/// `pve_search_tools`: the tools `view` offers and `policy` lists that
-/// match `arguments`.
+/// `pve_search_tools`: the tools `view` offers, `policy` lists and the
+/// caller has a credential for (`usable`) that match `arguments`.
 pub fn search(
     tools: &[ToolInfo],
     view: View<'_>,
     policy: &Policy,
+    usable: impl Fn(&ToolInfo) -> bool,
     arguments: &JsonObject,
 ) -> CallToolResult {
     if let Some(key) = arguments
@@ -138,7 +139,7 @@ pub fn search(
     let words: Vec<&str> = query.split_whitespace().collect();
     let found: Vec<&ToolInfo> = tools
         .iter()
-        .filter(|t| view.offers(t).is_ok() && policy.visible(t))
+        .filter(|t| view.offers(t).is_ok() && policy.visible(t) && usable(t))
         .filter(|t| toolset.is_none_or(|s| t.toolset == s))
         .filter(|t| {
             let text = format!("{} {} {}", t.name, t.title, t.description).to_lowercase();

@@ -290,7 +290,11 @@ impl ServerHandler for McpServer {
             .tools
             .iter()
             .zip(self.app.tools().iter())
-            .filter(|(_, info)| view.lists(info) && policy.visible(info))
+            .filter(|(_, info)| {
+                view.lists(info)
+                    && policy.visible(info)
+                    && self.app.has_credential(&caller, info, &policy)
+            })
             .map(|(tool, _)| tool.clone())
             .collect();
         if view.discover() {
@@ -306,7 +310,53 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // Traces: a disabled span unless [telemetry] is on.
         let span = crate::telemetry::span::call_span(&request, &context, self.app.redactor());
-        crate::telemetry::span::traced(span, self.call(request, context)).await
+        if !crate::metrics::enabled() {
+            return crate::telemetry::span::traced(span, self.call(request, context)).await;
+        }
+        let started = std::time::Instant::now();
+        let (tool, transport) = (request.name.clone(), transport_of(&context));
+        let version = protocol_version(&context);
+        let result = crate::telemetry::span::traced(span, self.call(request, context)).await;
+        let error = error_type(&result);
+        crate::metrics::operation(
+            "tools/call",
+            &tool,
+            error,
+            transport,
+            version.as_deref(),
+            started.elapsed(),
+        );
+        result
+    }
+}
+
+/// `network.transport`: `tcp` for a request that came over HTTP.
+fn transport_of(context: &RequestContext<RoleServer>) -> crate::metrics::Transport {
+    match context.extensions.get::<http::request::Parts>() {
+        Some(_) => crate::metrics::Transport::Tcp,
+        None => crate::metrics::Transport::Pipe,
+    }
+}
+
+/// The negotiated protocol version, or (a request without a session)
+/// the one its `MCP-Protocol-Version` header names.
+fn protocol_version(context: &RequestContext<RoleServer>) -> Option<String> {
+    if let Some(info) = context.peer.peer_info() {
+        return Some(info.protocol_version.as_str().to_string());
+    }
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let header = parts.headers.get("mcp-protocol-version")?;
+    header.to_str().ok().map(str::to_string)
+}
+
+/// `error.type` of a `tools/call`'s answer.
+fn error_type(result: &Result<CallToolResponse, ErrorData>) -> &'static str {
+    match result {
+        Ok(CallToolResponse::Complete(r)) => {
+            crate::metrics::error_type(r.is_error == Some(true), None)
+        }
+        Ok(_) => "",
+        Err(e) => crate::metrics::error_type(true, Some(e.code.0)),
     }
 }
 
@@ -323,7 +373,9 @@ impl McpServer {
             discover::SEARCH if view.discover() => {
                 let arguments = request.arguments.unwrap_or_default();
                 let policy = self.app.policy().policy();
-                return Ok(discover::search(self.app.tools(), view, &policy, &arguments).into());
+                let usable = |t: &ToolInfo| self.app.has_credential(&caller, t, &policy);
+                let found = discover::search(self.app.tools(), view, &policy, usable, &arguments);
+                return Ok(found.into());
             }
             discover::CALL if view.discover() => {
                 match discover::target(&request.arguments.unwrap_or_default()) {
@@ -353,7 +405,10 @@ impl McpServer {
         let _slot = match &slots {
             Some(slots) => match slots.try_acquire() {
                 Some(slot) => Some(slot),
-                None => return Ok(session_busy(slots.limit(), stateless).into()),
+                None => {
+                    crate::metrics::tool_call(&name, crate::metrics::Outcome::Busy);
+                    return Ok(session_busy(slots.limit(), stateless).into());
+                }
             },
             None => None,
         };

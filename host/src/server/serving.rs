@@ -45,7 +45,14 @@ pub async fn start_app(startup: &Startup, config: &Config) -> anyhow::Result<App
     let engine = crate::policy::Engine::new(policy)?;
     app.enable_audit(&config.audit).await?;
     let exposure = exposure(&config.tools, &config.http.tokens, app.tools())?;
-    Ok(app.with_policy(Arc::new(engine)).with_exposure(exposure))
+    let credential_sets = config.http.tokens.iter().filter_map(|t| {
+        let set = t.pve_credentials.as_deref()?;
+        Some((t.name.clone(), Arc::from(set)))
+    });
+    Ok(app
+        .with_policy(Arc::new(engine))
+        .with_exposure(exposure)
+        .with_credential_sets(credential_sets))
 }
 
 /// The tools each caller is offered: `[tools]` for the server, each
@@ -77,6 +84,26 @@ pub fn exposure(
     Ok(Exposure::new(server, tokens))
 }
 
+/// The names a tool label may carry: the component's tools and the
+/// discover pair.
+pub fn served_names(tools: &[crate::tools::ToolInfo]) -> impl Iterator<Item = &str> {
+    let discover = [super::discover::SEARCH, super::discover::CALL];
+    tools.iter().map(|t| t.name.as_str()).chain(discover)
+}
+
+/// Refreshes `pve_mcp_approvals_pending` (and the oldest's age) from the
+/// approval store before each scrape.
+fn pending_approvals(approvals: Arc<crate::approval::Approvals>) -> crate::metrics::Sampler {
+    Arc::new(move || {
+        let approvals = approvals.clone();
+        Box::pin(async move {
+            if let Some((count, oldest)) = approvals.pending().await {
+                crate::metrics::approvals_pending(count, oldest);
+            }
+        })
+    })
+}
+
 /// A server ready for a transport: the MCP handler and what the approval
 /// flow's admin endpoint serves.
 pub struct Serving {
@@ -101,13 +128,12 @@ impl Serving {
             state = %app.policy().store().describe(),
             "policy in force"
         );
-        let secrets = config
-            .clusters
-            .iter()
-            .flat_map(|c| c.auth.secrets())
-            .collect();
+        let secrets = config.clusters.iter().flat_map(|c| c.secrets()).collect();
         let approvals =
             crate::approval::serve::start(&config.approvals, &policy, app.tools(), secrets)?;
+        crate::metrics::declare_tools(served_names(app.tools()));
+        crate::metrics::sandbox_slots(config.sandbox.max_concurrent_calls);
+        crate::metrics::on_scrape(pending_approvals(approvals.approvals.clone()));
         let server = McpServer::new(app).with_approvals(approvals.approvals);
         Ok(Serving {
             server,

@@ -107,6 +107,7 @@ pub async fn run(
                 secret,
                 toolsets: None,
                 read_only: false,
+                pve_credentials: None,
             }])
         }),
         max_response: app.max_response_bytes(),
@@ -277,6 +278,18 @@ impl Proxy {
         if let Err(denial) = admit_params(&self.gate, &mut record, &head, &body, &self.writes) {
             return self.refuse(record, denial, started).await;
         }
+        // Without a call there is no tier to grant: a read carries the
+        // cluster's read credential, a write its write one (never the
+        // destructive one: see docs/hosting.md).
+        let tier = if method == Method::GET {
+            Tier::Read
+        } else {
+            Tier::Write
+        };
+        let credential = match self.gate.credential(cluster, None, tier) {
+            Ok(credential) => credential,
+            Err(why) => return text(StatusCode::FORBIDDEN, format!("{why}\n")),
+        };
         let mut upstream = Request::builder().method(method).uri(uri);
         if let Some(headers) = upstream.headers_mut() {
             headers.insert(
@@ -291,7 +304,7 @@ impl Proxy {
             return text(StatusCode::BAD_REQUEST, "the request cannot be forwarded\n");
         };
         let endpoint = self.gate.endpoint(cluster);
-        let answer = match endpoint.upstream.send(upstream).await {
+        let answer = match endpoint.upstream.send(credential, upstream).await {
             Ok(response) => {
                 let reason = crate::egress::reason_header(&response);
                 let (parts, body) = response.into_parts();
@@ -382,6 +395,7 @@ mod tests {
             secret: Secret::new("0123456789abcdef"),
             toolsets: None,
             read_only: false,
+            pve_credentials: None,
         }])
     }
 

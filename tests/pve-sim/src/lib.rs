@@ -475,6 +475,13 @@ pub mod tokens {
     pub const AUDITOR_TOKEN_ID: &str = "auditor@pve!mcp";
     /// Secret of [`AUDITOR_TOKEN_ID`].
     pub const AUDITOR_TOKEN_SECRET: &str = "9e8d7c6b-5a49-4382-a716-f5e4d3c2b1a0";
+    /// Full token id of the operator token: it reads everything (`VM.Audit`,
+    /// `Sys.Audit`, `Datastore.Audit` on `/`) and may start, stop and
+    /// snapshot guests (`VM.PowerMgmt`, `VM.Snapshot`), but not create,
+    /// delete or reconfigure them (no `VM.Allocate`, `VM.Config.*`).
+    pub const OPERATOR_TOKEN_ID: &str = "operator@pve!mcp";
+    /// Secret of [`OPERATOR_TOKEN_ID`].
+    pub const OPERATOR_TOKEN_SECRET: &str = "4a7c2e91-0b3d-4f58-a6e2-7d91c3b5f0e8";
     /// User that can log in with `POST /access/ticket`.
     pub const TICKET_USER: &str = "root@pam";
     /// Password of [`TICKET_USER`].

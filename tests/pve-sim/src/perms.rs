@@ -28,6 +28,22 @@ impl Acl {
     }
 }
 
+/// The operator token's ACL: reads everything and may power and snapshot
+/// guests, on `/` and below; nothing that creates, deletes or reconfigures.
+pub(crate) fn operator_acl() -> Acl {
+    Acl::Entries(vec![AclEntry {
+        path: "/".into(),
+        privs: vec![
+            "VM.Audit",
+            "Sys.Audit",
+            "Datastore.Audit",
+            "VM.PowerMgmt",
+            "VM.Snapshot",
+        ],
+        propagate: true,
+    }])
+}
+
 fn covers(parent: &str, path: &str) -> bool {
     parent == "/"
         || path

@@ -99,6 +99,11 @@ fn primary(scenario: &Scenario) -> Cluster {
                 secret: tokens::AUDITOR_TOKEN_SECRET.into(),
                 acl: auditor_acl,
             },
+            Token {
+                full_id: tokens::OPERATOR_TOKEN_ID.into(),
+                secret: tokens::OPERATOR_TOKEN_SECRET.into(),
+                acl: crate::perms::operator_acl(),
+            },
         ],
         clustered: true,
         volumes: volumes(scenario),

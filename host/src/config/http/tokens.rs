@@ -26,6 +26,9 @@ pub struct NamedToken {
     pub toolsets: Option<Vec<String>>,
     /// Its holder is offered only tools that read.
     pub read_only: bool,
+    /// The credential set its holder's calls carry to Proxmox
+    /// (`pve_credentials`); `None`: each cluster's own.
+    pub pve_credentials: Option<String>,
 }
 
 /// One entry of `[http.tokens]`: the token itself (`NAME = "..."`, or
@@ -53,7 +56,14 @@ pub struct TokenTable {
     /// Only tools that read.
     #[serde(default)]
     read_only: bool,
+    /// The credential set (`[clusters.NAME.credential_sets.SET]`) its
+    /// holder acts in Proxmox with.
+    pve_credentials: Option<String>,
 }
+
+/// What a table gives its token's holder: toolsets, read-only, and the
+/// credential set.
+type Offered = (Option<Vec<String>>, bool, Option<String>);
 
 fn valid_token_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -73,7 +83,7 @@ pub fn load(
     // (name, token, where it came from), in file order.
     let mut found: Vec<(String, String, String)> = Vec::new();
     // What a table gives its token's holder, by name.
-    let mut offered: Vec<(String, Option<Vec<String>>, bool)> = Vec::new();
+    let mut offered: Vec<(String, Offered)> = Vec::new();
     for (key, entry) in tokens {
         let (name, from_file, value) = match entry {
             FileToken::Plain(value) => match key.strip_suffix("_file") {
@@ -100,7 +110,10 @@ pub fn load(
                     )?),
                     None => None,
                 };
-                offered.push((key.clone(), toolsets, table.read_only));
+                offered.push((
+                    key.clone(),
+                    (toolsets, table.read_only, table.pve_credentials.clone()),
+                ));
                 (key.as_str(), from_file, value)
             }
         };
@@ -160,16 +173,17 @@ pub fn load(
                 "give every agent its own token, so the audit log can tell them apart",
             ));
         }
-        let (toolsets, read_only) = offered
+        let (toolsets, read_only, pve_credentials) = offered
             .iter()
-            .find(|(n, _, _)| *n == name)
-            .map(|(_, t, r)| (t.clone(), *r))
-            .unwrap_or((None, false));
+            .find(|(n, _)| *n == name)
+            .map(|(_, o)| o.clone())
+            .unwrap_or((None, false, None));
         tokens.push(NamedToken {
             name: Arc::from(name),
             secret: Secret::new(token),
             toolsets,
             read_only,
+            pve_credentials,
         });
     }
     Ok(tokens)

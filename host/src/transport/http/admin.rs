@@ -177,6 +177,7 @@ fn routes(token: &Secret, store: Arc<dyn ApprovalStore>) -> impl HttpService<Inc
         secret: token.clone(),
         toolsets: None,
         read_only: false,
+        pve_credentials: None,
     }]);
     ServiceBuilder::new()
         .layer(layers::auth(tokens, refuse))

@@ -116,12 +116,14 @@ mod tests {
                 secret: Secret::new("aaaaaaaaaaaaaaaaaaaaaaaa"),
                 toolsets: None,
                 read_only: false,
+                pve_credentials: None,
             },
             NamedToken {
                 name: "ci".into(),
                 secret: Secret::new("bbbbbbbbbbbbbbbbbbbbbbbb"),
                 toolsets: None,
                 read_only: false,
+                pve_credentials: None,
             },
         ])
     }

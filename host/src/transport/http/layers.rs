@@ -276,6 +276,7 @@ mod tests {
             secret: Secret::new("cccccccccccccccccccccccc"),
             toolsets: None,
             read_only: false,
+            pve_credentials: None,
         }]);
         ServiceBuilder::new()
             .layer(auth(tokens, Reject::into_response))

@@ -105,6 +105,7 @@ mod tests {
             secret: Secret::new("0123456789abcdef"),
             toolsets: None,
             read_only: false,
+            pve_credentials: None,
         });
         assert_eq!(
             resolve_listen(&s, Some("0.0.0.0:8080")).unwrap(),
