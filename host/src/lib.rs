@@ -19,6 +19,7 @@ pub mod canonical;
 pub mod endpoint;
 pub mod error;
 pub mod logging;
+pub mod metrics;
 pub mod route;
 pub mod secret;
 pub mod state;

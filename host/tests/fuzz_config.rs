@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use pve_mcp::config::approvals::ApprovalSettings;
 use pve_mcp::config::audit::AuditSettings;
 use pve_mcp::config::http::HttpSettings;
+use pve_mcp::config::metrics::MetricsSettings;
 use pve_mcp::config::tools::ToolSettings;
 use pve_mcp::config::{Config, SandboxLimits};
 use pve_mcp::error::ConfigError;
@@ -123,6 +124,7 @@ fn env_names() -> Vec<&'static str> {
         ApprovalSettings::SETTINGS,
         AuditSettings::SETTINGS,
         ToolSettings::SETTINGS,
+        MetricsSettings::SETTINGS,
     ]
     .into_iter()
     .flatten()

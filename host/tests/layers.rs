@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("endpoint", 1),
     ("error", 1),
     ("logging", 1),
+    ("metrics", 1),
     ("secret", 1),
     ("state", 1),
     ("tools", 1),

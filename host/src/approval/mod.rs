@@ -142,6 +142,19 @@ impl Approvals {
         self
     }
 
+    /// How many approvals wait for a person now, and how long the oldest
+    /// has waited (for the metrics); `None` when the store cannot say.
+    pub async fn pending(&self) -> Option<(usize, Duration)> {
+        let now = now_ms();
+        let listed = self.store.list(now).await.ok()?;
+        let created = listed
+            .iter()
+            .filter(|a| a.state_at(now) == store::State::Pending)
+            .map(|a| a.created_ms);
+        let (count, oldest) = created.fold((0, now), |(n, oldest), c| (n + 1, oldest.min(c)));
+        Some((count, Duration::from_millis(now.saturating_sub(oldest))))
+    }
+
     /// The approval step of an MCP call the policy marked
     /// `require_approval`: [`Approvals::authorize`], asking the client only
     /// when the grant's approver is the client, cancellable by the
@@ -171,8 +184,12 @@ impl Approvals {
             Authorization::Run(by) => Step::Approved(grant, by),
             // Keeping the unit is what makes pending calls count against the
             // tool's rate limit (dropping the permit gives nothing back).
-            Authorization::Pending(text) => Step::Refused(text),
+            Authorization::Pending(text) => {
+                crate::metrics::tool_call(tool, crate::metrics::Outcome::ApprovalPending);
+                Step::Refused(text)
+            }
             Authorization::Refused(text) => {
+                crate::metrics::tool_call(tool, crate::metrics::Outcome::ApprovalDenied);
                 grant.permit.rollback().await;
                 Step::Refused(text)
             }

@@ -20,7 +20,11 @@ pub async fn run(global: &Global, http: Option<&str>) -> ExitCode {
         Ok(config) => config,
         Err(e) => return config_failure(&e),
     };
-    if http.is_some() || config.http.requested {
+    let over_http = http.is_some() || config.http.requested;
+    if let Err(e) = start_metrics(&config, over_http).await {
+        return failure(&e);
+    }
+    if over_http {
         return serve_http(global, config, http).await;
     }
     let serving = match Serving::start(&global.server_startup(), &config).await {
@@ -67,4 +71,20 @@ async fn serve_http(global: &Global, config: Config, flag: Option<&str>) -> Exit
         // A bad policy, audit or approvals setting exits 2, as over stdio.
         Err(e) => failure(&e),
     }
+}
+
+/// Turns metrics on when `[metrics]` says so for this transport (over HTTP
+/// unless `enabled = false`; over stdio only with `listen`), and starts
+/// their own loopback listener when `listen` is set. Before the component
+/// loads, so its compile-cache lookup is counted.
+async fn start_metrics(config: &Config, over_http: bool) -> anyhow::Result<()> {
+    if !config.metrics.on(over_http) {
+        return Ok(());
+    }
+    crate::metrics::enable();
+    if let Some(addr) = config.metrics.listen {
+        let (bound, _task) = transport::http::serve::metrics_listener(addr).await?;
+        eprintln!("pve-mcp: metrics http://{bound}/metrics");
+    }
+    Ok(())
 }

@@ -202,6 +202,7 @@ fn enter_denial(
     mut record: EgressRecord,
     denial: Denial,
 ) {
+    crate::metrics::egress_denied(denial.metric());
     let n = budget.count_one();
     if n > MAX_REFUSALS {
         return summarise(records, tool, n);
@@ -223,6 +224,7 @@ fn enter_denial(
 /// cap's own record says why it stopped, and these requests enter the
 /// summary only once the refusals pass [`MAX_REFUSALS`] too.
 pub(super) fn deny_more(log: &EgressLog, tool: &str, budget: &CallBudget) {
+    crate::metrics::egress_denied(crate::metrics::Denial::Stopping);
     if let Ok(mut records) = log.lock() {
         let n = budget.count_one();
         if n > MAX_REFUSALS {
@@ -311,6 +313,7 @@ pub(super) fn push(log: &EgressLog, record: EgressRecord) -> Option<usize> {
 
 /// Replaces the record `push` put at `slot` with its finished form.
 pub(super) fn complete(log: &EgressLog, slot: Option<usize>, record: EgressRecord) {
+    crate::metrics::upstream_request(record.cluster.as_deref(), &record.method, record.status);
     if let (Some(slot), Ok(mut records)) = (slot, log.lock())
         && let Some(entry) = records.get_mut(slot)
     {

@@ -66,7 +66,9 @@ pub fn compile(
     first: FirstCompile,
 ) -> anyhow::Result<(Engine, Component, LoadedFrom, Option<Optimise>)> {
     let engine = build_engine(limits, Strategy::Cranelift)?;
-    if let Some(component) = component::cached(&engine, wasm, cache) {
+    let cached = component::cached(&engine, wasm, cache);
+    crate::metrics::compile_cache(crate::metrics::CacheResult::of(cached.is_some()));
+    if let Some(component) = cached {
         return Ok((engine, component, LoadedFrom::Cache, None));
     }
     if first == FirstCompile::Quick && cache.enabled() {

@@ -324,6 +324,7 @@ impl Sandbox {
         };
         // A waiting call takes a wait slot first, so calls that wait can
         // hold at most that many of the slots and reads always find one.
+        let queued = crate::metrics::slot_waiting();
         let wait_permit = if request.waits {
             self.wait_slots.acquire().await.map(Some)
         } else {
@@ -331,6 +332,7 @@ impl Sandbox {
         };
         let outcome = match (wait_permit, self.slots.acquire().await) {
             (Ok(_waiting), Ok(_permit)) => {
+                let _in_use = (drop(queued), crate::metrics::slot_in_use());
                 match Contained(Box::pin(self.run(&request, egress.clone()))).await {
                     Ok(outcome) => outcome,
                     Err(panic) => {
@@ -348,7 +350,10 @@ impl Sandbox {
                     }
                 }
             }
-            _ => CallOutcome::sandbox("the server is shutting down"),
+            _ => {
+                crate::metrics::sandbox_limit(crate::metrics::SandboxLimit::Shutdown);
+                CallOutcome::sandbox("the server is shutting down")
+            }
         };
         let outcome = self.shaper(request.tool).redact(outcome);
         let egress = egress.lock().map(|r| r.clone()).unwrap_or_default();
@@ -417,12 +422,14 @@ impl Sandbox {
             );
         }
         if budget.over_requests() {
+            crate::metrics::sandbox_limit(crate::metrics::SandboxLimit::Requests);
             return CallOutcome::sandbox(format!(
                 "the tool component tried to send more than {} requests to Proxmox in one call and was stopped; this is a bug in the component or an attack by it, not something a retry can fix",
                 budget.max_requests()
             ));
         }
         if budget.exhausted() {
+            crate::metrics::sandbox_limit(crate::metrics::SandboxLimit::Refusals);
             tracing::warn!(
                 tool = %request.tool.name,
                 "sandbox stopped a call: the egress gate refused more than {MAX_REFUSALS} of its requests"
@@ -432,11 +439,15 @@ impl Sandbox {
             ));
         }
         match result {
-            Err(_) => CallOutcome::sandbox(format!(
-                "the call did not finish within {} and was stopped; Proxmox may be slow or unreachable. Retry later, or narrow the request",
-                shaper.describe_limit()
-            )),
+            Err(_) => {
+                crate::metrics::sandbox_limit(crate::metrics::SandboxLimit::Deadline);
+                CallOutcome::sandbox(format!(
+                    "the call did not finish within {} and was stopped; Proxmox may be slow or unreachable. Retry later, or narrow the request",
+                    shaper.describe_limit()
+                ))
+            }
             Ok(Err(trap)) if hit_busy => {
+                crate::metrics::sandbox_limit(crate::metrics::SandboxLimit::Cpu);
                 let message = format!(
                     "the tool component computed for more than {} s of running time and was stopped; a tool may wait for Proxmox tasks longer than that, but not compute",
                     self.limits.timeout.as_secs()

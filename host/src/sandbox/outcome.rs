@@ -30,12 +30,19 @@ impl Shaper<'_> {
         hit_memory: bool,
         guest_log: &str,
     ) -> CallOutcome {
+        use crate::metrics::SandboxLimit;
+        let interrupted = matches!(trap.downcast_ref::<Trap>(), Some(Trap::Interrupt));
+        crate::metrics::sandbox_limit(match (hit_memory, interrupted) {
+            (true, _) => SandboxLimit::Memory,
+            (false, true) => SandboxLimit::Deadline,
+            (false, false) => SandboxLimit::Trap,
+        });
         let message = if hit_memory {
             format!(
                 "the tool component exceeded its memory limit of {} MiB and was stopped",
                 self.limits.memory_bytes >> 20
             )
-        } else if matches!(trap.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+        } else if interrupted {
             format!(
                 "the tool component ran past {} and was stopped",
                 self.describe_limit()
@@ -70,6 +77,7 @@ impl Shaper<'_> {
     /// object within the output cap.
     pub fn check_output(&self, output: guest::ToolOutput) -> CallOutcome {
         if output.structured.len() > self.limits.max_output_bytes {
+            crate::metrics::sandbox_limit(crate::metrics::SandboxLimit::Output);
             return CallOutcome::sandbox(format!(
                 "the tool's result is {} MiB, over the {} MiB limit; narrow the request (filters, a lower limit)",
                 output.structured.len() >> 20,

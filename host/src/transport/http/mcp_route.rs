@@ -113,6 +113,12 @@ impl Mcp {
         let _ = self.kept.set(serving);
     }
 
+    /// The sessions open now (deleted and expired ones are gone from
+    /// rmcp's map).
+    pub async fn open_sessions(&self) -> usize {
+        self.sessions.local.sessions.read().await.len()
+    }
+
     /// Whether MCP requests are served (the component is compiled).
     pub fn ready(&self) -> bool {
         self.service.get().is_some()

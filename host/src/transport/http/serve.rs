@@ -71,6 +71,7 @@ pub async fn run(
     announce(&listening(settings, bound, tls.is_some()));
 
     let mcp = Arc::new(Mcp::new(settings));
+    crate::metrics::on_scrape(open_sessions(mcp.clone()));
     let routes = routes(settings, guard, mcp.clone());
     let started = tokio::spawn({
         let mcp = mcp.clone();
@@ -145,10 +146,78 @@ fn listening(settings: &HttpSettings, bound: SocketAddr, tls: bool) -> Bound {
     Bound { addr: bound, url }
 }
 
+/// Refreshes `pve_mcp_sessions` before each scrape.
+fn open_sessions(mcp: Arc<Mcp>) -> crate::metrics::Sampler {
+    Arc::new(move || {
+        let mcp = mcp.clone();
+        Box::pin(async move { crate::metrics::sessions(mcp.open_sessions().await) })
+    })
+}
+
+/// `GET /metrics`: the Prometheus text, or 404 when metrics are off.
+async fn metrics_page() -> Response<Body> {
+    let Some(page) = crate::metrics::scrape().await else {
+        return text(StatusCode::NOT_FOUND, "Not Found: metrics are off\n");
+    };
+    let mut response = text(StatusCode::OK, page);
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+    );
+    response
+}
+
+/// Serves `GET /metrics` (and nothing else) without a token on `addr`, a
+/// loopback address (`[metrics] listen`), until the task is aborted.
+pub async fn metrics_listener(addr: SocketAddr) -> anyhow::Result<(SocketAddr, JoinHandle<()>)> {
+    // The settings refuse other addresses already; this is the last line.
+    anyhow::ensure!(
+        addr.ip().is_loopback(),
+        "metrics.listen: {addr} is not a loopback address"
+    );
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("metrics.listen: cannot listen on {addr}"))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    let routes = tower::service_fn(|request: Request<Incoming>| async move {
+        let page = matches!(*request.method(), Method::GET | Method::HEAD);
+        Ok::<_, Infallible>(match request.uri().path() {
+            "/metrics" if page => metrics_page().await,
+            "/metrics" => method_not_allowed(),
+            _ => text(StatusCode::NOT_FOUND, "Not Found: see /metrics\n"),
+        })
+    });
+    tracing::info!(address = %bound, "metrics listening (GET /metrics)");
+    let limits = ConnectionLimits {
+        max_total: 64,
+        max_anonymous_per_peer: None,
+    };
+    let task = tokio::spawn(async move {
+        Server::new(limits, Duration::from_secs(10), None)
+            .accept_until(
+                &listener,
+                |peer| layers::log(peer, routes),
+                std::future::pending::<()>(),
+            )
+            .await
+    });
+    Ok((bound, task))
+}
+
 /// The routes: `/healthz` and `/readyz` for probes (which send neither a
-/// token nor the `Host` a browser would), the MCP path behind the guard,
-/// the token and the body limit, and 404 for anything else.
+/// token nor the `Host` a browser would), the MCP path and `/metrics` (when
+/// metrics are on) behind the guard and the token (the MCP path also
+/// behind the body limit), and 404 for anything else.
 fn routes(settings: &HttpSettings, guard: Guard, mcp: Arc<Mcp>) -> impl HttpService<Incoming> {
+    let metrics = ServiceBuilder::new()
+        .layer(layers::guard(guard.clone(), Reject::into_response))
+        .layer(layers::auth(
+            Tokens::new(&settings.tokens),
+            Reject::into_response,
+        ))
+        .service_fn(|_request: Request<Incoming>| async {
+            Ok::<_, Infallible>(metrics_page().await)
+        });
     let endpoint = ServiceBuilder::new()
         .layer(layers::guard(guard, Reject::into_response))
         .layer(layers::auth(
@@ -170,6 +239,7 @@ fn routes(settings: &HttpSettings, guard: Guard, mcp: Arc<Mcp>) -> impl HttpServ
     let path: Arc<str> = settings.path.as_str().into();
     tower::service_fn(move |request: Request<Incoming>| {
         let (mcp, endpoint, path) = (mcp.clone(), endpoint.clone(), path.clone());
+        let metrics = metrics.clone();
         async move {
             let route = request.uri().path();
             let probe = matches!(*request.method(), Method::GET | Method::HEAD);
@@ -177,6 +247,9 @@ fn routes(settings: &HttpSettings, guard: Guard, mcp: Arc<Mcp>) -> impl HttpServ
                 "/healthz" if probe => text(StatusCode::OK, "ok\n"),
                 "/readyz" if probe => readiness(&mcp),
                 "/healthz" | "/readyz" => method_not_allowed(),
+                "/metrics" if probe && crate::metrics::enabled() && route != &*path => {
+                    metrics.oneshot(request).await?
+                }
                 _ if route == &*path => endpoint.oneshot(request).await?,
                 _ => text(
                     StatusCode::NOT_FOUND,
