@@ -431,3 +431,32 @@ async fn a_bad_endpoint_is_a_configuration_error_naming_the_key() {
     assert!(stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{stderr}");
     assert!(stderr.contains("http://127.0.0.1:4318"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_collector_that_is_down_costs_no_call_and_does_not_hold_the_exit() {
+    // A port nobody listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sim = simulator().await;
+    let opts = Opts::default()
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            &format!("http://127.0.0.1:{port}"),
+        )
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50");
+    let server = Server::start(&sim, opts).await;
+    for _ in 0..3 {
+        server.ok("pve_list_vms", json!({"limit": 1})).await;
+    }
+    let started = std::time::Instant::now();
+    let log = server.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the exit waited {:?}:\n{log}",
+        started.elapsed()
+    );
+    assert!(log.contains("exporting traces (OTLP/HTTP)"), "{log}");
+}

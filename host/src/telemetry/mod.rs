@@ -30,6 +30,8 @@ pub const TARGET: &str = "pve_mcp::telemetry::call";
 
 /// How long one export may take before it is given up.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the process waits at exit for the last spans to go out.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a span may carry, fixed once traces are on.
 #[derive(Debug, Clone, Copy)]
@@ -105,10 +107,11 @@ impl Telemetry {
         &self.url
     }
 
-    /// Sends what is still queued and stops the exporter. Call it outside
-    /// the async runtime.
+    /// Sends what is still queued and stops the exporter, waiting at most
+    /// [`SHUTDOWN_TIMEOUT`] (a collector that is down never holds the exit
+    /// longer). Call it outside the async runtime.
     pub fn shutdown(self) {
-        if let Err(e) = self.provider.shutdown() {
+        if let Err(e) = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
             tracing::warn!("traces: the last spans may not have been sent: {e}");
         }
     }
