@@ -340,7 +340,7 @@ fn load_auth(src: &Layers<'_>, f: &FileCluster) -> Result<Auth, ConfigError> {
             src.file_key("token_id")
         },
         "no credentials: pve-mcp needs an API token (or a user and password)",
-        "set PVE_API_TOKEN_ID=user@realm!tokenname and PVE_API_TOKEN_SECRET (or token_id / token_secret_file in the config); PVE_USERNAME and PVE_PASSWORD also work",
+        "set PVE_API_TOKEN_ID=user@realm!tokenname and PVE_API_TOKEN_SECRET (or token_id / token_secret_file in the config, or a token per tier in [pve or clusters.NAME.credentials.read], .write and .destructive); PVE_USERNAME and PVE_PASSWORD also work",
     ))
 }
 
