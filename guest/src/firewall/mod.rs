@@ -12,6 +12,7 @@
 //! the tools compare the digest the agent saw themselves before sending.
 
 pub mod args;
+pub mod guard;
 pub mod lockout;
 
 use serde_json::{Map, Value};
@@ -258,47 +259,6 @@ pub const SEEN_DIGEST: Param = Param {
     argument: Some("digest"),
     otherwise: Otherwise::Free(Kind::Text(64)),
 };
-
-/// The nodes a change at `place` reaches: its node, or every online node
-/// for the cluster's; none for a guest's.
-pub fn nodes_reached(pve: &mut dyn Pve, place: &Place) -> Result<Vec<String>, ToolError> {
-    match (place.scope, &place.node) {
-        (Scope::Guest, _) => Ok(Vec::new()),
-        (Scope::Node, Some(node)) => Ok(vec![node.clone()]),
-        _ => Ok(fetch::list(pve, &ApiPath::new("nodes"))?
-            .iter()
-            .filter(|n| pj::text(n.get("status")).as_deref() == Some("online"))
-            .filter_map(|n| pj::text(n.get("node")))
-            .collect()),
-    }
-}
-
-/// The lockout guard for a change of `place`'s rules: reads what decides
-/// the management ports, applies `change` to the scope's rules, and
-/// refuses (or, allowed, warns about) what it newly cuts. A guest's
-/// firewall never guards a node's ports: nothing to check.
-pub fn guard_rules(
-    pve: &mut dyn Pve,
-    place: &Place,
-    allow: bool,
-    change: impl FnOnce(&mut Vec<Map<String, Value>>),
-) -> Result<Option<String>, ToolError> {
-    if place.scope == Scope::Guest {
-        return Ok(None);
-    }
-    let nodes = nodes_reached(pve, place)?;
-    let before = lockout::Scene::read(pve, &nodes)?;
-    let mut after = before.clone();
-    let rules = match &place.node {
-        Some(node) => match after.nodes.get_mut(node) {
-            Some(n) => &mut n.rules,
-            None => return Ok(None),
-        },
-        None => &mut after.cluster_rules,
-    };
-    change(rules);
-    lockout::guard(&before, &after, allow)
-}
 
 /// A rule as Proxmox will hold it after `PUT rules/{pos}` with `fields`
 /// (moved instead when `moveto` is given, as Proxmox does).

@@ -117,7 +117,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
         .flag("enable", Some(enable))
         .text("digest", set.digest.as_deref());
     let rule = request.planned().params;
-    let warning = firewall::guard_rules(
+    let warning = firewall::guard::rules(
         pve,
         &place,
         input.allow_lockout.is_some_and(|f| f.0),

@@ -74,7 +74,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
     let pos = input.pos.0;
     let old = set.at(pos, &place)?.clone();
     let index = usize::try_from(pos).unwrap_or(usize::MAX);
-    let warning = firewall::guard_rules(
+    let warning = firewall::guard::rules(
         pve,
         &place,
         input.allow_lockout.is_some_and(|f| f.0),

@@ -19,7 +19,7 @@ use crate::arg::{Flag, NodeName, Vmid};
 use crate::error::{ToolError, quoted};
 use crate::fetch;
 use crate::firewall::args::{Digest, LogLevel, Policy};
-use crate::firewall::{self, Place, Scope, lockout};
+use crate::firewall::{self, Place, Scope};
 use crate::json as pj;
 use crate::node_action::{self, NodeActionOutput};
 use crate::route::{Param, Route};
@@ -250,20 +250,19 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
     }
     let request = request.text("digest", digest.as_deref());
     let warning = match (scope, input.enable) {
-        (Scope::Cluster | Scope::Node, Some(Flag(true))) => {
-            let nodes = firewall::nodes_reached(pve, &place)?;
-            let before = lockout::Scene::read(pve, &nodes)?;
-            let mut after = before.clone();
-            match &place.node {
+        (Scope::Cluster | Scope::Node, Some(Flag(true))) => firewall::guard::change(
+            pve,
+            &place,
+            input.allow_lockout.is_some_and(|f| f.0),
+            |scene| match &place.node {
                 Some(node) => {
-                    if let Some(n) = after.nodes.get_mut(node) {
+                    if let Some(n) = scene.nodes.get_mut(node) {
                         n.enabled = true;
                     }
                 }
-                None => after.cluster_enabled = true,
-            }
-            lockout::guard(&before, &after, input.allow_lockout.is_some_and(|f| f.0))?
-        }
+                None => scene.cluster_enabled = true,
+            },
+        )?,
         _ => None,
     };
     let was: Vec<String> = changes

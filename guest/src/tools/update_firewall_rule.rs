@@ -166,7 +166,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
     let moveto = input.moveto.map(|m| m.0);
     let index = usize::try_from(pos).unwrap_or(usize::MAX);
     let to = moveto.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
-    let warning = firewall::guard_rules(
+    let warning = firewall::guard::rules(
         pve,
         &place,
         input.allow_lockout.is_some_and(|f| f.0),
