@@ -62,7 +62,10 @@ fn an_unknown_toolset_stops_the_start_naming_the_known_ones() {
         stderr.contains("\"gests\" is not a toolset of this server"),
         "{stderr}"
     );
-    assert!(stderr.contains("backups, cluster, firewall, guests, ha"), "{stderr}");
+    assert!(
+        stderr.contains("backups, cluster, firewall, guests, ha"),
+        "{stderr}"
+    );
 }
 
 /// A call through `pve_call_tool` is the named tool's call: the audit
