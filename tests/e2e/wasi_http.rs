@@ -92,30 +92,37 @@ pub fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let target = root().join("target/component-cli");
-        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(root())
-            .args(["build", "--profile", "wasm", "--target", "wasm32-wasip2"])
-            .args(["-p", "pve-mcp-guest", "--features"])
-            .arg("pve-mcp-guest/no-progress-import")
-            .args(["-p", "pve-mcp-http", "--target-dir"])
-            .arg(&target);
-        // The test's own cargo settings are for the host target.
-        for var in [
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_TARGET",
-            "RUSTFLAGS",
-            "CARGO_ENCODED_RUSTFLAGS",
-            "RUSTC_WRAPPER",
-            "RUSTC_WORKSPACE_WRAPPER",
+        // Two builds, the tool component's exactly as `just component` and
+        // guest/adapters/wassette/build.sh run it: built together, the
+        // adapter's dependencies' features would make it another build.
+        for packages in [
+            &["-p", "pve-mcp-guest", "--features", "no-progress-import"][..],
+            &["-p", "pve-mcp-http"][..],
         ] {
-            cmd.env_remove(var);
+            let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            cmd.current_dir(root())
+                .args(["build", "--profile", "wasm", "--target", "wasm32-wasip2"])
+                .args(packages)
+                .arg("--target-dir")
+                .arg(&target);
+            // The test's own cargo settings are for the host target.
+            for var in [
+                "CARGO_TARGET_DIR",
+                "CARGO_BUILD_TARGET",
+                "RUSTFLAGS",
+                "CARGO_ENCODED_RUSTFLAGS",
+                "RUSTC_WRAPPER",
+                "RUSTC_WORKSPACE_WRAPPER",
+            ] {
+                cmd.env_remove(var);
+            }
+            let out = cmd.output().expect("running cargo");
+            assert!(
+                out.status.success(),
+                "building {packages:?} failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
-        let out = cmd.output().expect("running cargo");
-        assert!(
-            out.status.success(),
-            "building the components failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let dir = target.join("wasm32-wasip2/wasm");
         Built {
             wasi_only: dir.join("pve_mcp_guest.wasm"),

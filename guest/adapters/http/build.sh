@@ -11,8 +11,11 @@ root=$(cd "$here/../../.." && pwd)
 out=$1
 bash "$here/install.sh"
 cd "$root"
-cargo build -q --profile wasm --target wasm32-wasip2 -p pve-mcp-guest \
-    --features pve-mcp-guest/no-progress-import -p pve-mcp-http --target-dir target/component-cli
+# Two builds: together, the adapter's dependencies' features would make the
+# tool component another build than `just component`'s.
+cargo build -q --profile wasm --target wasm32-wasip2 -p pve-mcp-guest --features no-progress-import \
+    --target-dir target/component-cli
+cargo build -q --profile wasm --target wasm32-wasip2 -p pve-mcp-http --target-dir target/component-cli
 built=target/component-cli/wasm32-wasip2/wasm
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
