@@ -30,7 +30,7 @@ pub const STATELESS: &str = "2026-07-28";
 /// that names a revision it does not know.
 pub const LATEST_WITH_INITIALIZE: &str = "2025-11-25";
 /// How often a read whose connection was lost is tried in all.
-pub const MAX_TRIES: u64 = 6;
+pub const MAX_TRIES: u64 = 10;
 /// The largest request body read.
 pub const MAX_BODY: usize = 4 << 20;
 
