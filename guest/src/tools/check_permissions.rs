@@ -151,6 +151,24 @@ pub struct Permissions {
     /// Where this page is in the list.
     #[serde(flatten)]
     pub page: PageInfo,
+    /// One entry per token when the host holds a token per tier or agent; null otherwise
+    pub credentials: Option<Vec<CredentialCheck>>,
+}
+
+/// This answer for one more of the cluster's tokens, which the host that
+/// holds them fills in by running the tool again with each; the component
+/// never does (it holds no token).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct CredentialCheck {
+    /// The tiers it serves: read, write, destructive
+    pub tiers: Vec<String>,
+    /// Its token id
+    pub token_id: String,
+    /// The answer's summary with it
+    pub summary: String,
+    /// The whole answer with it
+    pub answer: serde_json::Value,
 }
 
 /// Privileges on one ACL path.
@@ -358,6 +376,7 @@ pub fn shape(
             missing,
             grant_hint,
             page: info,
+            credentials: None,
         },
         summary,
     }
