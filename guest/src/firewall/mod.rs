@@ -260,6 +260,16 @@ pub const SEEN_DIGEST: Param = Param {
     otherwise: Otherwise::Free(Kind::Text(64)),
 };
 
+/// The names of the cluster's security groups, which a `group` rule's
+/// `action` must be one of.
+pub fn group_names(pve: &mut dyn Pve) -> Result<Vec<String>, ToolError> {
+    let groups = fetch::list(pve, &ApiPath::new("cluster").lit("firewall").lit("groups"))?;
+    Ok(groups
+        .iter()
+        .filter_map(|g| pj::text(g.get("group")))
+        .collect())
+}
+
 /// A rule as Proxmox will hold it after `PUT rules/{pos}` with `fields`
 /// (moved instead when `moveto` is given, as Proxmox does).
 pub fn apply_update(

@@ -16,10 +16,7 @@ use crate::arg::{Flag, NodeName, Text, Vmid};
 use crate::error::ToolError;
 use crate::firewall::args::{self, Address, Digest, Iface, LogLevel, Macro, Ports, Protocol, RuleAction, RuleType};
 use crate::firewall::{self, Place, RULE_PARAMS, Ruleset, Scope};
-use crate::fetch;
-use crate::json as pj;
 use crate::node_action::{self, NodeActionOutput};
-use crate::path::ApiPath;
 use crate::route::Route;
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
@@ -95,10 +92,7 @@ pub static TOOL: Tool = write_tool! {
 fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, ToolError> {
     let execution = input.execution();
     let place = Place::resolve(pve, input.scope, input.node.as_ref(), input.vmid)?;
-    args::check_action(input.kind, &input.action, || {
-        let groups = fetch::list(pve, &ApiPath::new("cluster").lit("firewall").lit("groups"))?;
-        Ok(groups.iter().filter_map(|g| pj::text(g.get("group"))).collect())
-    })?;
+    args::check_action(input.kind, &input.action, || firewall::group_names(pve))?;
     let set = Ruleset::read(pve, &place.rules())?;
     set.check_seen(input.digest.as_ref().map(Digest::as_str), &place)?;
     let enable = input.enable.is_none_or(|f| f.0);

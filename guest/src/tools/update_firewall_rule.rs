@@ -13,12 +13,10 @@ use crate::action::{Prepared, action_input};
 use crate::api::Pve;
 use crate::arg::{Flag, Int, NodeName, Text, Vmid};
 use crate::error::ToolError;
-use crate::fetch;
 use crate::firewall::args::{self, Address, Digest, Iface, LogLevel, Macro, Ports, Protocol, RuleAction, RuleType};
 use crate::firewall::{self, Place, Ruleset, Scope};
 use crate::json as pj;
 use crate::node_action::{self, NodeActionOutput};
-use crate::path::ApiPath;
 use crate::route::{Param, Route};
 use crate::tool::{Annotations, Answer, Tool, write_tool};
 use crate::write::{Method, WriteRequest};
@@ -158,10 +156,7 @@ fn run(pve: &mut dyn Pve, input: Input) -> Result<Answer<NodeActionOutput>, Tool
             Some(a) => a.clone(),
             None => RuleAction(pj::text(old.get("action")).unwrap_or_default()),
         };
-        args::check_action(kind, &action, || {
-            let groups = fetch::list(pve, &ApiPath::new("cluster").lit("firewall").lit("groups"))?;
-            Ok(groups.iter().filter_map(|g| pj::text(g.get("group"))).collect())
-        })?;
+        args::check_action(kind, &action, || firewall::group_names(pve))?;
     }
     let moveto = input.moveto.map(|m| m.0);
     let index = usize::try_from(pos).unwrap_or(usize::MAX);
