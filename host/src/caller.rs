@@ -36,6 +36,10 @@ pub struct Caller {
     /// The tool the call came through when it was not called by name:
     /// `pve_call_tool`, for the audit record.
     pub via: Option<&'static str>,
+    /// The W3C `traceparent` in the request's `_meta`, when valid (see
+    /// [`crate::telemetry::span::traceparent`]): the audit record and the
+    /// call's log line carry it.
+    pub trace: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -46,6 +50,7 @@ impl Caller {
             token: None,
             client: None,
             via: None,
+            trace: None,
         }
     }
 
@@ -83,9 +88,11 @@ impl Caller {
             }
             Arc::from(name)
         });
+        let trace = crate::telemetry::span::traceparent(&context.meta).map(Arc::from);
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
             return Caller {
                 client,
+                trace,
                 ..Caller::stdio()
             };
         };
@@ -110,6 +117,7 @@ impl Caller {
             token,
             client,
             via: None,
+            trace,
         }
     }
 }
@@ -125,6 +133,7 @@ mod tests {
             token: token.map(Arc::from),
             client: None,
             via: None,
+            trace: None,
         };
         assert_eq!(Caller::stdio().wait_key(), None);
         let a = over_http("s1", Some("alice")).wait_key();

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer, ServiceError};
 
@@ -75,27 +75,34 @@ pub async fn ask(peer: &Peer<RoleServer>, message: String, timeout: Duration) ->
         .create_elicitation_with_timeout(params, Some(timeout))
         .await
     {
-        Ok(result) => match result.action {
-            ElicitationAction::Accept => {
-                let approved = result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get(APPROVE_FIELD))
-                    .and_then(|v| v.as_bool())
-                    == Some(true);
-                if approved {
-                    Answer::Approved
-                } else {
-                    Answer::NotApproved(Refusal::AnsweredNo)
-                }
-            }
-            ElicitationAction::Decline => Answer::NotApproved(Refusal::Declined),
-            ElicitationAction::Cancel => Answer::NotApproved(Refusal::Cancelled),
-            // An action this version does not know is not a yes.
-            _ => Answer::NotApproved(Refusal::Cancelled),
-        },
+        Ok(result) => answer_of(&result),
         Err(ServiceError::Timeout { timeout }) => Answer::NotApproved(Refusal::NoAnswer(timeout)),
         Err(e) => Answer::Unavailable(e.to_string()),
+    }
+}
+
+/// What an answered form says: yes only for an accepted form with
+/// approve = true. Shared by the form sent in a session and the one sent
+/// inside a 2026-07-28 call ([`super::round_trip`]).
+pub fn answer_of(result: &ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => {
+            let approved = result
+                .content
+                .as_ref()
+                .and_then(|c| c.get(APPROVE_FIELD))
+                .and_then(|v| v.as_bool())
+                == Some(true);
+            if approved {
+                Answer::Approved
+            } else {
+                Answer::NotApproved(Refusal::AnsweredNo)
+            }
+        }
+        ElicitationAction::Decline => Answer::NotApproved(Refusal::Declined),
+        ElicitationAction::Cancel => Answer::NotApproved(Refusal::Cancelled),
+        // An action this version does not know is not a yes.
+        _ => Answer::NotApproved(Refusal::Cancelled),
     }
 }
 

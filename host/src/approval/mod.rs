@@ -14,6 +14,12 @@
 //!   transport layer serves it over the [`store`]); the agent retries, and
 //!   the identical call runs exactly once.
 //!
+//! A client on MCP 2026-07-28 that declared elicitation, under a rule whose
+//! approver is the client, is asked inside the call instead
+//! ([`round_trip`]): the call answers with an `InputRequiredResult` holding
+//! the same form and a sealed `requestState`, and the client's retry with
+//! the person's answer runs once.
+//!
 //! An approval is bound to the tool, the canonical hash of its arguments
 //! and the caller ([`binding`]), and expires (`[approvals] ttl_secs`).
 //! Approvals live in memory, or in Redis so that replicas share them
@@ -24,12 +30,14 @@ pub mod elicit;
 pub mod plan;
 pub mod redact;
 pub mod redis_store;
+pub mod round_trip;
 pub mod serve;
 pub mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::model::{InputRequiredResult, InputResponses};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 
@@ -69,6 +77,20 @@ pub enum Step {
     Refused(String),
     /// The client cancelled the call while it waited (units given back).
     Cancelled,
+    /// Not yet: ask the person at the client with this form and let the
+    /// client retry (MCP 2026-07-28). Its units were given back: the retry
+    /// is the call that counts.
+    InputRequired(InputRequiredResult),
+}
+
+/// What a 2026-07-28 client's retry of a call brings back: the sealed
+/// `requestState` and its `inputResponses` (the person's answer).
+#[derive(Debug, Clone)]
+pub struct Retry {
+    /// The `requestState` echoed back.
+    pub state: String,
+    /// The `inputResponses`, if any.
+    pub responses: Option<InputResponses>,
 }
 
 /// Whom an approval belongs to: `token:NAME` when the caller authenticated
@@ -111,6 +133,8 @@ pub struct Approvals {
     admin: bool,
     /// Whether clients that can show a form are asked.
     elicitation: bool,
+    /// Seals the `requestState` of 2026-07-28 approval round trips.
+    seal: round_trip::StateSeal,
 }
 
 impl Approvals {
@@ -123,7 +147,16 @@ impl Approvals {
             redactor,
             admin: true,
             elicitation: true,
+            seal: round_trip::StateSeal::random(),
         }
+    }
+
+    /// Seals 2026-07-28 approval round trips with this key instead of a
+    /// random one of this process (replicas that share it accept each
+    /// other's retries).
+    pub fn with_state_seal(mut self, seal: round_trip::StateSeal) -> Approvals {
+        self.seal = seal;
+        self
     }
 
     /// Never asks the client, even one that declared elicitation: every
@@ -163,6 +196,12 @@ impl Approvals {
     /// unavailable), and keeping them when it runs or is left pending.
     /// `plan` (for a tool that writes) is what a dry run of the call would
     /// send; the person is shown it.
+    ///
+    /// When the client is the approver and speaks MCP 2026-07-28 with form
+    /// elicitation, it is asked inside the call ([`round_trip`]): a first
+    /// call gets [`Step::InputRequired`], and its `retry` runs once if the
+    /// person approved and the state is this call's, unexpired and unused.
+    #[allow(clippy::too_many_arguments)]
     pub async fn gate(
         &self,
         context: &RequestContext<RoleServer>,
@@ -171,7 +210,24 @@ impl Approvals {
         arguments: &JsonObject,
         grant: Grant,
         plan: Option<String>,
+        retry: Option<&Retry>,
     ) -> Step {
+        if grant.approver == Approver::Client && self.elicitation {
+            // A retry is judged by its state whatever it declares now: the
+            // state is what proves a person was asked.
+            if let Some(retry) = retry {
+                return self
+                    .redeem(caller, tool, arguments, grant, plan.as_deref(), retry)
+                    .await;
+            }
+            if round_trip::speaks(context) {
+                let result = self.ask_in_result(caller, tool, arguments, plan.as_deref());
+                // The retry is the call that counts against rate limits.
+                grant.permit.rollback().await;
+                crate::metrics::tool_call(tool, crate::metrics::Outcome::ApprovalPending);
+                return Step::InputRequired(result);
+            }
+        }
         let client = (grant.approver == Approver::Client).then_some(&context.peer);
         let authorization = tokio::select! {
             a = self.authorize(client, caller, tool, arguments, plan.as_deref()) => a,
@@ -238,6 +294,96 @@ impl Approvals {
             plan: plan.map(|p| redact::record_plan(p, &self.redactor)),
         };
         self.pending_then_retry(&request, client.is_some()).await
+    }
+
+    /// The first round of a 2026-07-28 approval: the form, and a state
+    /// sealed to this call, this caller and the ttl.
+    fn ask_in_result(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &JsonObject,
+        plan: Option<&str>,
+    ) -> InputRequiredResult {
+        let who = binding(caller);
+        let hash = approval_hash(arguments, plan);
+        let bound = round_trip::Bound {
+            tool,
+            hash: &hash,
+            caller: &who,
+        };
+        let state = self.seal.seal(bound, self.ttl, now_ms());
+        tracing::info!(tool, caller = %who, outcome = "input-required", approver = "client", "approval");
+        round_trip::input_required(self.question(tool, arguments, plan, &who), state)
+    }
+
+    /// The retry of a 2026-07-28 approval: runs (once) if its state opens
+    /// for exactly this call and caller before it expires, the person
+    /// approved, and the store has not seen its nonce; otherwise refused,
+    /// saying why, with its units given back.
+    async fn redeem(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        arguments: &JsonObject,
+        grant: Grant,
+        plan: Option<&str>,
+        retry: &Retry,
+    ) -> Step {
+        let who = binding(caller);
+        let hash = approval_hash(arguments, plan);
+        let call = round_trip::Bound {
+            tool,
+            hash: &hash,
+            caller: &who,
+        };
+        let opened = match self.seal.open(&retry.state, call) {
+            Ok(opened) => opened,
+            Err(problem) => {
+                tracing::info!(tool, caller = %who, outcome = "refused", reason = problem.name(), approver = "client", "approval retry");
+                return refuse_retry(tool, grant, problem.text(tool)).await;
+            }
+        };
+        match round_trip::answer(retry.responses.as_ref()) {
+            elicit::Answer::Approved => {}
+            elicit::Answer::NotApproved(refusal) => {
+                tracing::info!(tool, caller = %who, outcome = "not-approved", reason = %refusal.reason(), approver = "client", "approval");
+                return refuse_retry(tool, grant, format!(
+                    "Not approved: {}; {tool} was not run and nothing was sent. Do not retry the same call unless the person asks you to.",
+                    refusal.reason()
+                ))
+                .await;
+            }
+            elicit::Answer::Unavailable(problem) => {
+                tracing::info!(tool, caller = %who, outcome = "not-approved", reason = %problem, approver = "client", "approval");
+                return refuse_retry(tool, grant, format!(
+                    "Not approved: {problem}; {tool} was not run and nothing was sent. Retry with the person's answer to the form, or call {tool} again without requestState to be asked anew."
+                ))
+                .await;
+            }
+        }
+        match self
+            .store
+            .use_once(&opened.nonce, opened.expires_ms, now_ms())
+            .await
+        {
+            Ok(true) => {
+                tracing::info!(tool, caller = %who, outcome = "approved", approver = "client", "approval");
+                Step::Approved(grant, Approver::Client)
+            }
+            Ok(false) => {
+                let problem = round_trip::Problem::Replayed;
+                tracing::info!(tool, caller = %who, outcome = "refused", reason = problem.name(), approver = "client", "approval retry");
+                refuse_retry(tool, grant, problem.text(tool)).await
+            }
+            Err(e) => {
+                tracing::error!(tool, error = %e, "approval store unavailable; the approved retry is refused");
+                refuse_retry(tool, grant, format!(
+                    "Not approved: {tool} was approved, but {e}, so whether this approval was already used cannot be checked; it was not run and nothing was sent. Try again later."
+                ))
+                .await
+            }
+        }
     }
 
     /// The question of an approval form: the tool, its redacted arguments
@@ -364,6 +510,13 @@ impl Approvals {
             }
         }
     }
+}
+
+/// A refused retry: counted as denied, its units given back.
+async fn refuse_retry(tool: &str, grant: Grant, text: String) -> Step {
+    crate::metrics::tool_call(tool, crate::metrics::Outcome::ApprovalDenied);
+    grant.permit.rollback().await;
+    Step::Refused(text)
 }
 
 /// What an approval is bound to beside its tool and caller: the canonical

@@ -6,6 +6,7 @@
 //! `PREFIX index` lists every kept id, scored by when it may be purged;
 //! `PREFIX open:CALLER` (the caller's hash) lists a caller's pending ids,
 //! scored by when they expire, for `max_pending_per_caller`.
+//! `PREFIX nonce:NONCE` marks a 2026-07-28 round trip's approval used.
 //! Every step that reads and then writes is one Lua script, so two replicas
 //! retrying the same call at once cannot both consume one approval. Keys
 //! expire on their own `retain` after the approval does.
@@ -127,6 +128,26 @@ impl RedisApprovals {
 
     fn key(&self, kind: &str, name: &str) -> String {
         format!("{}{kind}:{name}", self.prefix)
+    }
+
+    /// `SET PREFIX nonce:NONCE NX PXAT until`: one atomic step, so two
+    /// replicas given the same retry at once run it once.
+    async fn use_now(&self, nonce: &str, until: Millis, now: Millis) -> Result<bool, StoreError> {
+        // The nonce comes from a state this server sealed; anything else
+        // would not reach here, but a key name takes only hex.
+        if nonce.is_empty() || nonce.len() > 64 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(malformed("a round-trip nonce"));
+        }
+        let set: Option<String> = redis::cmd("SET")
+            .arg(self.key("nonce", nonce))
+            .arg(now)
+            .arg("NX")
+            .arg("PXAT")
+            .arg(until.max(now + 1))
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(redis_error)?;
+        Ok(set.is_some())
     }
 
     async fn check_now(
@@ -294,6 +315,15 @@ impl ApprovalStore for RedisApprovals {
     fn list(&self, now: Millis) -> StoreFuture<'_, Result<Vec<Approval>, StoreError>> {
         Box::pin(self.list_now(now))
     }
+
+    fn use_once<'a>(
+        &'a self,
+        nonce: &'a str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.use_now(nonce, until, now))
+    }
 }
 
 /// Whether `id` has the shape [`super::store::new_id`] gives (tests use
@@ -442,6 +472,7 @@ pub(crate) mod tests {
         contract::expiry_and_unknown(&store(&redis, "t4:", limits).await).await;
         contract::approved_can_be_withdrawn(&store(&redis, "t5:", limits).await).await;
         contract::records_carry_arguments_and_plan_whole(&store(&redis, "t7:", limits).await).await;
+        contract::nonces_are_used_once(&store(&redis, "t8:", limits).await).await;
     }
 
     #[tokio::test]
@@ -470,6 +501,14 @@ pub(crate) mod tests {
             .count();
         assert_eq!(granted, 1);
         assert_eq!(a.list(now + 3).await.unwrap().len(), 2);
+        // A round trip's approval used on one replica is used on both.
+        let until = now + 60_000;
+        let (ua, ub) = tokio::join!(
+            a.use_once("feedc0de", until, now),
+            b.use_once("feedc0de", until, now)
+        );
+        assert_eq!([ua.unwrap(), ub.unwrap()].iter().filter(|&&u| u).count(), 1);
+        assert!(!a.use_once("feedc0de", until, now + 1).await.unwrap());
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::Approvals;
 use super::redis_store::{DEFAULT_PREFIX, RedisApprovals};
+use super::round_trip::StateSeal;
 use super::store::{ApprovalStore, MemoryApprovals, StoreLimits};
 use crate::config::approvals::{AdminAddress, ApprovalSettings, missing_token};
 use crate::error::ConfigError;
@@ -75,7 +76,9 @@ pub fn start(
         }
     };
     secrets.extend(settings.admin_token.iter().map(|t| t.secret.clone()));
-    let mut approvals = Approvals::new(store.clone(), settings.ttl, Redactor::new(secrets));
+    let seal = state_seal(settings, policy, &needing);
+    let mut approvals =
+        Approvals::new(store.clone(), settings.ttl, Redactor::new(secrets)).with_state_seal(seal);
     if !settings.elicitation {
         approvals = approvals.without_elicitation();
     }
@@ -105,4 +108,30 @@ pub fn start(
             store,
         }),
     })
+}
+
+/// The key that seals 2026-07-28 approval round trips: `state_key_file`,
+/// else derived from the admin token (replicas sharing the token share
+/// it), else random for this process, which is worth a warning where
+/// replicas share approvals or a tool needs one. Never the MCP bearer
+/// token: an agent holds that.
+fn state_seal(settings: &ApprovalSettings, policy: &Policy, needing: &[String]) -> StateSeal {
+    if let Some(key) = &settings.state_key
+        && let Some(seal) = StateSeal::from_file(&key.bytes, &key.key)
+    {
+        tracing::debug!(from = %key.key, "approval round trips sealed with the state key file");
+        return seal;
+    }
+    if let Some(token) = &settings.admin_token {
+        tracing::debug!("approval round trips sealed with a key derived from the admin token");
+        return StateSeal::from_admin_token(token.secret.expose());
+    }
+    if matches!(policy.state, StateSpec::Redis(_)) || !needing.is_empty() {
+        tracing::warn!(
+            "approval round trips (MCP 2026-07-28) are sealed with a random key of this process: \
+             a retry that reaches another replica, or this one after a restart, is refused; \
+             set [approvals] state_key_file (or an admin token) on every replica to share it"
+        );
+    }
+    StateSeal::random()
 }

@@ -292,7 +292,22 @@ pub trait ApprovalStore: Send + Sync {
 
     /// Every approval still kept, oldest first.
     fn list(&self, now: Millis) -> StoreFuture<'_, Result<Vec<Approval>, StoreError>>;
+
+    /// Records that the approval with this single-use `nonce` (from a
+    /// 2026-07-28 client's sealed `requestState`) runs its call: `true` the
+    /// first time, `false` once it was used. Remembered until `until`, its
+    /// expiry, after which the seal refuses it anyway.
+    fn use_once<'a>(
+        &'a self,
+        nonce: &'a str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreFuture<'a, Result<bool, StoreError>>;
 }
+
+/// At most this many used nonces are remembered at once; past it a retry
+/// is refused (fail closed) rather than letting memory grow.
+pub const MAX_NONCES: usize = 100_000;
 
 /// A fresh approval id: 64 random bits, short enough to type.
 pub fn new_id() -> String {
@@ -309,6 +324,8 @@ pub fn new_id() -> String {
 pub struct MemoryApprovals {
     limits: StoreLimits,
     inner: Mutex<Records>,
+    /// Used round-trip nonces and when each may be forgotten.
+    nonces: Mutex<HashMap<String, Millis>>,
 }
 
 #[derive(Default)]
@@ -324,6 +341,7 @@ impl MemoryApprovals {
         MemoryApprovals {
             limits,
             inner: Mutex::new(Records::default()),
+            nonces: Mutex::new(HashMap::new()),
         }
     }
 
@@ -423,6 +441,24 @@ impl MemoryApprovals {
         Ok(approval.clone())
     }
 
+    fn use_now(&self, nonce: &str, until: Millis, now: Millis) -> Result<bool, StoreError> {
+        // Poisoning cannot leave the map half-written (one insert).
+        let mut nonces = self.nonces.lock().unwrap_or_else(|p| p.into_inner());
+        if nonces.contains_key(nonce) {
+            return Ok(false);
+        }
+        if nonces.len() >= MAX_NONCES {
+            nonces.retain(|_, forget| now < *forget);
+            if nonces.len() >= MAX_NONCES {
+                return Err(StoreError(format!(
+                    "{MAX_NONCES} approvals given in the last ttl are still remembered"
+                )));
+            }
+        }
+        nonces.insert(nonce.to_string(), until);
+        Ok(true)
+    }
+
     fn list_now(&self, now: Millis) -> Vec<Approval> {
         let mut records = self.records();
         self.purge(&mut records, now);
@@ -453,6 +489,15 @@ impl ApprovalStore for MemoryApprovals {
 
     fn list(&self, now: Millis) -> StoreFuture<'_, Result<Vec<Approval>, StoreError>> {
         Box::pin(async move { Ok(self.list_now(now)) })
+    }
+
+    fn use_once<'a>(
+        &'a self,
+        nonce: &'a str,
+        until: Millis,
+        now: Millis,
+    ) -> StoreFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { self.use_now(nonce, until, now) })
     }
 }
 
@@ -688,6 +733,15 @@ pub(crate) mod tests {
         ));
     }
 
+    /// A round-trip nonce is used once; another is independent.
+    pub(crate) async fn nonces_are_used_once(store: &dyn ApprovalStore) {
+        let t = now_ms();
+        let until = t + TTL.as_millis() as u64;
+        assert!(store.use_once("0123abcd", until, t).await.unwrap());
+        assert!(!store.use_once("0123abcd", until, t + 1).await.unwrap());
+        assert!(store.use_once("4567ef01", until, t + 1).await.unwrap());
+    }
+
     /// The limits [`pending_cap_is_per_caller`] runs with.
     pub(crate) fn capped() -> StoreLimits {
         StoreLimits {
@@ -706,6 +760,7 @@ pub(crate) mod tests {
         expiry_and_unknown(&MemoryApprovals::new(limits)).await;
         approved_can_be_withdrawn(&MemoryApprovals::new(limits)).await;
         records_carry_arguments_and_plan_whole(&MemoryApprovals::new(limits)).await;
+        nonces_are_used_once(&MemoryApprovals::new(limits)).await;
     }
 
     #[tokio::test]

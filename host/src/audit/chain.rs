@@ -481,6 +481,7 @@ pub(crate) mod tests {
                 approver: None,
                 via: None,
                 pve_token: None,
+                traceparent: None,
                 time: "2026-01-01T00:00:00.000Z".into(),
                 call_id: "call-1".into(),
                 session: "stdio".into(),

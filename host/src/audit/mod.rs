@@ -220,6 +220,7 @@ impl AuditLog {
             approver: None,
             via: None,
             pve_token: None,
+            traceparent: None,
         };
         let records = egress_records(&head, &[request], &self.redactor, self.record_output);
         if let Err(error) = self.write(records).await {
@@ -265,6 +266,7 @@ impl AuditLog {
                     approver: decision.approver.clone(),
                     via: caller.via.map(str::to_string),
                     pve_token: None,
+                    traceparent: caller.trace.as_deref().map(str::to_string),
                 },
                 outcome: String::new(),
                 ms: 0.0,

@@ -77,6 +77,11 @@ pub struct CallHead {
     /// granted tier's, from its caller's credential set. Never the secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pve_token: Option<String>,
+    /// The W3C `traceparent` the request carried in `params._meta`, when
+    /// it was a valid one (in its canonical version-00 form), so a record
+    /// can be found from the caller's trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A call about to run. It carries what is known before the guest starts,

@@ -29,6 +29,11 @@ const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
 pub const DEFAULT_MAX_PENDING_PER_CALLER: usize = 20;
 /// `[approvals] max_pending_per_caller` from the environment.
 pub const MAX_PENDING_PER_CALLER_ENV: &str = "PVE_MCP_APPROVALS_MAX_PENDING_PER_CALLER";
+/// `[approvals] state_key_file` from the environment.
+pub const STATE_KEY_FILE_ENV: &str = "PVE_MCP_APPROVALS_STATE_KEY_FILE";
+/// The fewest bytes a `state_key_file` may hold: HMAC-SHA256's block of
+/// security, and what rmcp's `RequestStateCodec` requires.
+pub const MIN_STATE_KEY_LEN: usize = 32;
 /// The admin endpoint's address unless configured.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:7391";
 
@@ -58,6 +63,27 @@ impl Default for AdminAddress {
                 .parse()
                 .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 7391))),
         )
+    }
+}
+
+/// The key that seals MCP 2026-07-28 approval round trips
+/// (`requestState`), read from `state_key_file`, and the setting it came
+/// from.
+#[derive(Clone)]
+pub struct StateKey {
+    /// The key's bytes (the file's contents without surrounding whitespace).
+    pub bytes: std::sync::Arc<[u8]>,
+    /// `PVE_MCP_APPROVALS_STATE_KEY_FILE` or `approvals.state_key_file (in FILE)`.
+    pub key: String,
+}
+
+impl std::fmt::Debug for StateKey {
+    /// Never the key: only where it came from.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateKey")
+            .field("bytes", &"[REDACTED]")
+            .field("key", &self.key)
+            .finish()
     }
 }
 
@@ -106,6 +132,10 @@ section! {
     /// The admin token; required once any tool needs approval.
     admin_token: Option<AdminToken> = custom(read_admin_token, None)
         from admin_token: Option<String>, admin_token_file: Option<PathBuf>;
+    /// The key that seals a 2026-07-28 client's approval round trip; when
+    /// unset it is derived from the admin token, else random per process.
+    state_key: Option<StateKey> = custom(read_state_key, None)
+        from state_key_file: Option<PathBuf>;
 }
 
 fn read_admin(file: &FileApprovals, layers: &Layers<'_>) -> Result<AdminAddress, ConfigError> {
@@ -236,6 +266,42 @@ fn read_admin_token(
     }))
 }
 
+/// `state_key_file`: a file of at least [`MIN_STATE_KEY_LEN`] bytes
+/// (surrounding whitespace, such as the line break after `openssl rand
+/// -hex 32`, is not counted).
+fn read_state_key(
+    file: &FileApprovals,
+    layers: &Layers<'_>,
+) -> Result<Option<StateKey>, ConfigError> {
+    let Some(path) = layers.path(STATE_KEY_FILE_ENV, "state_key_file", &file.state_key_file) else {
+        return Ok(None);
+    };
+    let fix = "point it at a readable file of at least 32 random bytes, e.g. made with `openssl rand -hex 32 > FILE`, the same file on every replica";
+    let bytes = std::fs::read(&path.value).map_err(|e| {
+        ConfigError::new(
+            &path.key,
+            format!("cannot read {}: {e}", path.value.display()),
+            fix,
+        )
+    })?;
+    let bytes = bytes.trim_ascii();
+    if bytes.len() < MIN_STATE_KEY_LEN {
+        return Err(ConfigError::new(
+            &path.key,
+            format!(
+                "{} holds {} bytes; the key that seals approval round trips needs at least {MIN_STATE_KEY_LEN}",
+                path.value.display(),
+                bytes.len()
+            ),
+            fix,
+        ));
+    }
+    Ok(Some(StateKey {
+        bytes: std::sync::Arc::from(bytes),
+        key: path.key,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +381,41 @@ mod tests {
         assert_eq!(s.admin_token.unwrap().secret.expose(), TOKEN);
         let s = load("", &[(TOKEN_FILE_ENV, token_path.to_str().unwrap())]).unwrap();
         assert_eq!(s.admin_token.unwrap().key, TOKEN_FILE_ENV);
+    }
+
+    #[test]
+    fn a_state_key_file_needs_32_bytes_and_never_prints_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        let key = "9f".repeat(32);
+        std::fs::write(&good, format!("{key}\n")).unwrap();
+        let s = load(
+            &format!("[approvals]\nstate_key_file = \"{}\"\n", good.display()),
+            &[],
+        )
+        .unwrap();
+        let state = s.state_key.unwrap();
+        assert_eq!(&*state.bytes, key.as_bytes(), "the line break is not key");
+        assert!(state.key.starts_with("approvals.state_key_file"));
+        assert!(!format!("{state:?}").contains(&key));
+        let s = load("", &[(STATE_KEY_FILE_ENV, good.to_str().unwrap())]).unwrap();
+        assert_eq!(s.state_key.unwrap().key, STATE_KEY_FILE_ENV);
+        assert!(load("", &[]).unwrap().state_key.is_none());
+
+        let short = dir.path().join("short");
+        std::fs::write(&short, "only-31-bytes-of-key-material!!\n").unwrap();
+        let err = load(
+            &format!("[approvals]\nstate_key_file = \"{}\"\n", short.display()),
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.key.starts_with("approvals.state_key_file"), "{err}");
+        assert!(err.problem.contains("31 bytes"), "{err}");
+        assert!(err.fix.contains("openssl rand"), "{err}");
+        assert!(!err.to_string().contains("only-31"), "{err}");
+        let err = load("", &[(STATE_KEY_FILE_ENV, "/nonexistent/key")]).unwrap_err();
+        assert_eq!(err.key, STATE_KEY_FILE_ENV);
+        assert!(err.problem.contains("cannot read"), "{err}");
     }
 
     #[test]

@@ -192,12 +192,14 @@ mod tests {
             token: Some(Arc::from("ci")),
             client: None,
             via: None,
+            trace: None,
         };
         let b = Caller {
             session: Arc::from("s2"),
             token: Some(Arc::from("ci")),
             client: None,
             via: None,
+            trace: None,
         };
         assert_eq!(
             limit(Scope::Global).counter_key(&a, "i"),

@@ -53,6 +53,9 @@ pub struct Approver<'a> {
     pub approvals: &'a Approvals,
     /// The request being approved.
     pub context: &'a RequestContext<RoleServer>,
+    /// A 2026-07-28 client's retry of the call after it was asked inside
+    /// the call: its `requestState` and `inputResponses`.
+    pub retry: Option<&'a crate::approval::Retry>,
 }
 
 /// A call the host decided to run, bound once: the approval plan's dry
@@ -83,6 +86,9 @@ pub enum Authorized<'t> {
     Refused(CallReport),
     /// The client cancelled the call while a person was asked.
     Cancelled,
+    /// Ask the person at the client with this form, inside the call (MCP
+    /// 2026-07-28): the client retries with the answer.
+    InputRequired(rmcp::model::InputRequiredResult),
 }
 
 impl App {
@@ -279,6 +285,10 @@ impl App {
             Authorized::Cancelled => {
                 CallReport::refused(format!("{tool} was cancelled before it ran"))
             }
+            // Only an approver's client is asked inside a call.
+            Authorized::InputRequired(_) => CallReport::refused(format!(
+                "{tool} needs a person's approval; nobody is asked here"
+            )),
         }
     }
 
@@ -389,7 +399,14 @@ impl App {
                 }
             }
         }
-        let (grant, Approver { approvals, context }) = match decided {
+        let (
+            grant,
+            Approver {
+                approvals,
+                context,
+                retry,
+            },
+        ) = match decided {
             Decision::Allow(grant) => {
                 let decision = AuditDecision::allowed(&grant.rule);
                 return Authorized::Run(Admitted {
@@ -432,7 +449,7 @@ impl App {
         };
         let text = plan.as_ref().map(|p| p.text.clone());
         match approvals
-            .gate(context, caller, &tool.name, &arguments, grant, text)
+            .gate(context, caller, &tool.name, &arguments, grant, text, retry)
             .await
         {
             Step::Approved(grant, by) => Authorized::Run(Admitted {
@@ -455,6 +472,7 @@ impl App {
                 )
             }
             Step::Cancelled => Authorized::Cancelled,
+            Step::InputRequired(result) => Authorized::InputRequired(result),
         }
     }
 
@@ -668,6 +686,7 @@ impl App {
             rule = %grant.rule,
             may_write = grant.access == Access::Write,
             pve_token = pve_token.as_deref(),
+            traceparent = caller.trace.as_deref(),
             upstream_requests = report.egress.len(),
             denied = report.egress.iter().filter(|r| r.denied.is_some()).count(),
             ms = started.elapsed().as_millis() as u64,

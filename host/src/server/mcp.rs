@@ -369,6 +369,14 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let mut caller = Caller::from_context(&context);
         let view = self.app.exposure().view(caller.token.as_deref());
+        // A 2026-07-28 client's retry after it was asked inside the call.
+        let retry = request
+            .request_state
+            .clone()
+            .map(|state| crate::approval::Retry {
+                state,
+                responses: request.input_responses.clone(),
+            });
         let (name, arguments) = match request.name.as_ref() {
             discover::SEARCH if view.discover() => {
                 let arguments = request.arguments.unwrap_or_default();
@@ -415,11 +423,13 @@ impl McpServer {
         let approver = self.approvals.as_deref().map(|approvals| Approver {
             approvals,
             context: &context,
+            retry: retry.as_ref(),
         });
         let call = match self.app.authorize(&caller, tool, arguments, approver).await {
             Authorized::Run(call) => call,
             Authorized::Refused(report) => return result_of(report, &name),
             Authorized::Cancelled => return Err(cancelled(&name)),
+            Authorized::InputRequired(result) => return Ok(result.into()),
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.
