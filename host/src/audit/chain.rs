@@ -435,7 +435,7 @@ fn format_batch(head: &Head, records: &mut [Record]) -> io::Result<(Vec<u8>, Hea
         match record {
             Record::Call(_) => call_seq = next.seq + 1,
             Record::Egress(entry) => entry.call_seq = call_seq,
-            Record::CallStart(_) | Record::ServerStart(_) => {}
+            Record::CallStart(_) | Record::ServerStart(_) | Record::Task(_) => {}
         }
         let line = next
             .link(record)

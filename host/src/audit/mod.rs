@@ -31,7 +31,9 @@ use crate::secret::Redactor;
 use crate::tools::{CallOutcome, FailureKind, JsonObject};
 
 use chain::{Batch, FileSink, Head, Sinks};
-use record::{CallHead, CallRecord, CallStartRecord, EgressEntry, Record, ServerStartRecord};
+use record::{
+    CallHead, CallRecord, CallStartRecord, EgressEntry, Record, ServerStartRecord, TaskEventRecord,
+};
 
 /// The decision recorded for a call, and the rule that made it, as the
 /// policy engine gave them.
@@ -228,6 +230,20 @@ impl AuditLog {
         }
     }
 
+    /// Records a step in a task's life (its creation, a cancel, its end),
+    /// redacted like a call's head. A failure is logged: the task's call
+    /// has its own records, written ahead as always.
+    pub async fn task_event(&self, mut event: TaskEventRecord) {
+        let r = |s: &str| self.redactor.redact(s).into_owned();
+        event.time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        event.session = r(&event.session);
+        event.token = event.token.as_deref().map(r);
+        event.message = event.message.as_deref().map(r);
+        if let Err(error) = self.write(vec![Record::Task(event)]).await {
+            tracing::error!("audit record of a task lost ({error})");
+        }
+    }
+
     /// Starts the record of one call; finish it with the call's report.
     pub fn begin(
         &self,
@@ -324,6 +340,12 @@ impl CallAudit<'_> {
     /// for this call.
     pub fn egress_log(&self) -> EgressLog {
         self.egress.clone()
+    }
+
+    /// Records the call's requests in `log` instead (one its caller also
+    /// watches: a task learns from it which Proxmox task the call waits for).
+    pub fn record_into(&mut self, log: EgressLog) {
+        self.egress = log;
     }
 
     /// Writes the call's `call-start` record and waits until it is written

@@ -22,6 +22,35 @@ pub enum Record {
     Call(CallRecord),
     /// One request the guest attempted during a call.
     Egress(EgressEntry),
+    /// A step in the life of a task (MCP tasks extension): its creation,
+    /// each cancel, its end.
+    Task(TaskEventRecord),
+}
+
+/// A task's creation, a cancel of it, or its end, as recorded. The call
+/// it runs has its own `call-start` and `call` records.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskEventRecord {
+    /// When, RFC 3339 UTC.
+    pub time: String,
+    /// `created`, `cancel` or `end`.
+    pub event: &'static str,
+    /// The task's id.
+    pub task_id: String,
+    /// The MCP session of the request (`stdio` over stdio).
+    pub session: String,
+    /// The name of the bearer token, over HTTP with auth on.
+    pub token: Option<String>,
+    /// The tool the task runs.
+    pub tool: String,
+    /// The task's status after this step.
+    pub status: String,
+    /// The Proxmox task it waits for, once known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upid: Option<String>,
+    /// Its status message after this step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A server start, as recorded.

@@ -16,7 +16,7 @@ use crate::caller::Caller;
 use crate::config::audit::AuditSettings;
 use crate::config::{Cluster, SandboxLimits};
 use crate::egress::plan::ApprovedPlan;
-use crate::egress::{Access, Binding, Gate, GateEndpoint, credential_tier};
+use crate::egress::{Access, Binding, EgressLog, Gate, GateEndpoint, credential_tier};
 use crate::error::ConfigError;
 use crate::exposure::Exposure;
 use crate::policy::{self, Decision, Grant};
@@ -190,6 +190,13 @@ impl App {
     /// The largest answer from Proxmox a call may read, in bytes.
     pub fn max_response_bytes(&self) -> usize {
         self.sandbox.max_response_bytes()
+    }
+
+    /// Records a step in a task's life (see [`crate::server::tasks`]).
+    pub async fn audit_task(&self, event: crate::audit::record::TaskEventRecord) {
+        if let Some(log) = &self.audit {
+            log.task_event(event).await;
+        }
     }
 
     /// Records one request the egress proxy decided (it has no tool call:
@@ -589,6 +596,20 @@ impl App {
         call: Admitted<'_>,
         progress: Option<ReportSender>,
     ) -> CallReport {
+        self.run_observed(caller, call, progress, EgressLog::default())
+            .await
+    }
+
+    /// [`App::run`], recording the call's requests in `egress` as they
+    /// leave (and in its audit record), so its caller can watch them: a
+    /// task learns there which Proxmox task the call waits for.
+    pub async fn run_observed(
+        &self,
+        caller: &Caller,
+        call: Admitted<'_>,
+        progress: Option<ReportSender>,
+        egress: EgressLog,
+    ) -> CallReport {
         let Admitted {
             tool: info,
             arguments,
@@ -633,7 +654,9 @@ impl App {
                 let waits = info.call_waits(arguments);
                 // A map of JSON values always serialises.
                 let arguments = serde_json::to_string(arguments).unwrap_or_default();
-                let egress = audit.as_ref().map(|a| a.egress_log()).unwrap_or_default();
+                if let Some(audit) = audit.as_mut() {
+                    audit.record_into(egress.clone());
+                }
                 let again = (info.name == CHECK_PERMISSIONS).then(|| binding.clone());
                 let report = self
                     .sandbox

@@ -66,6 +66,8 @@ pub struct McpServer {
     client_log: ClientLog,
     /// What `initialize` tells the client: how to start, and the toolsets.
     instructions: Arc<String>,
+    /// Long calls as tasks, for clients that declare the extension.
+    tasks: Option<Arc<crate::server::tasks::Tasks>>,
 }
 
 impl McpServer {
@@ -86,7 +88,22 @@ impl McpServer {
             stateless_slots: None,
             approvals: None,
             client_log: ClientLog::new(),
+            tasks: None,
         }
+    }
+
+    /// Runs a waiting call as a task when its request declares the tasks
+    /// extension (see [`crate::server::tasks`]).
+    pub fn with_tasks(mut self, tasks: Arc<crate::server::tasks::Tasks>) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// Lets calls the policy marks `require_approval` run once a person
+    /// approves them (without it they are refused).
+    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
+        self.approvals = Some(approvals);
+        self
     }
 
     /// Lets calls the policy marks `require_approval` run once a person
@@ -244,6 +261,7 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(
@@ -301,6 +319,42 @@ impl ServerHandler for McpServer {
             visible.extend(discover::definitions());
         }
         Ok(ListToolsResult::with_all_items(visible))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let caller = Caller::from_context(&context);
+        match &self.tasks {
+            Some(tasks) => tasks.get(&caller, &request.task_id).await,
+            None => Err(crate::server::tasks::unknown_task(&request.task_id)),
+        }
+    }
+
+    async fn update_task(
+        &self,
+        _request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(ErrorData::invalid_params(
+            "tasks/update is not used here: pve-mcp's tasks never ask for input (their status \
+             is never input_required). Poll tasks/get, or stop one with tasks/cancel.",
+            None,
+        ))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = Caller::from_context(&context);
+        match &self.tasks {
+            Some(tasks) => tasks.cancel(&self.app, &caller, &request.task_id).await,
+            None => Err(crate::server::tasks::unknown_task(&request.task_id)),
+        }
     }
 
     async fn call_tool(
@@ -430,6 +484,25 @@ impl McpServer {
             Authorized::Refused(report) => return result_of(report, &name),
             Authorized::Cancelled => return Err(cancelled(&name)),
             Authorized::InputRequired(result) => return Ok(result.into()),
+        };
+        let mut _slot = _slot;
+        let call = match &self.tasks {
+            Some(tasks)
+                if crate::server::tasks::wanted(&context)
+                    && call.tool.call_waits(&call.arguments) =>
+            {
+                // A session's peer hears when the task ends; a request
+                // without one has nobody listening after its answer.
+                let peer = (!caller.is_stateless()).then(|| context.peer.clone());
+                match tasks
+                    .start(&self.app, &caller, call, &mut _slot, peer)
+                    .await
+                {
+                    Ok(handle) => return Ok(CallToolResponse::Task(handle)),
+                    Err(call) => call,
+                }
+            }
+            _ => call,
         };
         // Dropping the call future on cancellation drops its store (so the
         // instance) and its in-flight upstream request.

@@ -13,3 +13,4 @@ pub mod each_credential;
 pub mod mcp;
 pub mod progress;
 pub mod serving;
+pub mod tasks;

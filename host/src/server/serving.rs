@@ -134,7 +134,11 @@ impl Serving {
         crate::metrics::declare_tools(served_names(app.tools()));
         crate::metrics::sandbox_slots(config.sandbox.max_concurrent_calls);
         crate::metrics::on_scrape(pending_approvals(approvals.approvals.clone()));
-        let server = McpServer::new(app).with_approvals(approvals.approvals);
+        let origin = policy.origin.to_string();
+        let tasks = crate::server::tasks::Tasks::for_state(&policy.state, &origin)?;
+        let server = McpServer::new(app)
+            .with_approvals(approvals.approvals)
+            .with_tasks(Arc::new(tasks));
         Ok(Serving {
             server,
             admin: approvals.admin,

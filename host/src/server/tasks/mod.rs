@@ -1,0 +1,194 @@
+//! Long calls as tasks: the MCP tasks extension
+//! (`io.modelcontextprotocol/tasks`, SEP-2663).
+//!
+//! A `tools/call` whose request declares the extension, and that would
+//! wait for Proxmox (its tool waits and it asked to: `wait: true`), is
+//! authorized as always, then runs in the background ([`run`]) and is
+//! answered at once with a task handle. The client polls `tasks/get` and
+//! may `tasks/cancel` ([`cancel`]); a client that listens is sent
+//! `notifications/tasks` when the task ends. Task state lives in the store
+//! the policy's `state` names ([`store`]), so any replica answers for a
+//! task another one runs. Other requests keep `wait: true` with progress.
+
+pub mod cancel;
+pub mod run;
+pub mod store;
+pub mod upid;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use rmcp::RoleServer;
+use rmcp::model::{DetailedTask, GetTaskResult, Task, TaskPayload, TaskStatus};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, model::JsonObject};
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::record::TaskEventRecord;
+use crate::caller::Caller;
+use crate::error::ConfigError;
+use crate::policy::StateSpec;
+use store::{MemoryTasks, RedisTasks, Status, TaskRecord, TaskStore};
+
+/// How long a task is kept from its creation. Longer than any wait a call
+/// may ask for, so a working task is never forgotten.
+pub const TTL: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// How often a client is asked to poll.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The tasks of one server (every session and replica shares the store).
+pub struct Tasks {
+    store: Arc<dyn TaskStore>,
+    /// The tasks this process runs, to stop waiting at once when one is
+    /// cancelled here (a cancel on another replica is seen by polling).
+    local: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl Tasks {
+    /// Tasks kept in `store`.
+    pub fn new(store: Arc<dyn TaskStore>) -> Tasks {
+        Tasks {
+            store,
+            local: Mutex::default(),
+        }
+    }
+
+    /// Tasks in the store the policy's `state` names: memory, or Redis
+    /// (the connection is lazy: an unreachable Redis fails a task's
+    /// creation, and the call then waits as it would without tasks).
+    pub fn for_state(state: &StateSpec, origin: &str) -> Result<Tasks, ConfigError> {
+        let store: Arc<dyn TaskStore> = match state {
+            StateSpec::Memory => Arc::new(MemoryTasks::default()),
+            StateSpec::Redis(url) => {
+                let connection = crate::state::redis_connection(url).map_err(|e| ConfigError {
+                    key: format!("policy.state (in {origin})"),
+                    problem: e.to_string(),
+                    fix: "use \"memory\" or a reachable redis://HOST:PORT[/DB]".into(),
+                })?;
+                let address = crate::state::redis::redacted_url(url);
+                Arc::new(RedisTasks::new(connection, address))
+            }
+        };
+        Ok(Tasks::new(store))
+    }
+
+    /// `tasks/get`: the caller's task as it stands.
+    pub async fn get(&self, caller: &Caller, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let record = self.owned(caller, id).await?;
+        Ok(GetTaskResult::new(detailed(&record)))
+    }
+
+    /// The caller's task `id`. Another caller's task is answered as an
+    /// unknown one, so its existence is not revealed.
+    async fn owned(&self, caller: &Caller, id: &str) -> Result<TaskRecord, ErrorData> {
+        let found = self
+            .store
+            .get(id)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        match found {
+            Some(record) if record.owner == crate::approval::binding(caller) => Ok(record),
+            _ => Err(unknown_task(id)),
+        }
+    }
+
+    fn register(&self, id: &str) -> CancellationToken {
+        let token = CancellationToken::new();
+        self.local_tasks().insert(id.to_owned(), token.clone());
+        token
+    }
+
+    fn forget(&self, id: &str) {
+        self.local_tasks().remove(id);
+    }
+
+    /// Stops this process's wait for `id`, if it runs here.
+    fn stop_local(&self, id: &str) {
+        if let Some(token) = self.local_tasks().get(id) {
+            token.cancel();
+        }
+    }
+
+    fn local_tasks(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether the request declared the tasks extension (in its `_meta`, or
+/// at `initialize` for a session).
+pub fn wanted(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks())
+}
+
+/// The error for a task id this caller has no task under.
+pub fn unknown_task(id: &str) -> ErrorData {
+    let shown: String = id.chars().take(80).collect();
+    ErrorData::invalid_params(
+        format!(
+            "Unknown task: {shown:?}. taskId must be the id a tools/call answered with \
+             (resultType \"task\") for this caller; tasks are kept {} hours.",
+            TTL.as_secs() / 3600
+        ),
+        None,
+    )
+}
+
+/// Now, as task timestamps are written.
+pub fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A random, unguessable task id (122 random bits).
+fn new_id() -> String {
+    format!("task-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The task as `tasks/get` and `notifications/tasks` give it.
+pub fn detailed(record: &TaskRecord) -> DetailedTask {
+    let mut task = Task::new(
+        &record.id,
+        TaskStatus::Working,
+        &record.created_at,
+        &record.updated_at,
+    )
+    .with_ttl_ms(TTL.as_millis() as u64)
+    .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
+    if let Some(message) = &record.message {
+        task = task.with_status_message(message);
+    }
+    let object = |v: &Option<serde_json::Value>| match v {
+        Some(serde_json::Value::Object(o)) => o.clone(),
+        _ => JsonObject::new(),
+    };
+    let payload = match record.status {
+        Status::Working => TaskPayload::Working,
+        Status::Completed => TaskPayload::Completed {
+            result: object(&record.outcome),
+        },
+        Status::Failed => TaskPayload::Failed {
+            error: object(&record.outcome),
+        },
+        Status::Cancelled => TaskPayload::Cancelled,
+    };
+    DetailedTask::new(task, payload)
+}
+
+/// The audit record of a step in `record`'s life, by `caller`.
+fn event(caller: &Caller, event: &'static str, record: &TaskRecord) -> TaskEventRecord {
+    TaskEventRecord {
+        time: String::new(),
+        event,
+        task_id: record.id.clone(),
+        session: caller.session.to_string(),
+        token: caller.token.as_deref().map(str::to_owned),
+        tool: record.tool.clone(),
+        status: record.status.as_str().into(),
+        upid: record.upid.clone(),
+        message: record.message.clone(),
+    }
+}
