@@ -18,6 +18,7 @@ use crate::server::app::{App, Approver, Authorized};
 use crate::server::call_slots::{CallSlots, StatelessSlots};
 use crate::server::client_log::ClientLog;
 use crate::server::discover;
+use crate::server::reads::Reads;
 use crate::tier::Tier;
 use crate::tools::{CallOutcome, ToolInfo};
 
@@ -261,6 +262,9 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_logging()
+                .enable_completions()
+                .enable_prompts()
+                .enable_resources()
                 .enable_tasks()
                 .build(),
         )
@@ -290,6 +294,73 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         self.client_log.set(request.level);
         Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        // Like tools/list: decided per listing and per caller.
+        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        let listed = crate::server::resources::list(&reads);
+        Ok(rmcp::model::ListResourcesResult::with_all_items(listed))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        let listed = crate::server::resources::templates(&reads);
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            listed,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        tokio::select! {
+            read = crate::server::resources::read(&reads, &request.uri) => read.map(Into::into),
+            _ = context.ct.cancelled() => Err(cancelled("resources/read")),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        tokio::select! {
+            info = crate::server::completions::complete(&reads, &request) => {
+                info.map(rmcp::model::CompleteResult::new)
+            }
+            _ = context.ct.cancelled() => Err(cancelled("completion/complete")),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let listed = crate::server::prompts::list();
+        Ok(rmcp::model::ListPromptsResult::with_all_items(listed))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        crate::server::prompts::get(&reads, &request).map(Into::into)
     }
 
     async fn list_tools(
