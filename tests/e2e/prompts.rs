@@ -90,9 +90,9 @@ async fn least_privilege_token_grants_what_the_tools_declare() {
                     l.starts_with("pveum role add") && {
                         let role = l.split_whitespace().nth(3).unwrap();
                         text.contains(&format!(
-                            "pveum acl modify {path} -token 'pve-mcp@pve!agent' -role {role}"
+                            "pveum acl modify {path} --tokens 'pve-mcp@pve!agent' --roles {role}"
                         )) && text.contains(&format!(
-                            "pveum acl modify {path} -user pve-mcp@pve -role {role}"
+                            "pveum acl modify {path} --users pve-mcp@pve --roles {role}"
                         ))
                     }
                 })

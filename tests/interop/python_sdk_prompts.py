@@ -59,9 +59,9 @@ async def prompts(client, label):
     check("storage local-lvm only" in capacity and "pve_list_storage" in capacity, f"[{label}] {capacity}")
     least = text(await client.get_prompt("least_privilege_token", {"tools": "pve_list_vms, pve_get_cluster_status"}))
     for line in (
-        'pveum role add PveMcpVms -privs "VM.Audit"',
-        "pveum acl modify /vms -token 'pve-mcp@pve!agent' -role PveMcpVms",
-        'pveum role add PveMcpRoot -privs "Sys.Audit"',
+        'pveum role add PveMcpVms --privs "VM.Audit"',
+        "pveum acl modify /vms --tokens 'pve-mcp@pve!agent' --roles PveMcpVms",
+        'pveum role add PveMcpRoot --privs "Sys.Audit"',
         "pveum user token add pve-mcp@pve agent --privsep 1",
         '[policy]\ndefault = "deny"\n[policy.tools.pve_list_vms]\naction = "allow"\n'
         '[policy.tools.pve_get_cluster_status]\naction = "allow"\n',

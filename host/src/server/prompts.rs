@@ -487,11 +487,11 @@ pub fn least_privilege(tools: &[&ToolInfo]) -> String {
     for (path, privs) in &grants {
         let role = role_name(path);
         // `/` itself only: propagating it would grant the same on every path.
-        let propagate = if path == "/" { " -propagate 0" } else { "" };
+        let propagate = if path == "/" { " --propagate 0" } else { "" };
         commands.push_str(&format!(
-            "pveum role add {role} -privs \"{}\"\n\
-             pveum acl modify {path} -user {TOKEN_USER} -role {role}{propagate}\n\
-             pveum acl modify {path} -token '{token}' -role {role}{propagate}\n",
+            "pveum role add {role} --privs \"{}\"\n\
+             pveum acl modify {path} --users {TOKEN_USER} --roles {role}{propagate}\n\
+             pveum acl modify {path} --tokens '{token}' --roles {role}{propagate}\n",
             privs.join(",")
         ));
     }
