@@ -65,6 +65,7 @@ mod soak_short;
 mod stop_task;
 mod storage_content;
 mod storage_writes;
+mod tasks;
 mod templates;
 mod tickets;
 mod tls;

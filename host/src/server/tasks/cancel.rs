@@ -84,7 +84,7 @@ impl Tasks {
                 tracing::warn!(task = %id, "the cancel's outcome was not stored: {e}");
             }
         }
-        tracing::info!(task = %id, message = cancelled.message.as_deref(), "task cancelled");
+        tracing::info!(task = %id, status_message = cancelled.message.as_deref(), "task cancelled");
         app.audit_task(event(caller, "cancel", &cancelled)).await;
         Ok(())
     }

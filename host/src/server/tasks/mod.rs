@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use rmcp::RoleServer;
-use rmcp::model::{DetailedTask, GetTaskResult, Task, TaskPayload, TaskStatus};
+use rmcp::model::{DetailedTask, GetTaskResult, MetaObject, Task, TaskPayload, TaskStatus};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, model::JsonObject};
 use tokio_util::sync::CancellationToken;
@@ -78,7 +78,9 @@ impl Tasks {
     /// `tasks/get`: the caller's task as it stands.
     pub async fn get(&self, caller: &Caller, id: &str) -> Result<GetTaskResult, ErrorData> {
         let record = self.owned(caller, id).await?;
-        Ok(GetTaskResult::new(detailed(&record)))
+        let mut result = GetTaskResult::new(detailed(&record));
+        result.meta = proxmox_task(&record);
+        Ok(result)
     }
 
     /// The caller's task `id`. Another caller's task is answered as an
@@ -177,6 +179,24 @@ pub fn detailed(record: &TaskRecord) -> DetailedTask {
     };
     DetailedTask::new(task, payload)
 }
+
+/// `_meta` naming the Proxmox task the call waits for, once it is known:
+/// `pve-mcp/upid` and `pve-mcp/node`, what `pve_get_task_status` and
+/// `pve_get_task_log` take.
+fn proxmox_task(record: &TaskRecord) -> Option<MetaObject> {
+    let (Some(upid), Some(node)) = (&record.upid, &record.node) else {
+        return None;
+    };
+    let mut meta = JsonObject::new();
+    meta.insert(UPID_META.into(), upid.as_str().into());
+    meta.insert(NODE_META.into(), node.as_str().into());
+    Some(MetaObject(meta))
+}
+
+/// The `_meta` key of a task's Proxmox UPID in `tasks/get`.
+pub const UPID_META: &str = "pve-mcp/upid";
+/// The `_meta` key of that task's node.
+pub const NODE_META: &str = "pve-mcp/node";
 
 /// The audit record of a step in `record`'s life, by `caller`.
 fn event(caller: &Caller, event: &'static str, record: &TaskRecord) -> TaskEventRecord {

@@ -162,7 +162,7 @@ impl Tasks {
             Ok(Some(stored)) => stored,
             _ => record,
         };
-        tracing::info!(task = %ended.id, status = ended.status.as_str(), "task ended");
+        tracing::info!(task = %ended.id, status = %ended.status.as_str(), "task ended");
         app.audit_task(event(caller, "end", &ended)).await;
         if let Some(peer) = peer {
             let params = TaskStatusNotificationParams::new(detailed(&ended));
