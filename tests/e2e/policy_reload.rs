@@ -253,3 +253,86 @@ async fn a_misspelt_policy_section_in_the_config_keeps_the_old_policy() {
     })
     .await;
 }
+
+/// The next `data:` event of an SSE response, as JSON.
+async fn next_event(response: &mut reqwest::Response, buffered: &mut String) -> serde_json::Value {
+    loop {
+        if let Some(end) = buffered.find("\n\n") {
+            let event: String = buffered.drain(..end + 2).collect();
+            let data: String = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect();
+            if data.is_empty() {
+                continue;
+            }
+            return serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}"));
+        }
+        let chunk = response
+            .chunk()
+            .await
+            .expect("reading the listen stream")
+            .expect("the listen stream ended");
+        buffered.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+/// Issue 26: a 2026-07-28 client has no session, so it opens
+/// `subscriptions/listen`: the stream acknowledges what it accepted (tool
+/// list changes only), then carries `notifications/tools/list_changed`,
+/// tagged with the subscription, when a reload hides a tool.
+#[tokio::test]
+async fn a_2026_listener_is_told_when_a_reload_changes_the_tool_list() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        write_policy(&path, "[policy]\n");
+        let opts = Opts::default().arg("--policy").arg(path.to_str().unwrap());
+        let server = crate::http::HttpServer::start(&sim, opts).await;
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "e2e-listener", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"_meta": meta, "notifications": {
+                "toolsListChanged": true, "promptsListChanged": true,
+                "resourceSubscriptions": ["pve://default/resources"]}}});
+        let mut stream = server
+            .post(&listen)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        let mut buffered = String::new();
+        let ack = next_event(&mut stream, &mut buffered).await;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        // Only what this server announces is accepted.
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true}),
+            "{ack}"
+        );
+
+        write_policy(&path, "[policy.tools.pve_list_nodes]\nhide = true\n");
+        let changed = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            next_event(&mut stream, &mut buffered),
+        )
+        .await
+        .expect("a tools/list_changed notification on the listen stream");
+        assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+        assert_eq!(
+            changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+            "{changed}"
+        );
+    })
+    .await;
+}

@@ -122,6 +122,49 @@ pub fn reload(engine: &Engine, origin: &Origin, tools: &[ToolInfo], why: &str) -
     }
 }
 
+/// Which tools `tools/list` shows, watched across policy reloads.
+pub struct ListWatch {
+    engine: Arc<Engine>,
+    tools: Arc<[ToolInfo]>,
+    reloads: tokio::sync::watch::Receiver<u64>,
+    shown: Vec<bool>,
+}
+
+impl ListWatch {
+    /// Starts watching from the list as it is now.
+    pub fn new(engine: Arc<Engine>, tools: Arc<[ToolInfo]>) -> ListWatch {
+        let reloads = engine.reloads();
+        let mut watch = ListWatch {
+            engine,
+            tools,
+            reloads,
+            shown: Vec::new(),
+        };
+        watch.shown = watch.listed();
+        watch
+    }
+
+    fn listed(&self) -> Vec<bool> {
+        let policy = self.engine.policy();
+        self.tools.iter().map(|t| policy.visible(t)).collect()
+    }
+
+    /// Waits for a reload that hides or shows a tool (a reload that
+    /// changes nothing listed is not one); `false` once no reload can come.
+    pub async fn changed(&mut self) -> bool {
+        loop {
+            if self.reloads.changed().await.is_err() {
+                return false;
+            }
+            let now = self.listed();
+            if now != self.shown {
+                self.shown = now;
+                return true;
+            }
+        }
+    }
+}
+
 /// Tells the client `notifications/tools/list_changed` whenever a reload
 /// changes which tools `tools/list` shows (a tool hidden or shown), so it
 /// lists them again. Ends with the session (noticed within ten seconds).
@@ -130,19 +173,14 @@ pub fn notify_list_changes(
     tools: Arc<[ToolInfo]>,
     peer: Peer<RoleServer>,
 ) -> tokio::task::JoinHandle<()> {
-    let listed = move |engine: &Engine| -> Vec<bool> {
-        let policy = engine.policy();
-        tools.iter().map(|t| policy.visible(t)).collect()
-    };
-    let mut reloads = engine.reloads();
+    let mut watch = ListWatch::new(engine, tools);
     tokio::spawn(async move {
-        let mut shown = listed(&engine);
         // An HTTP server sees many sessions come and go without a reload in
         // between: look now and then whether this one is gone.
         let mut check = tokio::time::interval(std::time::Duration::from_secs(10));
         loop {
             tokio::select! {
-                changed = reloads.changed() => if changed.is_err() { return },
+                changed = watch.changed() => if !changed { return },
                 _ = check.tick() => {
                     if peer.is_transport_closed() {
                         return;
@@ -150,11 +188,6 @@ pub fn notify_list_changes(
                     continue;
                 }
             }
-            let now = listed(&engine);
-            if now == shown {
-                continue;
-            }
-            shown = now;
             if let Err(e) = peer.notify_tool_list_changed().await {
                 tracing::debug!("could not tell the client the tool list changed: {e}");
                 return;

@@ -286,6 +286,52 @@ impl ServerHandler for McpServer {
         );
     }
 
+    /// A 2026-07-28 client has no session to be told on: it opens
+    /// `subscriptions/listen`, and tool list changes are all this server
+    /// announces (resources and prompts follow the same reloads, and their
+    /// lists are re-read with the tools').
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let _ = requested;
+        Some(
+            rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build(),
+        )
+    }
+
+    /// Sends `notifications/tools/list_changed` on the listen stream
+    /// whenever a policy reload hides or shows a tool, until the client
+    /// closes the stream.
+    async fn listen(
+        &self,
+        context: rmcp::service::SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        let mut watch = crate::policy::reload::ListWatch::new(
+            self.app.policy().clone(),
+            self.app.tools().clone(),
+        );
+        let wanted = context.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                changed = watch.changed() => if !changed { return Ok(()) },
+                _ = context.cancelled() => return Ok(()),
+            }
+            if !wanted {
+                continue;
+            }
+            let changed = rmcp::model::ServerNotification::ToolListChangedNotification(
+                rmcp::model::ToolListChangedNotification::default(),
+            );
+            if let Err(e) = context.sink().send(changed).await {
+                tracing::debug!("could not tell the listener the tool list changed: {e}");
+                return Ok(());
+            }
+        }
+    }
+
     #[allow(deprecated)] // logging: see crate::server::client_log
     async fn set_level(
         &self,
