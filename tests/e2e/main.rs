@@ -41,6 +41,7 @@ mod http_ops;
 mod interop;
 mod list_vms;
 mod metrics;
+mod mrtr;
 mod networks;
 mod node_clients;
 mod node_health;
