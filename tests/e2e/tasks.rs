@@ -398,6 +398,9 @@ async fn cancelling_a_write_stops_its_proxmox_task_and_a_read_only_stops_waiting
         assert_eq!(stops[0]["decision"], "task-cancel");
         assert_eq!(stops[0]["rule"], "policy.tools.pve_start_vm");
         assert_eq!(stops[0]["outcome"], "ok");
+        // The task records keep the hash chain whole.
+        let (code, stdout, stderr) = crate::audit::verify(&[r.audit.to_str().unwrap()]).await;
+        assert_eq!(code, Some(0), "stdout: {stdout}\nstderr: {stderr}");
         assert_no_schema_violations(&sim);
     })
     .await;
