@@ -33,9 +33,14 @@ const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-
 /// The `[policy]` rules and `[approvals]` section every server here gets:
 /// both tools need the client's approval.
 fn approvals_config(dir: &Path, ttl_secs: u64, extra: &str) -> String {
+    approvals_config_with(dir, ttl_secs, "", extra)
+}
+
+/// The same with `read_rule` lines added to the read tool's rule.
+fn approvals_config_with(dir: &Path, ttl_secs: u64, read_rule: &str, extra: &str) -> String {
     format!(
         "[policy.tools.{WRITE}]\naction = \"require_approval\"\napprover = \"client\"\n\
-         [policy.tools.{READ}]\naction = \"require_approval\"\napprover = \"client\"\n\
+         [policy.tools.{READ}]\naction = \"require_approval\"\napprover = \"client\"\n{read_rule}\n\
          [approvals]\nadmin_socket = \"{}\"\nttl_secs = {ttl_secs}\n{extra}",
         dir.join("admin.sock").display()
     )
@@ -149,6 +154,11 @@ async fn python_sdk_approves_inside_the_call_over_stdio() {
 /// lines; two bearer tokens, `agent` ([`crate::http::TOKEN`]) and
 /// `other` ([`OTHER_TOKEN`]).
 async fn http_server(sim: &Simulator, dir: &Path, ttl_secs: u64, extra: &str) -> HttpServer {
+    http_server_with(sim, dir, approvals_config(dir, ttl_secs, extra)).await
+}
+
+/// The same with this `[policy]`/`[approvals]` text.
+async fn http_server_with(sim: &Simulator, dir: &Path, approvals: String) -> HttpServer {
     let config = dir.join("pve-mcp.toml");
     std::fs::write(
         &config,
@@ -156,7 +166,7 @@ async fn http_server(sim: &Simulator, dir: &Path, ttl_secs: u64, extra: &str) ->
             "[http]\nlisten = \"127.0.0.1:0\"\nallowed_hosts = [\"127.0.0.1\"]\n\
              [http.tokens]\nagent = \"{}\"\nother = \"{OTHER_TOKEN}\"\n{}",
             crate::http::TOKEN,
-            approvals_config(dir, ttl_secs, extra)
+            approvals
         ),
     )
     .unwrap();
@@ -500,6 +510,29 @@ async fn a_retry_runs_on_another_replica_once() {
         let text = refusal(&on_a.retry(READ, vm(100), &asked.state, approve()).await);
         assert!(text.contains("already used"), "{text}");
         assert_eq!(reads(&sim), 1, "the replay on A ran nothing");
+    })
+    .await;
+}
+
+/// The first round gives its rate-limit unit back (the retry is the call
+/// that counts): with `rate_limit = "1/hour"` the approved retry runs, and
+/// only then is the hour's unit spent.
+#[tokio::test]
+async fn the_question_costs_no_rate_limit_unit_and_the_retry_does() {
+    within(async {
+        let sim = simulator().await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = approvals_config_with(dir.path(), 900, "rate_limit = \"1/hour\"", "");
+        let server = http_server_with(&sim, dir.path(), config).await;
+        let agent = Raw::new(&server.url, crate::http::TOKEN);
+        let asked = agent.ask(READ, vm(100)).await;
+        let again = agent.ask(READ, vm(100)).await;
+        assert_ne!(asked.state, again.state, "each question has its own state");
+        let ran = agent.retry(READ, vm(100), &asked.state, approve()).await;
+        assert_eq!(ran["isError"], false, "{ran}");
+        assert_eq!(reads(&sim), 1);
+        let text = refusal(&agent.call(READ, vm(100), json!({}), json!({})).await);
+        assert!(text.starts_with("Rate limit reached"), "{text}");
     })
     .await;
 }

@@ -208,8 +208,8 @@ async def over_stdio(binary):
     params = StdioServerParameters(command=binary, args=["demo", "--writes"], env=env)
     person = Person()
     # The 2025-era handshake: pve-mcp asks for approval with a server-to-client
-    # elicitation request, which a session carries; 2026-07-28's
-    # input-required round trip is not implemented yet.
+    # elicitation request, which a session carries. A 2026-07-28 client is
+    # asked inside the call instead (python_sdk_mrtr.py tests that).
     async with Client(params, mode="legacy", read_timeout_seconds=120, elicitation_callback=person) as client:
         await exercise(client, "stdio", person)
 
