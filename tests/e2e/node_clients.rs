@@ -271,19 +271,41 @@ async fn official_conformance_suite_passes_every_applicable_scenario() {
 /// must pass, not merely be absent from the baseline: those that need no
 /// fixture tool of the suite's own (`test_*`, `greet`, `slow_compute`).
 const CHECKS_2026: &[&str] = &[
+    // Stateless requests, discovery and the HTTP rules of 2026-07-28.
+    "sep-2575-server-implements-discover",
+    "sep-2575-discover-capabilities-match-handlers",
+    "sep-2575-server-declares-prompts-in-discover",
+    "sep-2575-request-meta-invalid-missing-meta",
     "sep-2575-server-unsupported-version-error",
     "sep-2575-http-server-unsupported-version-400",
     "sep-2575-http-server-header-mismatch-400",
     "sep-2575-http-server-method-not-found-404-initialize",
     "sep-2575-http-server-method-not-found-404-ping",
+    "sep-2575-http-server-method-not-found-404-resources-subscribe",
     "sep-2575-http-server-method-not-found-404",
     "sep-2575-http-server-error-jsonrpc-id",
+    // subscriptions/listen.
+    "sep-2575-server-sends-subscription-ack",
+    "sep-2575-server-tags-subscription-id",
+    "sep-2575-server-honors-notification-filter",
+    // Caching hints on every list and on a resource read.
     "sep-2549-tools-list-caching-hints",
     "sep-2549-prompts-list-caching-hints",
     "sep-2549-resources-list-caching-hints",
     "sep-2549-resources-templates-list-caching-hints",
+    "sep-2549-resources-read-caching-hints",
+    // Resources and prompts.
     "resources-list",
     "prompts-list",
+    "sep-2164-error-code",
+    "sep-2164-data-uri",
+    // MRTR: never on requests that cannot carry it; responses validated.
+    "sep-2322-not-on-unsupported-requests",
+    "sep-2322-validate-input-responses",
+    // The tasks extension: advertised, and gated on the client declaring it.
+    "tasks-extension-advertised",
+    "sep-2663-tasks-methods-non-declaring",
+    "sep-2663-tasks-get-invalid-task-id-32602",
 ];
 
 /// Every check the suite wrote, by id: its status.
