@@ -38,7 +38,9 @@ impl NodeClients {
     /// A command running one of the packages' executables with the pinned
     /// Node first on PATH.
     pub fn command(&self, bin: &str) -> Command {
-        self.with_env(Command::new(self.interop.join("node_modules/.bin").join(bin)))
+        self.with_env(Command::new(
+            self.interop.join("node_modules/.bin").join(bin),
+        ))
     }
 
     /// A pinned conformance suite, run by its script rather than
@@ -318,8 +320,7 @@ fn checks_by_id(results: &Path) -> std::collections::HashMap<String, String> {
             if path.is_dir() {
                 dirs.push(path);
             } else if path.file_name().is_some_and(|n| n == "checks.json") {
-                let checks: Value =
-                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                let checks: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
                 for check in checks.as_array().into_iter().flatten() {
                     let (Some(id), Some(status)) = (check["id"].as_str(), check["status"].as_str())
                     else {
@@ -344,12 +345,20 @@ async fn conformance_suite_2026_07_28_requirements() {
     let sim = simulator().await;
     let server = http_server(&sim).await;
     let results = tempfile::tempdir().unwrap();
-    let expected = clients.interop.join("conformance-2026-expected-failures.yml");
+    let expected = clients
+        .interop
+        .join("conformance-2026-expected-failures.yml");
     let out = tokio::task::block_in_place(|| {
         clients
             .conformance("conformance-2026")
             .current_dir(results.path())
-            .args(["server", "--url", &server.url, "--requirements", "2026-07-28"])
+            .args([
+                "server",
+                "--url",
+                &server.url,
+                "--requirements",
+                "2026-07-28",
+            ])
             .arg("--expected-failures")
             .arg(&expected)
             .arg("-o")
@@ -434,4 +443,91 @@ async fn inspector_talks_streamable_http_with_a_bearer_token() {
     assert!(!out.status.success());
     assert_ne!(out.status.code(), Some(0));
     server.expect_log("status=401").await;
+}
+
+/// Issue 26: the Inspector CLI lists and reads pve-mcp's resources and
+/// gets a prompt over stdio, as a person would at a terminal.
+#[tokio::test(flavor = "multi_thread")]
+async fn inspector_reads_resources_and_gets_prompts() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = tokio::task::block_in_place(|| inspector_stdio(&clients, &sim, dir.path(), args));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout_json(&out)
+    };
+
+    let listed = run(&["--method", "resources/list"]);
+    let uris: Vec<&str> = listed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(uris, ["pve://default/resources"], "{listed}");
+    let templates = run(&["--method", "resources/templates/list"]);
+    let templates: Vec<&str> = templates["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["uriTemplate"].as_str())
+        .collect();
+    assert!(
+        templates.contains(&"pve://{cluster}/guests/{vmid}"),
+        "{templates:?}"
+    );
+
+    let read = run(&[
+        "--method",
+        "resources/read",
+        "--uri",
+        "pve://default/guests/100",
+    ]);
+    let content = &read["contents"][0];
+    assert_eq!(content["uri"], "pve://default/guests/100", "{read}");
+    assert_eq!(content["mimeType"], "application/json", "{read}");
+    let guest: Value = serde_json::from_str(content["text"].as_str().unwrap()).unwrap();
+    assert!(
+        guest.to_string().contains("\"vmid\":100"),
+        "status and config of guest 100: {guest}"
+    );
+
+    let prompts = run(&["--method", "prompts/list"]);
+    let names: Vec<&str> = prompts["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for name in [
+        "diagnose_guest",
+        "plan_node_maintenance",
+        "capacity_report",
+        "least_privilege_token",
+    ] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
+    let prompt = run(&[
+        "--method",
+        "prompts/get",
+        "--prompt-name",
+        "diagnose_guest",
+        "--prompt-args",
+        "vmid=100",
+    ]);
+    let text = prompt["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("Diagnose guest 100") && text.contains("pve_get_vm_status"),
+        "{prompt}"
+    );
 }

@@ -328,7 +328,10 @@ async fn a_2026_listener_is_told_when_a_reload_changes_the_tool_list() {
         )
         .await
         .expect("a tools/list_changed notification on the listen stream");
-        assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+        assert_eq!(
+            changed["method"], "notifications/tools/list_changed",
+            "{changed}"
+        );
         assert_eq!(
             changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
             "{changed}"

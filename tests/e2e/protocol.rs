@@ -303,7 +303,11 @@ async fn capabilities_are_exactly_what_is_served() {
             assert!(reply.get("result").is_some(), "{method}: {reply}");
         }
         let reply = raw
-            .request(30, "resources/subscribe", json!({"uri": "pve://pve/resources"}))
+            .request(
+                30,
+                "resources/subscribe",
+                json!({"uri": "pve://pve/resources"}),
+            )
             .await;
         assert_eq!(reply["error"]["code"], -32601, "{reply}");
         // The tasks extension answers for a client that declares it: an
@@ -326,7 +330,11 @@ async fn capabilities_are_exactly_what_is_served() {
             .await;
         let versions = discovered["result"]["supportedVersions"].clone();
         assert!(
-            versions.as_array().unwrap().iter().any(|v| v == "2026-07-28"),
+            versions
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v == "2026-07-28"),
             "{discovered}"
         );
         let mut theirs = discovered["result"]["capabilities"].clone();
