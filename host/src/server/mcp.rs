@@ -305,10 +305,7 @@ impl ServerHandler for McpServer {
     /// Sends `notifications/tools/list_changed` on the listen stream
     /// whenever a policy reload hides or shows a tool, until the client
     /// closes the stream.
-    async fn listen(
-        &self,
-        context: rmcp::service::SubscriptionContext,
-    ) -> Result<(), ErrorData> {
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let mut watch = crate::policy::reload::ListWatch::new(
             self.app.policy().clone(),
             self.app.tools().clone(),
