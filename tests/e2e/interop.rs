@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use crate::common::{BIN, cache_dir, installed};
 
 /// Whether the Python SDK is installed (see [`installed`]).
-fn has_python_sdk() -> bool {
+pub fn has_python_sdk() -> bool {
     let found = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 use crate::http::{HttpServer, http_client, messages};
+use crate::interop::has_python_sdk;
 use crate::policy_harness::Redis;
 
 const ADMIN_TOKEN: &str = "e2e-mrtr-admin-token-4c8e1f";
@@ -61,15 +62,6 @@ fn stops(sim: &Simulator) -> Vec<String> {
         .map(|r| r.path)
         .filter(|p| p.ends_with("/status/stop"))
         .collect()
-}
-
-/// Whether the Python SDK is here (see [`installed`]).
-fn has_python_sdk() -> bool {
-    let found = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    installed(found, "the Python `mcp` package", "`pip install mcp`")
 }
 
 /// Runs tests/interop/python_sdk_mrtr.py with `args` in `env` (only),

@@ -212,21 +212,27 @@ impl Approvals {
         plan: Option<String>,
         retry: Option<&Retry>,
     ) -> Step {
-        if grant.approver == Approver::Client && self.elicitation {
-            // A retry is judged by its state whatever it declares now: the
-            // state is what proves a person was asked.
+        // A retry is judged by its state whatever it declares now: the
+        // state is what proves a person was asked.
+        if grant.approver == Approver::Client
+            && self.elicitation
+            && (retry.is_some() || round_trip::speaks(context))
+        {
+            let who = binding(caller);
+            let hash = approval_hash(arguments, plan.as_deref());
+            let call = round_trip::Bound {
+                tool,
+                hash: &hash,
+                caller: &who,
+            };
             if let Some(retry) = retry {
-                return self
-                    .redeem(caller, tool, arguments, grant, plan.as_deref(), retry)
-                    .await;
+                return self.redeem(call, grant, retry).await;
             }
-            if round_trip::speaks(context) {
-                let result = self.ask_in_result(caller, tool, arguments, plan.as_deref());
-                // The retry is the call that counts against rate limits.
-                grant.permit.rollback().await;
-                crate::metrics::tool_call(tool, crate::metrics::Outcome::ApprovalPending);
-                return Step::InputRequired(result);
-            }
+            let result = self.ask_in_result(call, arguments, plan.as_deref());
+            // The retry is the call that counts against rate limits.
+            grant.permit.rollback().await;
+            crate::metrics::tool_call(tool, crate::metrics::Outcome::ApprovalPending);
+            return Step::InputRequired(result);
         }
         let client = (grant.approver == Approver::Client).then_some(&context.peer);
         let authorization = tokio::select! {
@@ -300,43 +306,22 @@ impl Approvals {
     /// sealed to this call, this caller and the ttl.
     fn ask_in_result(
         &self,
-        caller: &Caller,
-        tool: &str,
+        call: round_trip::Bound<'_>,
         arguments: &JsonObject,
         plan: Option<&str>,
     ) -> InputRequiredResult {
-        let who = binding(caller);
-        let hash = approval_hash(arguments, plan);
-        let bound = round_trip::Bound {
-            tool,
-            hash: &hash,
-            caller: &who,
-        };
-        let state = self.seal.seal(bound, self.ttl, now_ms());
+        let (tool, who) = (call.tool, call.caller);
+        let state = self.seal.seal(call, self.ttl, now_ms());
         tracing::info!(tool, caller = %who, outcome = "input-required", approver = "client", "approval");
-        round_trip::input_required(self.question(tool, arguments, plan, &who), state)
+        round_trip::input_required(self.question(tool, arguments, plan, who), state)
     }
 
     /// The retry of a 2026-07-28 approval: runs (once) if its state opens
     /// for exactly this call and caller before it expires, the person
     /// approved, and the store has not seen its nonce; otherwise refused,
     /// saying why, with its units given back.
-    async fn redeem(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        arguments: &JsonObject,
-        grant: Grant,
-        plan: Option<&str>,
-        retry: &Retry,
-    ) -> Step {
-        let who = binding(caller);
-        let hash = approval_hash(arguments, plan);
-        let call = round_trip::Bound {
-            tool,
-            hash: &hash,
-            caller: &who,
-        };
+    async fn redeem(&self, call: round_trip::Bound<'_>, grant: Grant, retry: &Retry) -> Step {
+        let (tool, who) = (call.tool, call.caller);
         let opened = match self.seal.open(&retry.state, call) {
             Ok(opened) => opened,
             Err(problem) => {
