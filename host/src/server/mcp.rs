@@ -442,7 +442,7 @@ impl ServerHandler for McpServer {
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
         let caller = Caller::from_context(&context);
         match &self.tasks {
-            Some(tasks) => tasks.get(&caller, &request.task_id).await,
+            Some(tasks) => tasks.get(&self.app, &caller, &request.task_id).await,
             None => Err(crate::server::tasks::unknown_task(&request.task_id)),
         }
     }

@@ -30,6 +30,7 @@ use crate::audit::record::TaskEventRecord;
 use crate::caller::Caller;
 use crate::error::ConfigError;
 use crate::policy::StateSpec;
+use crate::server::app::App;
 use store::{MemoryTasks, RedisTasks, Status, TaskRecord, TaskStore};
 
 /// How long a task is kept from its creation. Longer than any wait a call
@@ -38,6 +39,15 @@ pub const TTL: Duration = Duration::from_secs(2 * 60 * 60);
 
 /// How often a client is asked to poll.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A working task's record is rewritten at least this often by the
+/// replica that runs it.
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// A working task not rewritten for this long has lost its replica (it
+/// exited or crashed): `tasks/get` ends it `failed` rather than leave it
+/// working until its TTL.
+pub const ORPHANED: Duration = Duration::from_secs(45);
 
 /// The tasks of one server (every session and replica shares the store).
 pub struct Tasks {
@@ -76,8 +86,16 @@ impl Tasks {
     }
 
     /// `tasks/get`: the caller's task as it stands.
-    pub async fn get(&self, caller: &Caller, id: &str) -> Result<GetTaskResult, ErrorData> {
-        let record = self.owned(caller, id).await?;
+    pub async fn get(
+        &self,
+        app: &App,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let mut record = self.owned(caller, id).await?;
+        if record.status == Status::Working && orphaned(&record.updated_at, Utc::now()) {
+            record = self.end_orphan(app, caller, record).await?;
+        }
         let mut result = GetTaskResult::new(detailed(&record));
         result.meta = proxmox_task(&record);
         Ok(result)
@@ -86,6 +104,10 @@ impl Tasks {
     /// The caller's task `id`. Another caller's task is answered as an
     /// unknown one, so its existence is not revealed.
     async fn owned(&self, caller: &Caller, id: &str) -> Result<TaskRecord, ErrorData> {
+        // Not a store key this server could have made: not looked up.
+        if !well_formed(id) {
+            return Err(unknown_task(id));
+        }
         let found = self
             .store
             .get(id)
@@ -95,6 +117,38 @@ impl Tasks {
             Some(record) if record.owner == crate::approval::binding(caller) => Ok(record),
             _ => Err(unknown_task(id)),
         }
+    }
+
+    /// Ends a task whose replica stopped rewriting it, unless it ended
+    /// meanwhile: the task as it now stands.
+    async fn end_orphan(
+        &self,
+        app: &App,
+        caller: &Caller,
+        mut record: TaskRecord,
+    ) -> Result<TaskRecord, ErrorData> {
+        let store_error = |e: store::StoreError| ErrorData::internal_error(e.to_string(), None);
+        let lost = format!(
+            "The pve-mcp replica running this task stopped (no word from it for {} s), so \
+             its result is lost. The Proxmox task may still run: see _meta pve-mcp/upid and \
+             pve_get_task_status.",
+            ORPHANED.as_secs()
+        );
+        record.status = Status::Failed;
+        record.message = Some(lost.clone());
+        record.outcome = serde_json::to_value(ErrorData::internal_error(lost, None)).ok();
+        record.updated_at = now();
+        if self
+            .store
+            .replace_if(Status::Working, &record)
+            .await
+            .map_err(store_error)?
+        {
+            app.audit_task(event(caller, "end", &record)).await;
+            return Ok(record);
+        }
+        let current = self.store.get(&record.id).await.map_err(store_error)?;
+        current.ok_or_else(|| unknown_task(&record.id))
     }
 
     fn register(&self, id: &str) -> CancellationToken {
@@ -148,6 +202,22 @@ pub fn now() -> String {
 /// A random, unguessable task id (122 random bits).
 fn new_id() -> String {
     format!("task-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Whether a working task last written at `updated_at` (RFC 3339) has
+/// lost its replica by `now`. A time that does not parse is not judged.
+fn orphaned(updated_at: &str, now: chrono::DateTime<Utc>) -> bool {
+    chrono::DateTime::parse_from_rfc3339(updated_at).is_ok_and(|then| {
+        now.signed_duration_since(then)
+            .to_std()
+            .is_ok_and(|age| age > ORPHANED)
+    })
+}
+
+/// Whether `id` has the form [`new_id`] gives (`task-` and 32 hex digits).
+fn well_formed(id: &str) -> bool {
+    id.strip_prefix("task-")
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The task as `tasks/get` and `notifications/tasks` give it.
@@ -210,5 +280,40 @@ fn event(caller: &Caller, event: &'static str, record: &TaskRecord) -> TaskEvent
         status: record.status.as_str().into(),
         upid: record.upid.clone(),
         message: record.message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ids_of_the_form_this_server_makes_are_looked_up() {
+        assert!(well_formed(&new_id()));
+        assert_ne!(new_id(), new_id());
+        for bad in [
+            "",
+            "task-",
+            "task-0123",
+            "TASK-0123456789abcdef0123456789abcdef",
+            "task-0123456789abcdef0123456789abcdeg",
+            "task-0123456789abcdef0123456789abcdef0",
+            "task-0123456789abcdef0123456789abcde\u{e9}",
+        ] {
+            assert!(!well_formed(bad), "{bad:?}");
+        }
+        let now = Utc::now();
+        let at = |secs: i64| {
+            (now - chrono::Duration::seconds(secs)).to_rfc3339_opts(SecondsFormat::Millis, true)
+        };
+        assert!(!orphaned(&at(5), now));
+        assert!(!orphaned(&at(HEARTBEAT.as_secs() as i64 * 4), now));
+        assert!(orphaned(&at(ORPHANED.as_secs() as i64 + 1), now));
+        // A clock ahead of this one's is not an old record.
+        assert!(!orphaned(&at(-600), now));
+        assert!(!orphaned("not a time", now));
+        let long = "x".repeat(10_000);
+        let error = unknown_task(&long);
+        assert!(error.message.len() < 400, "{}", error.message);
     }
 }

@@ -191,6 +191,10 @@ impl Tasks {
         let mut ticks = tokio::time::interval(CHECK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut reports_open = true;
+        // When the record was last written: a working task's record is
+        // rewritten at least every HEARTBEAT, so other replicas can tell a
+        // task whose replica died from one that runs.
+        let mut saved = std::time::Instant::now();
         loop {
             tokio::select! {
                 biased;
@@ -202,14 +206,18 @@ impl Tasks {
                         if changed {
                             record.message = report.message;
                         }
-                        if (learn(&egress, record) || changed) && !self.save(record).await {
-                            return None;
+                        if learn(&egress, record) || changed {
+                            saved = std::time::Instant::now();
+                            if !self.save(record).await {
+                                return None;
+                            }
                         }
                     }
                     None => reports_open = false,
                 },
                 _ = ticks.tick() => {
-                    if learn(&egress, record) {
+                    if learn(&egress, record) || saved.elapsed() >= super::HEARTBEAT {
+                        saved = std::time::Instant::now();
                         if !self.save(record).await {
                             return None;
                         }
