@@ -54,7 +54,8 @@ pub fn python_script(script: &str, lines: &[&str]) {
 }
 
 /// tests/interop/python_sdk_resources.py: lists, reads of every kind,
-/// completions and bad URIs, over stdio (both handshakes) and HTTP.
+/// completions and bad URIs, over stdio (both handshakes) and HTTP; and
+/// with the cluster toolset not offered, its resources gone.
 #[test]
 fn python_sdk_lists_reads_and_completes_resources_over_stdio_and_http() {
     python_script(
@@ -63,6 +64,7 @@ fn python_sdk_lists_reads_and_completes_resources_over_stdio_and_http() {
             "resources [stdio legacy]: ok",
             "resources [stdio auto]: ok",
             "resources [http]: ok",
+            "resources [not offered]: ok",
         ],
     );
 }
@@ -172,6 +174,7 @@ async fn the_policy_decides_resource_reads_and_completions_and_the_audit_log_rec
         let guest = format!("pve://{cluster}/guests/100");
         let refused = mcp_error(read(&server, &guest).await);
         assert_eq!(refused.code, ErrorCode::RESOURCE_NOT_FOUND, "{refused:?}");
+        assert_eq!(refused.data, Some(json!({ "uri": guest })));
         assert!(
             refused
                 .message

@@ -9,6 +9,9 @@ the 2026-era connection) and Streamable HTTP with a bearer token.
   (the template's percent-encoded form too), clusters;
 - bad URIs, an unknown cluster and an unknown template argument get
   -32602 errors naming what is wrong, and the server keeps serving.
+- with `--toolsets guests,tasks` (the cluster toolset not offered): its
+  resources are not listed, their reads are refused (-32002 for a 2025
+  client, -32602 for a 2026 one) and node names do not complete.
 
 Usage: python_sdk_resources.py PATH_TO_PVE_MCP
 Exits non-zero with a message on the first mismatch.
@@ -155,11 +158,12 @@ async def resources(client, label):
         ("pve://demo/volumes/1", "names no resource"),
     ):
         error = await error_of(client.read_resource(bad))
-        check(error.error.code == -32602, f"[{label}] {bad}: {error.error}")
+        check(error.error.code == -32602 and error.error.data == {"uri": bad}, f"[{label}] {bad}: {error.error}")
         check(says in error.error.message and "Valid forms: pve://{cluster}/resources" in error.error.message,
               f"[{label}] {bad}: {error.error.message}")
     missing = await error_of(client.read_resource("pve://demo/guests/4242"))
-    check(missing.error.code == -32603 and "pve_get_vm_status failed" in missing.error.message,
+    check(missing.error.code == -32603 and "pve_get_vm_status failed" in missing.error.message
+          and missing.error.data == {"uri": "pve://demo/guests/4242"},
           f"[{label}] guest 4242: {missing.error}")
     unknown = await error_of(complete(client, GUESTS, "node", "p"))
     check(unknown.error.code == -32602 and 'Unknown argument "node"' in unknown.error.message, f"[{label}] {unknown.error}")
@@ -167,8 +171,34 @@ async def resources(client, label):
     check(again["node"] == "pve2", f"[{label}] after the errors: {again}")
 
 
+async def not_offered(binary):
+    """`--toolsets guests,tasks`: the cluster toolset (pve_list_resources,
+    pve_get_node_metrics, pve_list_nodes) is not offered, so its resources
+    are not listed, their reads are refused ("resource not found": -32002
+    for a 2025 client, -32602 for a 2026 one, SEP-2164) and node names do
+    not complete; the guests and task-log templates stay."""
+    for mode, code in (("legacy", -32002), ("auto", -32602)):
+        params = StdioServerParameters(command=binary, args=["--toolsets", "guests,tasks", "demo"], env=base_env())
+        async with Client(params, mode=mode, read_timeout_seconds=60) as client:
+            label = f"not offered, {mode}"
+            listed = (await client.list_resources()).resources
+            check(listed == [], f"[{label}] resources: {listed}")
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            check(templates == {GUESTS, TASK_LOGS}, f"[{label}] templates: {sorted(templates)}")
+            for uri in ("pve://demo/resources", "pve://demo/nodes/pve1"):
+                error = await error_of(client.read_resource(uri))
+                check(error.error.code == code and "is not offered here" in error.error.message
+                      and error.error.data == {"uri": uri}, f"[{label}] {uri}: {error.error}")
+            nodes = await complete(client, NODES, "node", "")
+            check(nodes.values == [], f"[{label}] nodes: {nodes}")
+            guest = json_of(await client.read_resource("pve://demo/guests/101"), "pve://demo/guests/101", label)
+            check(guest["status"]["vmid"] == 101, f"[{label}] {guest}")
+    print("python-sdk resources [not offered]: ok")
+
+
 async def main():
     await over_each_transport(sys.argv[1], resources, "resources")
+    await not_offered(sys.argv[1])
 
 
 if __name__ == "__main__":

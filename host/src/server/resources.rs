@@ -175,13 +175,23 @@ fn shorten(text: &str) -> String {
 
 /// The invalid-params error for a URI that names no resource.
 fn bad_uri(uri: &str, why: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!(
-            "Invalid resource URI {:?}: {why}. Valid forms: {VALID_FORMS}.",
-            shorten(uri)
+    naming(
+        ErrorData::invalid_params(
+            format!(
+                "Invalid resource URI {:?}: {why}. Valid forms: {VALID_FORMS}.",
+                shorten(uri)
+            ),
+            None,
         ),
-        None,
+        uri,
     )
+}
+
+/// `error` with the URI asked for in its data (SEP-2164), for a client
+/// to match the error to its request.
+fn naming(mut error: ErrorData, uri: &str) -> ErrorData {
+    error.data = Some(json!({ "uri": shorten(uri) }));
+    error
 }
 
 /// The names of the clusters this server serves.
@@ -290,7 +300,7 @@ pub async fn read(reads: &Reads<'_>, uri: &str) -> Result<ReadResourceResult, Er
         reads
             .run(tool, arguments)
             .await
-            .map_err(|failure| failure.into_error(tool))
+            .map_err(|failure| naming(failure.into_error(tool), uri))
     };
     let contents = match &parsed {
         ResourceUri::Resources { .. } => {
