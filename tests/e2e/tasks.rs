@@ -5,8 +5,8 @@
 //! polled with `tasks/get` to the tool's result; a task belongs to its
 //! token; a cancel stops the Proxmox task when the call was granted write
 //! access and only stops waiting otherwise; two replicas sharing Redis
-//! answer for each other's tasks; a stdio client is sent
-//! `notifications/tasks`; a client without the extension waits as before;
+//! answer for each other's tasks; a stdio client, and an HTTP session on
+//! its GET stream, are sent `notifications/tasks`; a client without the extension waits as before;
 //! and the audit log records each task's creation, cancel and end.
 
 use std::path::{Path, PathBuf};
@@ -584,6 +584,82 @@ async fn a_stdio_client_is_told_when_its_task_ends() {
             .await;
         assert_eq!(got["result"]["status"], "completed", "{got}");
         assert_eq!(got["result"]["result"], params["result"], "{got}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_http_session_hears_on_its_get_stream_when_its_task_ends() {
+    within(async {
+        let sim = simulator().await;
+        sim.set_task_duration_for("qmstart", SHORT);
+        let r = Replica::start(&sim, "memory").await;
+        let server = &r.server;
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {EXTENSION: {}}},
+            "clientInfo": {"name": "e2e-tasks", "version": "1"}}});
+        let answer = server
+            .post_as(Some(ALICE), &initialize)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{}", server.log());
+        let session = answer.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let in_session = |message: &Value| {
+            server
+                .post_as(Some(ALICE), message)
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", "2025-11-25")
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(in_session(&initialized).send().await.unwrap().status(), 202);
+        let mut stream = server
+            .http
+            .get(&server.url)
+            .bearer_auth(ALICE)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "pve_start_vm", "arguments": {"vmid": 104, "wait": true}}});
+        let handle = messages(in_session(&call).send().await.unwrap()).await;
+        let handle = handle.last().unwrap();
+        assert_eq!(handle["result"]["resultType"], "task", "{handle}");
+        let id = handle["result"]["taskId"].as_str().unwrap().to_owned();
+
+        // The session's stream carries the task's end.
+        let mut text = String::new();
+        let note = loop {
+            let chunk = tokio::time::timeout(Duration::from_secs(60), stream.chunk())
+                .await
+                .expect("the task's notification within 60 s")
+                .unwrap()
+                .expect("the stream stays open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            let found = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|m| m["method"] == "notifications/tasks");
+            if let Some(note) = found {
+                break note;
+            }
+        };
+        assert_eq!(note["params"]["taskId"], id.as_str(), "{note}");
+        assert_eq!(note["params"]["status"], "completed", "{note}");
+        assert_eq!(
+            note["params"]["result"]["structuredContent"]["task"]["end"]["exitstatus"], "OK",
+            "{note}"
+        );
     })
     .await;
 }
