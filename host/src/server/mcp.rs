@@ -367,7 +367,9 @@ impl ServerHandler for McpServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        let caller = Caller::from_context(&context);
+        let _slot = self.read_slot(&caller)?;
+        let reads = Reads::new(&self.app, caller);
         tokio::select! {
             read = crate::server::resources::read(&reads, &request.uri) => read.map(Into::into),
             _ = context.ct.cancelled() => Err(cancelled("resources/read")),
@@ -379,7 +381,9 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        let reads = Reads::new(&self.app, Caller::from_context(&context));
+        let caller = Caller::from_context(&context);
+        let _slot = self.read_slot(&caller)?;
+        let reads = Reads::new(&self.app, caller);
         tokio::select! {
             info = crate::server::completions::complete(&reads, &request) => {
                 info.map(rmcp::model::CompleteResult::new)
@@ -495,6 +499,35 @@ impl ServerHandler for McpServer {
             started.elapsed(),
         );
         result
+    }
+}
+
+impl McpServer {
+    /// A call slot for a resource read or a completion: they run tools,
+    /// so over HTTP they count against the same limit as `tools/call`.
+    fn read_slot(
+        &self,
+        caller: &Caller,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ErrorData> {
+        let stateless = caller.is_stateless();
+        let slots = match &self.stateless_slots {
+            Some(shared) if stateless => Some(shared.for_session(&caller.session)),
+            _ => self.call_slots.clone(),
+        };
+        let Some(slots) = slots else {
+            return Ok(None);
+        };
+        match slots.try_acquire() {
+            Some(slot) => Ok(Some(slot)),
+            None => Err(ErrorData::internal_error(
+                format!(
+                    "Too many calls at once: this session already runs {} (the server's \
+                     http.max_calls_per_session). Wait for one to finish, then retry.",
+                    slots.limit()
+                ),
+                None,
+            )),
+        }
     }
 }
 
