@@ -28,7 +28,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, model::ClientCapabilities};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::elicit::{self, Answer, Refusal};
 use super::store::Millis;
@@ -230,25 +229,11 @@ impl StateSeal {
     }
 }
 
-/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`, by ring (which the
+/// TLS stack already brings).
 fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .to_vec()
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    ring::hmac::sign(&key, message).as_ref().to_vec()
 }
 
 /// Whether this request's client can be asked inside the call: it speaks
