@@ -58,6 +58,7 @@ impl Replica {
             format!(
                 "[policy]\nstate = \"{state}\"\n\
                  [policy.tools.pve_start_vm]\naction = \"allow\"\n\
+                 [policy.tools.pve_backup_vm]\naction = \"allow\"\n\
                  [policy.tools.pve_stop_task]\naction = \"allow\"\n"
             ),
         )
@@ -326,15 +327,33 @@ async fn cancelling_a_write_stops_its_proxmox_task_and_a_read_only_stops_waiting
     within(async {
         let sim = simulator().await;
         sim.set_task_duration_for("qmstart", LONG);
+        sim.set_task_duration_for("vzdump", LONG);
         let r = Replica::start(&sim, "memory").await;
         let alice = r.client(ALICE, true);
 
         // A write: its Proxmox task is stopped with one DELETE.
         let id = alice
-            .start("pve_start_vm", json!({"vmid": 104, "wait": true}))
+            .start(
+                "pve_backup_vm",
+                json!({"vmid": 104, "storage": "local", "wait": true}),
+            )
             .await;
         let upid = alice.until_upid(&id).await;
         assert!(sim.task(&upid).unwrap().running());
+        // The status message is the task log's latest line, as the guest
+        // reported it.
+        wait_until(
+            "the backup's first log line as the status message",
+            Duration::from_secs(60),
+            async || {
+                let got = alice.get(&id).await;
+                let message = got["result"]["statusMessage"].as_str()?.to_owned();
+                message
+                    .starts_with("INFO: Backup started at ")
+                    .then_some(message)
+            },
+        )
+        .await;
         assert!(alice.cancel(&id).await["result"].is_object());
         let ended = alice.get(&id).await["result"].clone();
         assert_eq!(ended["status"], "cancelled", "{ended}");
@@ -346,7 +365,7 @@ async fn cancelling_a_write_stops_its_proxmox_task_and_a_read_only_stops_waiting
         assert_eq!(
             writes(&sim),
             [
-                "POST /nodes/pve1/qemu/104/status/start".to_owned(),
+                "POST /nodes/pve1/vzdump".to_owned(),
                 format!("DELETE /nodes/pve1/tasks/{upid}"),
             ]
         );
@@ -396,7 +415,7 @@ async fn cancelling_a_write_stops_its_proxmox_task_and_a_read_only_stops_waiting
             .collect();
         assert_eq!(stops.len(), 1, "{stops:?}");
         assert_eq!(stops[0]["decision"], "task-cancel");
-        assert_eq!(stops[0]["rule"], "policy.tools.pve_start_vm");
+        assert_eq!(stops[0]["rule"], "policy.tools.pve_backup_vm");
         assert_eq!(stops[0]["outcome"], "ok");
         // The task records keep the hash chain whole.
         let (code, stdout, stderr) = crate::audit::verify(&[r.audit.to_str().unwrap()]).await;
