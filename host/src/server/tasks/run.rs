@@ -129,12 +129,12 @@ impl Tasks {
             None => None,
         };
         if let Some(report) = report {
-            let text = |r: &rmcp::model::CallToolResult| r.is_error == Some(true);
             let ended = match crate::server::mcp::to_call_result(report.outcome) {
                 Some(result) => {
-                    let failed = text(&result);
+                    // A tool error is a completed task too, as the
+                    // extension has it: the result says what went wrong.
                     record.status = Status::Completed;
-                    record.message = Some(if failed {
+                    record.message = Some(if result.is_error == Some(true) {
                         format!("{} ended with an error: see the result", record.tool)
                     } else {
                         format!("{}: done", record.tool)
@@ -150,11 +150,9 @@ impl Tasks {
             };
             record.outcome = ended;
             record.updated_at = now();
-            match self.store.replace_if(Status::Working, &record).await {
-                Ok(true) => {}
-                // Cancelled first: the cancel's record stands.
-                Ok(false) => {}
-                Err(e) => tracing::warn!(task = %record.id, "the task's end was not stored: {e}"),
+            // `false`: cancelled first, and the cancel's record stands.
+            if let Err(e) = self.store.replace_if(Status::Working, &record).await {
+                tracing::warn!(task = %record.id, "the task's end was not stored: {e}");
             }
         }
         self.forget(&record.id);
