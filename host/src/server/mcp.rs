@@ -107,13 +107,6 @@ impl McpServer {
         self
     }
 
-    /// Lets calls the policy marks `require_approval` run once a person
-    /// approves them (without it they are refused).
-    pub fn with_approvals(mut self, approvals: Arc<Approvals>) -> Self {
-        self.approvals = Some(approvals);
-        self
-    }
-
     /// The handler for a new HTTP session: its own limit on calls at
     /// once, and its own logging level. Requests without a session (rmcp
     /// makes a handler for each) take their slots from `stateless`, shared
