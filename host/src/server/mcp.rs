@@ -220,15 +220,20 @@ pub fn to_call_result(outcome: CallOutcome) -> Option<CallToolResult> {
 /// The answer to a call over the session's limit: a tool error the agent
 /// can act on.
 fn session_busy(limit: usize, stateless: bool) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(busy_text(limit, stateless))])
+}
+
+/// Why a request over the call limit was turned away, and what to do.
+fn busy_text(limit: usize, stateless: bool) -> String {
     let who = if stateless {
         "this token's requests without a session already run"
     } else {
         "this session already runs"
     };
-    CallToolResult::error(vec![ContentBlock::text(format!(
+    format!(
         "Too many calls at once: {who} {limit} (the server's \
          http.max_calls_per_session). Wait for one to finish, then retry."
-    ))])
+    )
 }
 
 fn cancelled(tool: &str) -> ErrorData {
@@ -502,24 +507,24 @@ impl McpServer {
         &self,
         caller: &Caller,
     ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ErrorData> {
-        let stateless = caller.is_stateless();
-        let slots = match &self.stateless_slots {
-            Some(shared) if stateless => Some(shared.for_session(&caller.session)),
-            _ => self.call_slots.clone(),
-        };
-        let Some(slots) = slots else {
+        let Some(slots) = self.slots_for(caller) else {
             return Ok(None);
         };
         match slots.try_acquire() {
             Some(slot) => Ok(Some(slot)),
             None => Err(ErrorData::internal_error(
-                format!(
-                    "Too many calls at once: this session already runs {} (the server's \
-                     http.max_calls_per_session). Wait for one to finish, then retry.",
-                    slots.limit()
-                ),
+                busy_text(slots.limit(), caller.is_stateless()),
                 None,
             )),
+        }
+    }
+
+    /// The call slots a caller's requests take over HTTP: its session's,
+    /// or (without a session) its token's shared ones; none over stdio.
+    fn slots_for(&self, caller: &Caller) -> Option<CallSlots> {
+        match &self.stateless_slots {
+            Some(shared) if caller.is_stateless() => Some(shared.for_session(&caller.session)),
+            _ => self.call_slots.clone(),
         }
     }
 }
@@ -599,17 +604,12 @@ impl McpServer {
             }
             return Err(unknown_tool(&name));
         };
-        let stateless = caller.is_stateless();
-        let slots = match &self.stateless_slots {
-            Some(shared) if stateless => Some(shared.for_session(&caller.session)),
-            _ => self.call_slots.clone(),
-        };
-        let _slot = match &slots {
+        let _slot = match self.slots_for(&caller) {
             Some(slots) => match slots.try_acquire() {
                 Some(slot) => Some(slot),
                 None => {
                     crate::metrics::tool_call(&name, crate::metrics::Outcome::Busy);
-                    return Ok(session_busy(slots.limit(), stateless).into());
+                    return Ok(session_busy(slots.limit(), caller.is_stateless()).into());
                 }
             },
             None => None,
