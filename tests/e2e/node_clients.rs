@@ -218,21 +218,29 @@ async fn http_server(sim: &Simulator) -> crate::http::HttpServer {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn official_conformance_suite_passes_every_applicable_scenario() {
-    let Some(clients) = NodeClients::find() else {
-        return;
-    };
-    let sim = simulator().await;
-    let server = http_server(&sim).await;
-    let results = tempfile::tempdir().unwrap();
-    let expected = clients.interop.join("conformance-expected-failures.yml");
+/// Runs a pinned conformance suite's server scenarios (narrowed by
+/// `args`) against `server`, results in `results`, and asserts that
+/// nothing failed beyond its `baseline` in tests/interop and that no
+/// baseline entry went stale; the summary of the run.
+fn run_conformance(
+    clients: &NodeClients,
+    package: &str,
+    server: &crate::http::HttpServer,
+    baseline: &str,
+    args: &[&str],
+    results: &Path,
+) -> String {
+    let expected = clients.interop.join(baseline);
     let out = tokio::task::block_in_place(|| {
         clients
-            .conformance("@modelcontextprotocol/conformance")
-            .current_dir(results.path())
-            .args(["server", "--url", &server.url, "--expected-failures"])
+            .conformance(package)
+            .current_dir(results)
+            .args(["server", "--url", &server.url])
+            .args(args)
+            .arg("--expected-failures")
             .arg(&expected)
+            .arg("-o")
+            .arg(results)
             .output()
             .expect("running the conformance suite")
     });
@@ -244,10 +252,29 @@ async fn official_conformance_suite_passes_every_applicable_scenario() {
         .to_string();
     assert!(
         out.status.success(),
-        "conformance failures beyond {}:\n{summary}\n{}\nserver log:\n{}",
+        "{package}: failures beyond {} (or stale entries):\n{summary}\n{}\nserver log:\n{}",
         expected.display(),
         String::from_utf8_lossy(&out.stderr),
         server.log()
+    );
+    summary
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn official_conformance_suite_passes_every_applicable_scenario() {
+    let Some(clients) = NodeClients::find() else {
+        return;
+    };
+    let sim = simulator().await;
+    let server = http_server(&sim).await;
+    let results = tempfile::tempdir().unwrap();
+    let summary = run_conformance(
+        &clients,
+        "@modelcontextprotocol/conformance",
+        &server,
+        "conformance-expected-failures.yml",
+        &[],
+        results.path(),
     );
     // The scenarios that apply to pve-mcp passed, not just "were expected".
     for scenario in [
@@ -345,39 +372,13 @@ async fn conformance_suite_2026_07_28_requirements() {
     let sim = simulator().await;
     let server = http_server(&sim).await;
     let results = tempfile::tempdir().unwrap();
-    let expected = clients
-        .interop
-        .join("conformance-2026-expected-failures.yml");
-    let out = tokio::task::block_in_place(|| {
-        clients
-            .conformance("conformance-2026")
-            .current_dir(results.path())
-            .args([
-                "server",
-                "--url",
-                &server.url,
-                "--requirements",
-                "2026-07-28",
-            ])
-            .arg("--expected-failures")
-            .arg(&expected)
-            .arg("-o")
-            .arg(results.path())
-            .output()
-            .expect("running the 2026 conformance suite")
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = stdout
-        .split("=== SUMMARY ===")
-        .nth(1)
-        .unwrap_or(&stdout)
-        .to_string();
-    assert!(
-        out.status.success(),
-        "conformance failures beyond {} (or stale entries):\n{summary}\n{}\nserver log:\n{}",
-        expected.display(),
-        String::from_utf8_lossy(&out.stderr),
-        server.log()
+    let summary = run_conformance(
+        &clients,
+        "conformance-2026",
+        &server,
+        "conformance-2026-expected-failures.yml",
+        &["--requirements", "2026-07-28"],
+        results.path(),
     );
     let checks = checks_by_id(results.path());
     for id in CHECKS_2026 {
