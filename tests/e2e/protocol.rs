@@ -1,6 +1,7 @@
 //! MCP over stdio on the wire: version negotiation, an early
 //! `server/discover`, ping, and a stdout that carries nothing but MCP.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,17 +11,34 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::common::*;
 
 /// A `pve-mcp serve` driven by hand, one JSON-RPC line at a time.
-struct Raw {
-    child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
+pub struct Raw {
+    pub child: tokio::process::Child,
+    pub stdin: tokio::process::ChildStdin,
     stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
+    /// How long [`Raw::receive`] waits for a line.
+    patience: Duration,
 }
 
 impl Raw {
-    async fn start(sim: &pve_sim::Simulator) -> Raw {
+    /// A server with the default options in a directory of its own.
+    pub async fn start(sim: &pve_sim::Simulator) -> Raw {
         let dir = tempfile::tempdir().unwrap();
-        let mut cmd = command(sim, &Opts::default(), dir.path(), &["-vv", "serve"]);
+        let mut raw = Raw::spawn(sim, &Opts::default(), dir.path(), &["-vv", "serve"]);
+        raw._dir = Some(dir);
+        raw
+    }
+
+    /// A server with `opts`, working in `dir`, that may take up to
+    /// `patience` to say each thing (a task that waits, say).
+    pub fn with(sim: &pve_sim::Simulator, opts: &Opts, dir: &Path, patience: Duration) -> Raw {
+        let mut raw = Raw::spawn(sim, opts, dir, &["serve"]);
+        raw.patience = patience;
+        raw
+    }
+
+    fn spawn(sim: &pve_sim::Simulator, opts: &Opts, dir: &Path, args: &[&str]) -> Raw {
+        let mut cmd = command(sim, opts, dir, args);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -32,11 +50,12 @@ impl Raw {
             child,
             stdin,
             stdout,
-            _dir: dir,
+            _dir: None,
+            patience: Duration::from_secs(5),
         }
     }
 
-    async fn send(&mut self, message: Value) {
+    pub async fn send(&mut self, message: Value) {
         let mut line = serde_json::to_vec(&message).unwrap();
         line.push(b'\n');
         self.stdin.write_all(&line).await.unwrap();
@@ -44,10 +63,10 @@ impl Raw {
     }
 
     /// The next line on stdout, which must be a JSON-RPC 2.0 message.
-    async fn receive(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), self.stdout.next_line())
+    pub async fn receive(&mut self) -> Value {
+        let line = tokio::time::timeout(self.patience, self.stdout.next_line())
             .await
-            .expect("pve-mcp did not answer within 5 s")
+            .unwrap_or_else(|_| panic!("pve-mcp did not answer within {:?}", self.patience))
             .unwrap()
             .expect("stdout closed");
         let message: Value = serde_json::from_str(&line)
@@ -56,12 +75,33 @@ impl Raw {
         message
     }
 
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    /// Sends a request; its answer, which must come next.
+    pub async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
         let reply = self.receive().await;
         assert_eq!(reply["id"], id, "{reply}");
         reply
+    }
+
+    /// Sends a request and returns its answer; the notifications that
+    /// come first are kept in `seen`.
+    pub async fn request_seeing(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: Value,
+        seen: &mut Vec<Value>,
+    ) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let message = self.receive().await;
+            if message["id"] == id {
+                return message;
+            }
+            seen.push(message);
+        }
     }
 }
 

@@ -10,15 +10,14 @@
 //! and the audit log records each task's creation, cancel and end.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::common::*;
 use crate::http::{HttpServer, http_client, messages};
 use crate::policy_harness::Redis;
+use crate::protocol::Raw;
 
 const ALICE: &str = "a11ce-task-a11ce-task-a11ce-task";
 const BOB: &str = "b0b-task-b0b-task-b0b-task-b0b-t";
@@ -481,71 +480,15 @@ async fn two_replicas_sharing_redis_answer_for_each_others_tasks() {
     .await;
 }
 
-/// `pve-mcp serve` over stdio, driven one JSON-RPC line at a time.
-struct StdioServer {
-    _child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-}
-
-impl StdioServer {
-    async fn start(sim: &pve_sim::Simulator, dir: &Path) -> StdioServer {
-        let policy = dir.join("policy.toml");
-        std::fs::write(&policy, "[policy.tools.pve_start_vm]\naction = \"allow\"\n").unwrap();
-        let opts = Opts::default()
-            .arg("--policy")
-            .arg(policy.to_str().unwrap());
-        let mut cmd = command(sim, &opts, dir, &["serve"]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        StdioServer {
-            _child: child,
-            stdin,
-            stdout,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = serde_json::to_vec(&message).unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).await.unwrap();
-        self.stdin.flush().await.unwrap();
-    }
-
-    /// The next message on stdout.
-    async fn receive(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(60), self.stdout.next_line())
-            .await
-            .expect("pve-mcp said nothing for 60 s")
-            .unwrap()
-            .expect("stdout closed");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-    }
-
-    /// Sends a request and returns its answer; notifications that come
-    /// first are kept in `seen`.
-    async fn request(
-        &mut self,
-        id: u64,
-        method: &str,
-        params: Value,
-        seen: &mut Vec<Value>,
-    ) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let message = self.receive().await;
-            if message["id"] == id {
-                return message;
-            }
-            seen.push(message);
-        }
-    }
+/// `pve-mcp serve` over stdio that may run `pve_start_vm`, driven one
+/// JSON-RPC line at a time, patient enough for a task to end.
+fn stdio_server(sim: &pve_sim::Simulator, dir: &Path) -> Raw {
+    let policy = dir.join("policy.toml");
+    std::fs::write(&policy, "[policy.tools.pve_start_vm]\naction = \"allow\"\n").unwrap();
+    let opts = Opts::default()
+        .arg("--policy")
+        .arg(policy.to_str().unwrap());
+    Raw::with(sim, &opts, dir, Duration::from_secs(60))
 }
 
 #[tokio::test]
@@ -554,10 +497,10 @@ async fn a_stdio_client_is_told_when_its_task_ends() {
         let sim = simulator().await;
         sim.set_task_duration_for("qmstart", SHORT);
         let dir = tempfile::tempdir().unwrap();
-        let mut raw = StdioServer::start(&sim, dir.path()).await;
+        let mut raw = stdio_server(&sim, dir.path());
         let mut seen = Vec::new();
         let init = raw
-            .request(
+            .request_seeing(
                 1,
                 "initialize",
                 json!({"protocolVersion": "2025-11-25",
@@ -573,7 +516,7 @@ async fn a_stdio_client_is_told_when_its_task_ends() {
         raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
         let handle = raw
-            .request(
+            .request_seeing(
                 2,
                 "tools/call",
                 json!({"name": "pve_start_vm", "arguments": {"vmid": 104, "wait": true}}),
@@ -599,7 +542,7 @@ async fn a_stdio_client_is_told_when_its_task_ends() {
             "{note}"
         );
         let got = raw
-            .request(3, "tasks/get", json!({"taskId": id}), &mut seen)
+            .request_seeing(3, "tasks/get", json!({"taskId": id}), &mut seen)
             .await;
         assert_eq!(got["result"]["status"], "completed", "{got}");
         assert_eq!(got["result"]["result"], params["result"], "{got}");

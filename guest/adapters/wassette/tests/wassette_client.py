@@ -22,7 +22,15 @@ async def main(spec):
     params = StdioServerParameters(command=command[0], args=command[1:], env=spec["env"])
     out = {"tools": {}, "calls": {}}
     async with Client(params, read_timeout_seconds=120) as client:
+        # wassette loads the component directory in the background after
+        # it answers initialize; on a busy machine the first listing can
+        # come before the component is compiled, so wait for its tools.
         listed = await client.list_tools()
+        for _ in range(240):
+            if listed.tools:
+                break
+            await asyncio.sleep(0.5)
+            listed = await client.list_tools()
         out["tools"] = {t.name: t.description for t in listed.tools}
         for label, tool, args in spec["calls"]:
             result = await client.call_tool(tool, args)
