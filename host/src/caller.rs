@@ -2,9 +2,14 @@
 //! token that authenticated it. Policy (rate limits per session and per
 //! token) and the audit log both key on this.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use rmcp::RoleServer;
+use rmcp::model::RequestMetaObject;
 use rmcp::service::RequestContext;
 
 /// The session name used for the one stdio client of a process.
@@ -37,7 +42,7 @@ pub struct Caller {
     /// `pve_call_tool`, for the audit record.
     pub via: Option<&'static str>,
     /// The W3C `traceparent` in the request's `_meta`, when valid (see
-    /// [`crate::telemetry::span::traceparent`]): the audit record and the
+    /// [`traceparent`]): the audit record and the
     /// call's log line carry it.
     pub trace: Option<Arc<str>>,
 }
@@ -88,7 +93,7 @@ impl Caller {
             }
             Arc::from(name)
         });
-        let trace = crate::telemetry::span::traceparent(&context.meta).map(Arc::from);
+        let trace = traceparent(&context.meta).map(Arc::from);
         let Some(parts) = context.extensions.get::<http::request::Parts>() else {
             return Caller {
                 client,
@@ -122,10 +127,61 @@ impl Caller {
     }
 }
 
+/// The W3C `traceparent` of a request's `_meta` in its canonical
+/// version-00 form, when it parses as a valid one (the rule the telemetry
+/// span's parent follows): what the audit record and the call's log line keep.
+/// Rebuilt from the parsed ids, so nothing else the client wrote is kept.
+pub fn traceparent(meta: &RequestMetaObject) -> Option<String> {
+    let value = meta.get_traceparent()?;
+    // Version 00 is 55 characters; later versions may append fields, but
+    // nothing longer is worth parsing.
+    if value.len() > 256 {
+        return None;
+    }
+    let carrier = HashMap::from([("traceparent".to_string(), value.to_string())]);
+    let cx = TraceContextPropagator::new().extract(&carrier);
+    let span = cx.span();
+    let context = span.span_context();
+    context.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            context.trace_id(),
+            context.span_id(),
+            context.trace_flags().to_u8()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_traceparent_is_kept_only_when_valid_and_in_its_canonical_form() {
+        let of = |value: &str| {
+            let mut meta = RequestMetaObject::new();
+            meta.set_traceparent(value);
+            traceparent(&meta)
+        };
+        let valid = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        assert_eq!(of(valid).as_deref(), Some(valid));
+        assert_eq!(traceparent(&RequestMetaObject::new()), None);
+        for junk in [
+            "not a traceparent",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01\n{\"x\":1}",
+            "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(of(junk), None, "{junk:?}");
+        }
+        // A later version's extra fields are not recorded.
+        assert_eq!(
+            of("01-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-extra").as_deref(),
+            Some(valid)
+        );
+    }
     #[test]
     fn waits_count_per_token_across_sessions_and_stdio_is_exempt() {
         let over_http = |session: &str, token: Option<&str>| Caller {

@@ -138,31 +138,6 @@ fn remote_parent(
     cx.span().span_context().is_valid().then_some(cx)
 }
 
-/// The W3C `traceparent` of a request's `_meta` in its canonical
-/// version-00 form, when it parses as a valid one (the rule the span's
-/// parent follows): what the audit record and the call's log line keep.
-/// Rebuilt from the parsed ids, so nothing else the client wrote is kept.
-pub fn traceparent(meta: &RequestMetaObject) -> Option<String> {
-    let value = meta.get_traceparent()?;
-    // Version 00 is 55 characters; later versions may append fields, but
-    // nothing longer is worth parsing.
-    if value.len() > 256 {
-        return None;
-    }
-    let carrier = HashMap::from([("traceparent".to_string(), value.to_string())]);
-    let cx = TraceContextPropagator::new().extract(&carrier);
-    let span = cx.span();
-    let context = span.span_context();
-    context.is_valid().then(|| {
-        format!(
-            "00-{}-{}-{:02x}",
-            context.trace_id(),
-            context.span_id(),
-            context.trace_flags().to_u8()
-        )
-    })
-}
-
 /// The arguments as the audit log records them, as compact JSON, cut at
 /// [`MAX_ARGUMENTS`] bytes.
 fn arguments_text(arguments: &crate::tools::JsonObject, redactor: &Redactor) -> String {
@@ -229,33 +204,6 @@ mod tests {
         assert!(remote_parent(&bad, None).is_none());
         bad.set_traceparent("not a traceparent");
         assert!(remote_parent(&bad, None).is_none());
-    }
-
-    #[test]
-    fn a_traceparent_is_kept_only_when_valid_and_in_its_canonical_form() {
-        let of = |value: &str| {
-            let mut meta = RequestMetaObject::new();
-            meta.set_traceparent(value);
-            traceparent(&meta)
-        };
-        let valid = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
-        assert_eq!(of(valid).as_deref(), Some(valid));
-        assert_eq!(traceparent(&RequestMetaObject::new()), None);
-        for junk in [
-            "not a traceparent",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
-            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7",
-            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01\n{\"x\":1}",
-            "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
-        ] {
-            assert_eq!(of(junk), None, "{junk:?}");
-        }
-        // A later version's extra fields are not recorded.
-        assert_eq!(
-            of("01-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-extra").as_deref(),
-            Some(valid)
-        );
     }
 
     #[test]
