@@ -99,11 +99,22 @@ fn check(target: &Target, args: &Map<String, Value>, text: &str) -> Result<(), T
                 m
             );
             let head = m.split(':').next().unwrap_or_default();
+            // A field the call sent, one the schema requires, or one it
+            // declares: the call's other arguments make it required
+            // (`node` with `scope: "node"`), or the message offers the
+            // fields to choose from ("name vms, storage or comment: there
+            // is nothing to change").
+            let declared = |word: &str| target.schema["properties"].get(word).is_some();
             let names_field = m.starts_with('"') // a quoted stray key
                 || args.contains_key(head)
                 || target.schema["required"]
                     .as_array()
-                    .is_some_and(|r| r.iter().any(|f| f == head));
+                    .is_some_and(|r| r.iter().any(|f| f == head))
+                || declared(head)
+                || head
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| *w != "name")
+                    .any(declared);
             prop_assert!(names_field, "{}: does not name a field: {}", tool.name, m);
         }
         // Accepted: the first request was refused, or the tool (such as
