@@ -61,19 +61,9 @@ pub fn start(
         max_pending_per_caller: settings.max_pending_per_caller,
         ..StoreLimits::with_ttl(settings.ttl)
     };
-    let store: Arc<dyn ApprovalStore> = match &policy.state {
-        StateSpec::Memory => Arc::new(MemoryApprovals::new(limits)),
-        // The policy's own check of the URL already passed; the connection
-        // is lazy, so an unreachable Redis refuses calls rather than the
-        // start.
-        StateSpec::Redis(url) => {
-            let connection = crate::state::redis_connection(url).map_err(|e| ConfigError {
-                key: format!("policy.state (in {})", policy.origin),
-                problem: e.to_string(),
-                fix: "use \"memory\" or a reachable redis://HOST:PORT[/DB]".into(),
-            })?;
-            Arc::new(RedisApprovals::new(connection, DEFAULT_PREFIX, limits))
-        }
+    let store: Arc<dyn ApprovalStore> = match policy.state.redis_connection(&policy.origin)? {
+        None => Arc::new(MemoryApprovals::new(limits)),
+        Some(connection) => Arc::new(RedisApprovals::new(connection, DEFAULT_PREFIX, limits)),
     };
     secrets.extend(settings.admin_token.iter().map(|t| t.secret.clone()));
     let seal = state_seal(settings, policy, &needing);

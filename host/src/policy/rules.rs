@@ -156,6 +156,28 @@ pub enum StateSpec {
     Redis(String),
 }
 
+impl StateSpec {
+    /// A connection to this state's Redis for a store kept beside the
+    /// counters (approvals, tasks), or `None` when state is in memory.
+    /// `origin` names where `state` was set, for the error. The connection
+    /// is lazy, so an unreachable Redis refuses calls rather than the start.
+    pub fn redis_connection(
+        &self,
+        origin: &str,
+    ) -> Result<Option<redis::aio::ConnectionManager>, ConfigError> {
+        let StateSpec::Redis(url) = self else {
+            return Ok(None);
+        };
+        crate::state::redis_connection(url)
+            .map(Some)
+            .map_err(|e| ConfigError {
+                key: format!("policy.state (in {origin})"),
+                problem: e.to_string(),
+                fix: "use \"memory\" or a reachable redis://HOST:PORT[/DB]".into(),
+            })
+    }
+}
+
 /// A checked policy.
 #[derive(Debug, Clone)]
 pub struct Policy {

@@ -70,17 +70,12 @@ impl Tasks {
     /// (the connection is lazy: an unreachable Redis fails a task's
     /// creation, and the call then waits as it would without tasks).
     pub fn for_state(state: &StateSpec, origin: &str) -> Result<Tasks, ConfigError> {
-        let store: Arc<dyn TaskStore> = match state {
-            StateSpec::Memory => Arc::new(MemoryTasks::default()),
-            StateSpec::Redis(url) => {
-                let connection = crate::state::redis_connection(url).map_err(|e| ConfigError {
-                    key: format!("policy.state (in {origin})"),
-                    problem: e.to_string(),
-                    fix: "use \"memory\" or a reachable redis://HOST:PORT[/DB]".into(),
-                })?;
+        let store: Arc<dyn TaskStore> = match (state, state.redis_connection(origin)?) {
+            (StateSpec::Redis(url), Some(connection)) => {
                 let address = crate::state::redis::redacted_url(url);
                 Arc::new(RedisTasks::new(connection, address))
             }
+            _ => Arc::new(MemoryTasks::default()),
         };
         Ok(Tasks::new(store))
     }
